@@ -1,0 +1,58 @@
+"""Federated algorithms: one file per paper family, one shared round skeleton (``base``).
+
+``make("fedadam", client_lr=0.1, server_lr=0.01)`` builds any of them by name.
+"""
+
+from collections.abc import Callable
+
+from fedcore.algorithms.base import RoundBatch, constant, exp_decay, local_sgd, pseudo_gradient
+from fedcore.algorithms.fedopt import (
+    FedOpt,
+    fedadagrad,
+    fedadam,
+    fedams,
+    fedavg,
+    fedavgm,
+    fedyogi,
+)
+from fedcore.algorithms.fedprox import FedProx, fedprox
+from fedcore.algorithms.scaffold import Scaffold, scaffold
+from fedcore.checks import check_choice
+
+ALGORITHMS: dict[str, Callable[..., FedOpt]] = {
+    "fedavg": fedavg,
+    "fedavgm": fedavgm,
+    "fedadagrad": fedadagrad,
+    "fedadam": fedadam,
+    "fedyogi": fedyogi,
+    "fedams": fedams,
+    "fedprox": fedprox,
+    "scaffold": scaffold,
+}
+
+
+def make(name: str, **hyperparameters) -> FedOpt:
+    """An algorithm by name: ``make("scaffold", client_lr=0.05)``."""
+    return ALGORITHMS[check_choice("algorithm", name, ALGORITHMS)](**hyperparameters)
+
+
+__all__ = [
+    "ALGORITHMS",
+    "FedOpt",
+    "FedProx",
+    "RoundBatch",
+    "Scaffold",
+    "constant",
+    "exp_decay",
+    "fedadagrad",
+    "fedadam",
+    "fedams",
+    "fedavg",
+    "fedavgm",
+    "fedprox",
+    "fedyogi",
+    "local_sgd",
+    "make",
+    "pseudo_gradient",
+    "scaffold",
+]

@@ -1,0 +1,98 @@
+"""FedOpt: FedAvg, FedAvgM, FedAdagrad, FedAdam, FedYogi and FedAMS.
+
+Reddi et al., *Adaptive Federated Optimization*, ICLR 2021, Algorithm 1: each sampled
+client runs K steps of SGD from the server model, ``x_i <- x_i - eta_l g_i``; the
+server treats the weighted mean move ``Delta_t = sum_i w_i (x_i,K - x_t)`` as a
+pseudo-gradient and hands it to a server optimizer (:mod:`fedcore.server_opt`):
+
+    FedAvg      x_{t+1} = x_t + eta Delta_t                         (eta = 1: McMahan et al.)
+    FedAvgM     m_t = beta m_{t-1} + Delta_t,  x_{t+1} = x_t + eta m_t
+    FedAdagrad / FedAdam / FedYogi   x_{t+1} = x_t + eta m_t / (sqrt(v_t) + tau)   (Alg. 2)
+    FedAMS      x_{t+1} = x_t + eta m_t / sqrt(max(v_hat_{t-1}, v_t))  (Wang et al., ICML 2022)
+
+The variants are one class with a different server optimizer, not subclasses.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from torch import Tensor
+
+from fedcore import server_opt
+from fedcore.algorithms.base import (
+    Correction,
+    Metrics,
+    RoundBatch,
+    Schedule,
+    State,
+    as_schedule,
+    local_sgd,
+    pseudo_gradient,
+)
+from fedcore.params import GradientOracle
+from fedcore.server_opt import ServerOptimizer
+
+
+@dataclass(frozen=True)
+class FedOpt:
+    """Local SGD on the clients, a server optimizer on the pseudo-gradient (Reddi et al., Alg. 1).
+
+    ``client_lr`` is ``eta_l``: a float or a schedule ``t -> eta_l`` (e.g.
+    :func:`fedcore.algorithms.base.exp_decay`).  ``server`` defaults to ``sgd(1.0)``: FedAvg.
+    """
+
+    client_lr: float | Schedule
+    server: ServerOptimizer = field(default_factory=server_opt.sgd)
+    name: str = "FedOpt"
+
+    def __post_init__(self) -> None:
+        as_schedule("client_lr", self.client_lr)
+
+    def eta_l(self, t: int) -> float:
+        return as_schedule("client_lr", self.client_lr)(t)
+
+    def init(self, x0: Tensor, num_clients: int) -> State:
+        return {"x": x0.detach().clone(), "server": self.server.init(x0)}
+
+    def client_correction(self, state: State, batch: RoundBatch) -> Correction | None:
+        """What is added to each client's gradient (nothing for FedOpt)."""
+        return None
+
+    def round(self, state: State, batch: RoundBatch, oracle: GradientOracle) -> tuple[State, Metrics]:
+        x = state["x"]
+        correction = self.client_correction(state, batch)
+        X, losses = local_sgd(x, batch, oracle, self.eta_l(batch.t), correction)
+        delta = pseudo_gradient(x, X, batch.weights)
+        step, server = self.server.update(delta, state["server"])
+        return {**state, "x": x + step, "server": server}, {"train_loss": float(batch.weights @ losses)}
+
+
+def fedavg(client_lr: float | Schedule, server_lr: float = 1.0) -> FedOpt:
+    """FedAvg: ``x_{t+1} = x_t + eta Delta_t`` (``server_lr = 1``: McMahan et al. 2017)."""
+    return FedOpt(client_lr, server_opt.sgd(server_lr), "FedAvg")
+
+
+def fedavgm(client_lr: float | Schedule, server_lr: float = 1.0, beta: float = 0.9) -> FedOpt:
+    """FedAvgM (Hsu et al. 2019): ``m_t = beta m_{t-1} + Delta_t``, ``x_{t+1} = x_t + eta m_t``."""
+    return FedOpt(client_lr, server_opt.sgdm(server_lr, beta), "FedAvgM")
+
+
+def fedadagrad(client_lr: float | Schedule, server_lr: float = 0.1, **options) -> FedOpt:
+    """FedAdagrad (Reddi et al., Alg. 2); ``options`` go to :func:`fedcore.server_opt.adagrad`."""
+    return FedOpt(client_lr, server_opt.adagrad(server_lr, **options), "FedAdagrad")
+
+
+def fedadam(client_lr: float | Schedule, server_lr: float = 0.01, **options) -> FedOpt:
+    """FedAdam (Reddi et al., Alg. 2); ``options`` go to :func:`fedcore.server_opt.adam`."""
+    return FedOpt(client_lr, server_opt.adam(server_lr, **options), "FedAdam")
+
+
+def fedyogi(client_lr: float | Schedule, server_lr: float = 0.01, **options) -> FedOpt:
+    """FedYogi (Reddi et al., Alg. 2); ``options`` go to :func:`fedcore.server_opt.yogi`."""
+    return FedOpt(client_lr, server_opt.yogi(server_lr, **options), "FedYogi")
+
+
+def fedams(client_lr: float | Schedule, server_lr: float = 0.01, **options) -> FedOpt:
+    """FedAMS (Wang, Lin & Chen, ICML 2022); ``options`` go to :func:`fedcore.server_opt.amsgrad`."""
+    return FedOpt(client_lr, server_opt.amsgrad(server_lr, **options), "FedAMS")

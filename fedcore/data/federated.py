@@ -1,0 +1,147 @@
+"""``FederatedData``: every client's samples resident as tensors, gathered by index.
+
+All training samples live in one tensor, ordered so that client ``i`` owns the
+contiguous rows ``offsets[i] : offsets[i] + sizes[i]``.  A round asks for the
+minibatches of its ``S`` sampled clients for ``K`` local steps of ``B`` samples and
+gets them in one gather, shaped ``[S, K, B, ...]``: no DataLoader, no per-client
+Python copies.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import torch
+from torch import Tensor
+
+from fedcore.checks import check_int
+
+
+@dataclass
+class FederatedData:
+    """Client-partitioned training data plus a centralized test set.
+
+    Build one with :meth:`from_partition`.  ``targets`` are class ids (``long``) for
+    classification or reals (``float``) for regression; ``num_classes`` is ``None``
+    for regression.  ``info`` holds what a source knows beyond the samples (a known
+    optimum ``x_star``, class names, the partition's parameters).
+    """
+
+    inputs: Tensor
+    targets: Tensor
+    sizes: Tensor
+    test_inputs: Tensor
+    test_targets: Tensor
+    num_classes: int | None = None
+    name: str = "data"
+    info: dict = field(default_factory=dict)
+    offsets: Tensor = field(init=False)
+
+    def __post_init__(self) -> None:
+        if self.inputs.shape[0] != self.targets.shape[0]:
+            raise ValueError(
+                f"inputs has {self.inputs.shape[0]} rows but targets has {self.targets.shape[0]}"
+            )
+        if int(self.sizes.sum()) != self.inputs.shape[0]:
+            raise ValueError(f"sizes sum to {int(self.sizes.sum())}, not {self.inputs.shape[0]} rows")
+        if bool((self.sizes <= 0).any()):
+            empty = torch.nonzero(self.sizes <= 0).flatten().tolist()
+            raise ValueError(f"clients {empty[:10]} have no samples; every client needs at least one")
+        self.sizes = self.sizes.to(device=self.inputs.device, dtype=torch.long)
+        self.offsets = torch.cumsum(self.sizes, 0) - self.sizes
+
+    @classmethod
+    def from_partition(
+        cls,
+        inputs: Tensor,
+        targets: Tensor,
+        client_indices: Sequence[Tensor],
+        test_inputs: Tensor,
+        test_targets: Tensor,
+        num_classes: int | None = None,
+        name: str = "data",
+        info: dict | None = None,
+    ) -> FederatedData:
+        """Reorder ``inputs``/``targets`` so each client's rows (``client_indices[i]``) are contiguous."""
+        order = torch.cat([torch.as_tensor(idx, dtype=torch.long) for idx in client_indices])
+        sizes = torch.tensor([len(idx) for idx in client_indices], dtype=torch.long)
+        return cls(
+            inputs[order], targets[order], sizes, test_inputs, test_targets, num_classes, name,
+            dict(info or {}),
+        )
+
+    @property
+    def num_clients(self) -> int:
+        return int(self.sizes.numel())
+
+    @property
+    def device(self) -> torch.device:
+        return self.inputs.device
+
+    def to(self, device: str | torch.device) -> FederatedData:
+        """A copy with every tensor on ``device``."""
+        return FederatedData(
+            self.inputs.to(device),
+            self.targets.to(device),
+            self.sizes.to(device),
+            self.test_inputs.to(device),
+            self.test_targets.to(device),
+            self.num_classes,
+            self.name,
+            {k: v.to(device) if isinstance(v, Tensor) else v for k, v in self.info.items()},
+        )
+
+    def client(self, i: int) -> tuple[Tensor, Tensor]:
+        """All training samples of client ``i`` as ``(inputs, targets)``."""
+        check_int("client", i, 0, self.num_clients - 1)
+        start, size = int(self.offsets[i]), int(self.sizes[i])
+        return self.inputs[start : start + size], self.targets[start : start + size]
+
+    def label_counts(self) -> Tensor:
+        """``[num_clients, num_classes]`` count of each label on each client."""
+        if self.num_classes is None:
+            raise ValueError(f"{self.name} is a regression data set: it has no labels to count")
+        owner = torch.repeat_interleave(torch.arange(self.num_clients, device=self.device), self.sizes)
+        flat = owner * self.num_classes + self.targets.long()
+        counts = torch.bincount(flat, minlength=self.num_clients * self.num_classes)
+        return counts.view(self.num_clients, self.num_classes)
+
+    def sample_batches(
+        self, clients: Tensor, steps: int, batch_size: int, generator: torch.Generator | None = None
+    ) -> tuple[Tensor, Tensor]:
+        """Minibatches for ``steps`` local steps of each client in ``clients``.
+
+        Returns ``(inputs [S, K, B, ...], targets [S, K, B])``.  Each step draws
+        ``batch_size`` distinct samples of the client uniformly at random (a client
+        with fewer samples than ``batch_size`` repeats its samples cyclically), so a
+        batch the size of the client is its full data set: an exact gradient.
+        """
+        indices = self.sample_indices(clients, steps, batch_size, generator)
+        return self.inputs[indices], self.targets[indices]
+
+    def sample_indices(
+        self, clients: Tensor, steps: int, batch_size: int, generator: torch.Generator | None = None
+    ) -> Tensor:
+        """Global row indices ``[S, K, B]`` behind :meth:`sample_batches`."""
+        check_int("steps", steps)
+        check_int("batch_size", batch_size)
+        sizes = self.sizes[clients].view(-1, 1, 1)
+        width = int(sizes.max())
+        keys = torch.rand(
+            (clients.numel(), steps, width), generator=generator, device=self.device
+        )
+        keys.masked_fill_(torch.arange(width, device=self.device) >= sizes, -1.0)
+        local = keys.topk(min(batch_size, width), dim=-1).indices
+        if batch_size > width:  # more than the largest client holds: cycle
+            local = local.repeat(1, 1, -(-batch_size // width))[..., :batch_size]
+        local = local % sizes
+        return self.offsets[clients].view(-1, 1, 1) + local
+
+    def __repr__(self) -> str:
+        sizes = self.sizes.float()
+        return (
+            f"FederatedData({self.name!r}: {self.num_clients} clients, {int(self.sizes.sum())} train "
+            f"and {self.test_targets.shape[0]} test samples, input {tuple(self.inputs.shape[1:])}, "
+            f"client sizes {int(sizes.min())}..{int(sizes.max())} (mean {sizes.mean():.1f}))"
+        )

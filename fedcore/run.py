@@ -1,0 +1,245 @@
+"""``simulate(problem, algorithm, ...) -> History``: the federated round loop.
+
+Per round ``t``: sample ``clients_per_round`` of the ``N`` clients without replacement
+(seeded), gather their minibatches ``[S, K, B, ...]`` in one index operation, weight
+them by sample count (or uniformly), let the algorithm run its round through the
+gradient oracle, and every ``eval_every`` rounds evaluate the global model on the test
+set.  A non-finite loss or model stops the run cleanly, names the round and keeps the
+history; a checkpoint every ``checkpoint_every`` rounds lets a resumed run end identical
+to an uninterrupted one.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+import warnings
+from dataclasses import dataclass, field, fields, is_dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import torch
+from torch import Tensor, nn
+from tqdm.auto import tqdm
+
+from fedcore.algorithms.base import RoundBatch, State
+from fedcore.checks import check_choice, check_int
+from fedcore.data.federated import FederatedData
+from fedcore.params import FlatModel, GradientOracle, evaluate
+
+CHECKPOINT_VERSION = 1
+
+
+class Problem:
+    """A federated data set and the model trained on it (``loss`` follows the data by default)."""
+
+    def __init__(self, data: FederatedData, model: nn.Module | FlatModel, loss: str | None = None):
+        if not isinstance(data, FederatedData):
+            raise TypeError(f"data={type(data).__name__} must be a FederatedData")
+        if loss is None:
+            loss = "mse" if data.num_classes is None else "cross_entropy"
+        self.data = data
+        self.model = model if isinstance(model, FlatModel) else FlatModel(model, loss)
+        self.model.to(data.device)
+
+    def x0(self) -> Tensor:
+        return self.model.x0().to(self.data.device)
+
+    def __repr__(self) -> str:
+        return f"Problem({self.data!r}, model with d={self.model.dim})"
+
+
+@dataclass
+class History:
+    """What a run produced: one row per round (``frame``), the final state, how it ended."""
+
+    frame: pd.DataFrame
+    algorithm: str
+    backend: str
+    final_state: State = field(repr=False)
+    diverged_round: int | None = None
+
+    @property
+    def diverged(self) -> bool:
+        return self.diverged_round is not None
+
+    def final(self, metric: str = "test_accuracy") -> float:
+        """The last recorded value of ``metric`` (NaN rows skipped)."""
+        column = self.frame[metric].dropna()
+        return float(column.iloc[-1]) if len(column) else math.nan
+
+    def plot(self, metric: str = "train_loss", ax: Any = None, label: str | None = None, **style: Any) -> Any:
+        """``metric`` against communication rounds on ``ax`` (a new figure if None)."""
+        import matplotlib.pyplot as plt
+
+        if metric not in self.frame:
+            raise ValueError(f"metric={metric!r} not one of {list(self.frame.columns)}")
+        if ax is None:
+            _, ax = plt.subplots(figsize=(5, 3.5))
+        column = self.frame[metric].dropna()
+        ax.plot(column.index, column.values, label=label or self.algorithm, **style)
+        ax.set_xlabel("communication round")
+        ax.set_ylabel(metric.replace("_", " "))
+        if self.diverged:
+            ax.axvline(self.diverged_round, color="grey", linestyle=":", linewidth=1)
+        return ax
+
+
+def describe(obj: Any) -> Any:
+    """A stable, comparable description of an algorithm's hyperparameters (for checkpoints)."""
+    if is_dataclass(obj):
+        return {f.name: describe(getattr(obj, f.name)) for f in fields(obj)}
+    if hasattr(obj, "name") and callable(getattr(obj, "update", None)):
+        return obj.name  # a ServerOptimizer names its hyperparameters
+    if callable(obj):
+        return getattr(obj, "__qualname__", repr(obj))
+    return obj if isinstance(obj, (int, float, str, bool, type(None))) else repr(obj)
+
+
+def simulate(
+    problem: Problem,
+    algorithm: Any,
+    rounds: int,
+    clients_per_round: int,
+    local_steps: int,
+    batch_size: int,
+    *,
+    seed: int = 0,
+    eval_every: int = 1,
+    weighting: str = "samples",
+    backend: str = "auto",
+    progress: bool = True,
+    checkpoint: str | os.PathLike | None = None,
+    checkpoint_every: int = 10,
+    resume: bool = False,
+    x0: Tensor | None = None,
+) -> History:
+    """Run ``algorithm`` for ``rounds`` communication rounds on ``problem``.
+
+    ``weighting`` is ``"samples"`` (``w_i = n_i / sum_S n_j``) or ``"uniform"``.
+    With ``checkpoint`` set, the run is saved every ``checkpoint_every`` rounds and at
+    the end; ``resume=True`` continues from that file when it exists.
+    """
+    data = problem.data
+    check_int("rounds", rounds)
+    check_int("clients_per_round", clients_per_round)
+    if clients_per_round > data.num_clients:
+        raise ValueError(f"clients_per_round={clients_per_round} > num_clients={data.num_clients}")
+    check_int("local_steps", local_steps)
+    check_int("batch_size", batch_size)
+    check_int("eval_every", eval_every)
+    check_int("checkpoint_every", checkpoint_every)
+    check_choice("weighting", weighting, ("samples", "uniform"))
+    if not callable(getattr(algorithm, "round", None)) or not callable(getattr(algorithm, "init", None)):
+        raise TypeError(f"algorithm={algorithm!r} needs init(x0, num_clients) and round(state, batch, oracle)")
+    if resume and checkpoint is None:
+        raise ValueError("resume=True needs checkpoint=<path>")
+
+    oracle = GradientOracle(problem.model, backend, data.device)
+    config = {
+        "algorithm": describe(algorithm), "clients_per_round": clients_per_round,
+        "local_steps": local_steps, "batch_size": batch_size, "seed": seed, "weighting": weighting,
+        "num_clients": data.num_clients, "dim": problem.model.dim, "backend": oracle.backend,
+    }
+    run = _Run(problem, algorithm, oracle, config, seed, x0)
+    if resume and checkpoint is not None and Path(checkpoint).exists():
+        run.load(Path(checkpoint))
+    return run.loop(rounds, eval_every, weighting, progress, checkpoint, checkpoint_every)
+
+
+class _Run:
+    """The mutable state of one simulation: model state, random streams, rows so far."""
+
+    def __init__(self, problem: Problem, algorithm: Any, oracle: GradientOracle, config: dict,
+                 seed: int, x0: Tensor | None) -> None:
+        self.problem, self.algorithm, self.oracle, self.config = problem, algorithm, oracle, config
+        data = problem.data
+        self.sampler = torch.Generator().manual_seed(seed)
+        self.batch_generator = torch.Generator(device=data.device).manual_seed(seed + 1)
+        self.dropout_rng = torch.Generator().manual_seed(seed + 2).get_state()
+        start = problem.x0() if x0 is None else x0.to(data.device, problem.x0().dtype)
+        self.state = algorithm.init(start, data.num_clients)
+        self.rows: list[dict[str, float]] = []
+        self.round = 0
+        self.diverged_round: int | None = None
+
+    def load(self, path: Path) -> None:
+        saved = torch.load(path, map_location=self.problem.data.device, weights_only=True)
+        if saved.get("version") != CHECKPOINT_VERSION or saved["config"] != self.config:
+            raise ValueError(
+                f"checkpoint={str(path)!r} was written by a different run: {saved.get('config')} "
+                f"!= {self.config}; delete it or pass resume=False"
+            )
+        self.state, self.rows, self.round = saved["state"], saved["rows"], saved["round"]
+        self.sampler.set_state(saved["sampler"])
+        self.batch_generator.set_state(saved["batch_generator"].to(self.batch_generator.get_state().device))
+        self.dropout_rng = saved["dropout_rng"]
+
+    def save(self, path: Path) -> None:
+        payload = {
+            "version": CHECKPOINT_VERSION, "config": self.config, "state": self.state, "rows": self.rows,
+            "round": self.round, "sampler": self.sampler.get_state(),
+            "batch_generator": self.batch_generator.get_state(), "dropout_rng": self.dropout_rng,
+        }
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial = path.with_name(path.name + ".partial")
+        torch.save(payload, partial)
+        os.replace(partial, path)  # atomic: a crash never leaves a half-written checkpoint
+
+    def batch(self, weighting: str) -> RoundBatch:
+        data, S = self.problem.data, self.config["clients_per_round"]
+        clients = torch.randperm(data.num_clients, generator=self.sampler)[:S].to(data.device)
+        sizes = data.sizes[clients].to(self.state["x"].dtype)
+        weights = sizes / sizes.sum() if weighting == "samples" else torch.full_like(sizes, 1 / S)
+        inputs, targets = data.sample_batches(
+            clients, self.config["local_steps"], self.config["batch_size"], self.batch_generator
+        )
+        return RoundBatch(self.round, clients, weights, inputs, targets, data.num_clients)
+
+    def evaluate(self) -> dict[str, float]:
+        data = self.problem.data
+        point = getattr(self.algorithm, "eval_point", lambda state: state["x"])(self.state)
+        return evaluate(self.problem.model, point, data.test_inputs, data.test_targets)
+
+    def loop(self, rounds: int, eval_every: int, weighting: str, progress: bool,
+             checkpoint: str | os.PathLike | None, checkpoint_every: int) -> History:
+        path = Path(checkpoint) if checkpoint is not None else None
+        if self.round == 0:
+            self.rows.append({"round": 0, **self.evaluate()})
+        bar = tqdm(total=rounds, initial=min(self.round, rounds), disable=not progress,
+                   desc=getattr(self.algorithm, "name", "run"), leave=False)
+        with torch.random.fork_rng(devices=[]), bar:
+            torch.set_rng_state(self.dropout_rng)
+            while self.round < rounds and self.diverged_round is None:
+                row = self.step(weighting, eval_every, rounds)
+                bar.update(1)
+                bar.set_postfix({k: f"{v:.4g}" for k, v in row.items() if k != "round"}, refresh=False)
+                if path is not None and (self.round % checkpoint_every == 0 or self.round == rounds):
+                    self.save(path)
+        frame = pd.DataFrame(self.rows).set_index("round")
+        return History(frame, getattr(self.algorithm, "name", type(self.algorithm).__name__),
+                       self.oracle.backend, self.state, self.diverged_round)
+
+    def step(self, weighting: str, eval_every: int, rounds: int) -> dict[str, float]:
+        started = time.perf_counter()
+        with self.problem.model.mode(training=True):
+            state, metrics = self.algorithm.round(self.state, self.batch(weighting), self.oracle)
+        row = {"round": self.round + 1, **metrics, "seconds": time.perf_counter() - started}
+        self.round += 1
+        if not (math.isfinite(metrics.get("train_loss", 0.0)) and bool(torch.isfinite(state["x"]).all())):
+            self.diverged_round = self.round
+            self.rows.append(row)
+            warnings.warn(
+                f"{getattr(self.algorithm, 'name', 'run')} diverged at round {self.round} "
+                f"(train_loss={metrics.get('train_loss')}); history kept up to there", RuntimeWarning,
+                stacklevel=4,
+            )
+            return row
+        self.state = state
+        if self.round % eval_every == 0 or self.round == rounds:
+            row.update(self.evaluate())
+        self.rows.append(row)
+        self.dropout_rng = torch.get_rng_state()
+        return row

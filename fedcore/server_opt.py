@@ -1,0 +1,179 @@
+"""Server optimizers on flat vectors, as ``(init, update)`` pairs (the optax shape).
+
+``state = opt.init(x)``; ``step, state = opt.update(delta, state)``; ``x = x + step``.
+``delta`` is the round's pseudo-gradient in the direction the clients moved,
+``Delta_t = sum_i w_i (x_i,K - x_t)``, so every rule *adds* its step (Reddi et al.,
+*Adaptive Federated Optimization*, ICLR 2021, Algorithms 1-2):
+
+    m_t = beta1 m_{t-1} + (1 - beta1) Delta_t                       m_{-1} = 0
+    v_t = v_{t-1} + Delta_t^2                                        FedAdagrad
+    v_t = v_{t-1} - (1 - beta2) Delta_t^2 sign(v_{t-1} - Delta_t^2)  FedYogi
+    v_t = beta2 v_{t-1} + (1 - beta2) Delta_t^2                     FedAdam      v_{-1} = tau^2
+    x_{t+1} = x_t + eta m_t / (sqrt(v_t) + tau)
+
+The defaults are the paper's rule.  Other libraries differ, and each difference is an
+option: ``bias_correction`` ("keras": ``eta_t = eta sqrt(1 - beta2^t) / (1 - beta1^t)``;
+"flower": the same with t counted from 2 in round 1), ``tau_inside_sqrt``
+(``sqrt(v_t + tau)``, TFF's Adagrad), ``initial_v`` ("tau^2" or "zero", Flower/Keras)
+and ``beta1=0`` for Adagrad without momentum (Flower, Keras).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import NamedTuple
+
+import torch
+from torch import Tensor
+
+from fedcore.checks import check_choice, check_positive, check_range
+
+State = dict[str, Tensor]
+SecondMoment = Callable[[Tensor, Tensor], Tensor]
+
+
+class ServerOptimizer(NamedTuple):
+    """``init(x) -> state``; ``update(delta, state) -> (step, state)``; the server adds ``step``."""
+
+    init: Callable[[Tensor], State]
+    update: Callable[[Tensor, State], tuple[Tensor, State]]
+    name: str
+
+
+def sgd(lr: float = 1.0) -> ServerOptimizer:
+    """``x_{t+1} = x_t + eta Delta_t``; ``lr = 1`` is McMahan et al.'s FedAvg."""
+    check_positive("lr", lr)
+
+    def init(x: Tensor) -> State:
+        return {}
+
+    def update(delta: Tensor, state: State) -> tuple[Tensor, State]:
+        return lr * delta, state
+
+    return ServerOptimizer(init, update, f"sgd(lr={lr:g})")
+
+
+def sgdm(lr: float = 1.0, beta: float = 0.9) -> ServerOptimizer:
+    """FedAvgM (Hsu et al. 2019): ``m_t = beta m_{t-1} + Delta_t``, ``x_{t+1} = x_t + eta m_t``."""
+    check_positive("lr", lr)
+    check_range("beta", beta, 0, 1)
+
+    def init(x: Tensor) -> State:
+        return {"m": torch.zeros_like(x)}
+
+    def update(delta: Tensor, state: State) -> tuple[Tensor, State]:
+        m = beta * state["m"] + delta
+        return lr * m, {"m": m}
+
+    return ServerOptimizer(init, update, f"sgdm(lr={lr:g}, beta={beta:g})")
+
+
+def _adagrad_v(beta2: float) -> SecondMoment:
+    return lambda v, delta_sq: v + delta_sq
+
+
+def _adam_v(beta2: float) -> SecondMoment:
+    return lambda v, delta_sq: beta2 * v + (1 - beta2) * delta_sq
+
+
+def _yogi_v(beta2: float) -> SecondMoment:
+    return lambda v, delta_sq: v - (1 - beta2) * delta_sq * torch.sign(v - delta_sq)
+
+
+def _bias_factor(rule: str, t: int, beta1: float, beta2: float) -> float:
+    """Keras/TFF ``sqrt(1 - beta2^t) / (1 - beta1^t)``; Flower counts t from 2 in round 1."""
+    if rule == "none":
+        return 1.0
+    t = t + 1 if rule == "flower" else t
+    return (1 - beta2**t) ** 0.5 / (1 - beta1**t)
+
+
+def _adaptive(
+    name: str,
+    second_moment: Callable[[float], SecondMoment],
+    lr: float,
+    beta1: float,
+    beta2: float,
+    tau: float,
+    bias_correction: str,
+    tau_inside_sqrt: bool,
+    initial_v: str,
+) -> ServerOptimizer:
+    """The shared FedAdagrad/FedAdam/FedYogi step: ``x + eta m_t / (sqrt(v_t) + tau)``."""
+    check_positive("lr", lr)
+    check_range("beta1", beta1, 0, 1)
+    check_range("beta2", beta2, 0, 1)
+    check_positive("tau", tau)
+    check_choice("bias_correction", bias_correction, ("none", "keras", "flower"))
+    check_choice("initial_v", initial_v, ("tau^2", "zero"))
+    next_v = second_moment(beta2)
+    v0 = tau**2 if initial_v == "tau^2" else 0.0
+
+    def init(x: Tensor) -> State:
+        return {"m": torch.zeros_like(x), "v": torch.full_like(x, v0), "t": torch.zeros((), dtype=torch.long)}
+
+    def update(delta: Tensor, state: State) -> tuple[Tensor, State]:
+        t = state["t"] + 1
+        m = beta1 * state["m"] + (1 - beta1) * delta
+        v = next_v(state["v"], delta * delta)
+        denominator = (v + tau).sqrt() if tau_inside_sqrt else v.sqrt() + tau
+        eta_t = lr * _bias_factor(bias_correction, int(t), beta1, beta2)
+        return eta_t * m / denominator, {"m": m, "v": v, "t": t}
+
+    options = f"lr={lr:g}, beta1={beta1:g}, beta2={beta2:g}, tau={tau:g}"
+    return ServerOptimizer(init, update, f"{name}({options})")
+
+
+def adagrad(
+    lr: float = 0.1, beta1: float = 0.9, tau: float = 1e-3, *, bias_correction: str = "none",
+    tau_inside_sqrt: bool = False, initial_v: str = "tau^2",
+) -> ServerOptimizer:
+    """FedAdagrad (Reddi et al. 2021, Alg. 2): ``v_t = v_{t-1} + Delta_t^2``; ``beta1=0`` drops momentum."""
+    return _adaptive("adagrad", _adagrad_v, lr, beta1, 0.0, tau, bias_correction, tau_inside_sqrt, initial_v)
+
+
+def adam(
+    lr: float = 0.01, beta1: float = 0.9, beta2: float = 0.99, tau: float = 1e-3, *,
+    bias_correction: str = "none", tau_inside_sqrt: bool = False, initial_v: str = "tau^2",
+) -> ServerOptimizer:
+    """FedAdam (Reddi et al. 2021, Alg. 2): ``v_t = beta2 v_{t-1} + (1 - beta2) Delta_t^2``."""
+    return _adaptive("adam", _adam_v, lr, beta1, beta2, tau, bias_correction, tau_inside_sqrt, initial_v)
+
+
+def yogi(
+    lr: float = 0.01, beta1: float = 0.9, beta2: float = 0.99, tau: float = 1e-3, *,
+    bias_correction: str = "none", tau_inside_sqrt: bool = False, initial_v: str = "tau^2",
+) -> ServerOptimizer:
+    """FedYogi (Reddi et al. 2021, Alg. 2): ``v_t = v_{t-1} - (1 - beta2) Delta_t^2 sign(v_{t-1} - Delta_t^2)``."""
+    return _adaptive("yogi", _yogi_v, lr, beta1, beta2, tau, bias_correction, tau_inside_sqrt, initial_v)
+
+
+def amsgrad(lr: float = 0.01, beta1: float = 0.9, beta2: float = 0.99, eps: float = 1e-6) -> ServerOptimizer:
+    """FedAMS (Wang, Lin & Chen, ICML 2022): m, v as FedAdam (``v_{-1} = 0``),
+    ``v_hat_t = max(v_hat_{t-1}, v_t)`` with ``v_hat_{-1} = eps``, ``x_{t+1} = x_t + eta m_t / sqrt(v_hat_t)``.
+    The default ``eps = 1e-6`` makes the smallest denominator ``1e-3``, FedAdam's tau."""
+    check_positive("lr", lr)
+    check_range("beta1", beta1, 0, 1)
+    check_range("beta2", beta2, 0, 1)
+    check_positive("eps", eps)
+
+    def init(x: Tensor) -> State:
+        return {"m": torch.zeros_like(x), "v": torch.zeros_like(x), "v_hat": torch.full_like(x, eps)}
+
+    def update(delta: Tensor, state: State) -> tuple[Tensor, State]:
+        m = beta1 * state["m"] + (1 - beta1) * delta
+        v = beta2 * state["v"] + (1 - beta2) * delta * delta
+        v_hat = torch.maximum(state["v_hat"], v)
+        return lr * m / v_hat.sqrt(), {"m": m, "v": v, "v_hat": v_hat}
+
+    return ServerOptimizer(init, update, f"amsgrad(lr={lr:g}, beta1={beta1:g}, beta2={beta2:g}, eps={eps:g})")
+
+
+SERVER_OPTIMIZERS: dict[str, Callable[..., ServerOptimizer]] = {
+    "sgd": sgd, "sgdm": sgdm, "adagrad": adagrad, "adam": adam, "yogi": yogi, "amsgrad": amsgrad,
+}
+
+
+def make(name: str, **hyperparameters: float) -> ServerOptimizer:
+    """A server optimizer by name: ``make("adam", lr=0.03, tau=1e-3)``."""
+    return SERVER_OPTIMIZERS[check_choice("server optimizer", name, SERVER_OPTIMIZERS)](**hyperparameters)
