@@ -1,0 +1,27 @@
+"""fedcore: adaptive and parameter-free federated optimization on flat parameter vectors.
+
+    import fedcore
+    data = fedcore.data.federated_quadratic(num_clients=10)
+    problem = fedcore.Problem(data, fedcore.models.linear_regression((5,)).double())
+    history = fedcore.simulate(problem, fedcore.algorithms.fedadam(client_lr=0.1), rounds=50,
+                               clients_per_round=10, local_steps=5, batch_size=20)
+    history.plot("test_loss")
+"""
+
+from fedcore import algorithms, data, models, server_opt
+from fedcore.params import FlatModel, GradientOracle, evaluate
+from fedcore.run import History, Problem, simulate
+
+__version__ = "0.1.0"
+__all__ = [
+    "FlatModel",
+    "GradientOracle",
+    "History",
+    "Problem",
+    "algorithms",
+    "data",
+    "evaluate",
+    "models",
+    "server_opt",
+    "simulate",
+]

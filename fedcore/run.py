@@ -15,6 +15,7 @@ import math
 import os
 import time
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, field, fields, is_dataclass
 from pathlib import Path
 from typing import Any
@@ -115,12 +116,15 @@ def simulate(
     checkpoint_every: int = 10,
     resume: bool = False,
     x0: Tensor | None = None,
+    callback: Callable[[int, State], None] | None = None,
 ) -> History:
     """Run ``algorithm`` for ``rounds`` communication rounds on ``problem``.
 
     ``weighting`` is ``"samples"`` (``w_i = n_i / sum_S n_j``) or ``"uniform"``.
     With ``checkpoint`` set, the run is saved every ``checkpoint_every`` rounds and at
     the end; ``resume=True`` continues from that file when it exists.
+    ``callback(round, state)`` is called after every completed round (to record a
+    trajectory or drive a live plot); ``x0`` overrides the model's initial parameters.
     """
     data = problem.data
     check_int("rounds", rounds)
@@ -143,7 +147,7 @@ def simulate(
         "local_steps": local_steps, "batch_size": batch_size, "seed": seed, "weighting": weighting,
         "num_clients": data.num_clients, "dim": problem.model.dim, "backend": oracle.backend,
     }
-    run = _Run(problem, algorithm, oracle, config, seed, x0)
+    run = _Run(problem, algorithm, oracle, config, seed, x0, callback)
     if resume and checkpoint is not None and Path(checkpoint).exists():
         run.load(Path(checkpoint))
     return run.loop(rounds, eval_every, weighting, progress, checkpoint, checkpoint_every)
@@ -153,8 +157,9 @@ class _Run:
     """The mutable state of one simulation: model state, random streams, rows so far."""
 
     def __init__(self, problem: Problem, algorithm: Any, oracle: GradientOracle, config: dict,
-                 seed: int, x0: Tensor | None) -> None:
+                 seed: int, x0: Tensor | None, callback: Callable[[int, State], None] | None) -> None:
         self.problem, self.algorithm, self.oracle, self.config = problem, algorithm, oracle, config
+        self.callback = callback
         data = problem.data
         self.sampler = torch.Generator().manual_seed(seed)
         self.batch_generator = torch.Generator(device=data.device).manual_seed(seed + 1)
@@ -216,7 +221,8 @@ class _Run:
                 row = self.step(weighting, eval_every, rounds)
                 bar.update(1)
                 bar.set_postfix({k: f"{v:.4g}" for k, v in row.items() if k != "round"}, refresh=False)
-                if path is not None and (self.round % checkpoint_every == 0 or self.round == rounds):
+                saving = self.round % checkpoint_every == 0 or self.round == rounds
+                if path is not None and saving and self.diverged_round is None:
                     self.save(path)
         frame = pd.DataFrame(self.rows).set_index("round")
         return History(frame, getattr(self.algorithm, "name", type(self.algorithm).__name__),
@@ -227,19 +233,21 @@ class _Run:
         with self.problem.model.mode(training=True):
             state, metrics = self.algorithm.round(self.state, self.batch(weighting), self.oracle)
         row = {"round": self.round + 1, **metrics, "seconds": time.perf_counter() - started}
-        self.round += 1
         if not (math.isfinite(metrics.get("train_loss", 0.0)) and bool(torch.isfinite(state["x"]).all())):
-            self.diverged_round = self.round
+            self.diverged_round = self.round + 1  # state, round and checkpoint stay at the last finite round
             self.rows.append(row)
             warnings.warn(
-                f"{getattr(self.algorithm, 'name', 'run')} diverged at round {self.round} "
-                f"(train_loss={metrics.get('train_loss')}); history kept up to there", RuntimeWarning,
-                stacklevel=4,
+                f"{getattr(self.algorithm, 'name', 'run')} diverged at round {self.diverged_round} "
+                f"(train_loss={metrics.get('train_loss')}); history and state kept up to round {self.round}",
+                RuntimeWarning, stacklevel=4,
             )
             return row
+        self.round += 1
         self.state = state
         if self.round % eval_every == 0 or self.round == rounds:
             row.update(self.evaluate())
         self.rows.append(row)
         self.dropout_rng = torch.get_rng_state()
+        if self.callback is not None:
+            self.callback(self.round, self.state)
         return row

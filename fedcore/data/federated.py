@@ -48,6 +48,10 @@ class FederatedData:
         if bool((self.sizes <= 0).any()):
             empty = torch.nonzero(self.sizes <= 0).flatten().tolist()
             raise ValueError(f"clients {empty[:10]} have no samples; every client needs at least one")
+        if self.num_classes is not None and self.targets.numel():
+            low, high = int(self.targets.min()), int(self.targets.max())
+            if low < 0 or high >= self.num_classes:
+                raise ValueError(f"targets span [{low}, {high}], outside num_classes={self.num_classes}")
         self.sizes = self.sizes.to(device=self.inputs.device, dtype=torch.long)
         self.offsets = torch.cumsum(self.sizes, 0) - self.sizes
 
@@ -64,6 +68,8 @@ class FederatedData:
         info: dict | None = None,
     ) -> FederatedData:
         """Reorder ``inputs``/``targets`` so each client's rows (``client_indices[i]``) are contiguous."""
+        if len(client_indices) == 0:
+            raise ValueError("client_indices is empty: a federation needs at least one client")
         order = torch.cat([torch.as_tensor(idx, dtype=torch.long) for idx in client_indices])
         sizes = torch.tensor([len(idx) for idx in client_indices], dtype=torch.long)
         return cls(

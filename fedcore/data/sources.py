@@ -1,0 +1,307 @@
+"""Data set loaders that return :class:`~fedcore.data.FederatedData`.
+
+- :func:`load_fashion_mnist` reads the four IDX files itself (gzip + numpy), from
+  ``root``, ``$FEDCORE_DATA``, the Debian package ``dataset-fashion-mnist``
+  (``/usr/share/datasets/fashion-mnist/``) or a torchvision download, in that order.
+- :func:`load_torchvision` wraps torchvision's MNIST, Fashion-MNIST, CIFAR-10/100 and
+  EMNIST for users who have the files or internet.
+- :func:`from_arrays` is the pure conversion both use: images to normalized NCHW
+  float32, labels to long, training rows split among clients by a partitioner.
+- :func:`load` dispatches by data set name over :data:`LOADERS`.
+
+See ``data/README.md`` for where the files come from and the normalization constants.
+"""
+
+from __future__ import annotations
+
+import functools
+import gzip
+import os
+import zlib
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from fedcore.checks import check_choice
+from fedcore.data.federated import FederatedData
+from fedcore.data.leaf_synthetic import leaf_synthetic
+from fedcore.data.partition import partition as split_rows
+
+DATA_DIR = Path(__file__).resolve().parents[2] / "data"
+"""``<repo>/data``, resolved from the package location (never from the cwd)."""
+DEBIAN_FASHION_MNIST = Path("/usr/share/datasets/fashion-mnist")
+IDX_MAGIC = {"images": 2051, "labels": 2049}
+FASHION_MNIST_FILES = {
+    "train": ("train-images-idx3-ubyte", "train-labels-idx1-ubyte"),
+    "test": ("t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"),
+}
+FASHION_MNIST_CLASSES = (
+    "T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
+    "Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot",
+)
+
+# Per-channel (mean, std) of the training images scaled to [0, 1].  CIFAR's std is the
+# per-pixel one (not the often copied 0.2023, 0.1994, 0.2010); EMNIST's is the byclass
+# value commonly used for every split.
+NORMALIZATION: dict[str, tuple[tuple[float, ...], tuple[float, ...]]] = {
+    "mnist": ((0.1307,), (0.3081,)),
+    "fashion_mnist": ((0.2860,), (0.3530,)),
+    "emnist": ((0.1736,), (0.3317,)),
+    "cifar10": ((0.4914, 0.4822, 0.4465), (0.2470, 0.2435, 0.2616)),
+    "cifar100": ((0.5071, 0.4865, 0.4409), (0.2673, 0.2564, 0.2762)),
+}
+TORCHVISION_CLASSES = {
+    "mnist": "MNIST", "fashion_mnist": "FashionMNIST", "emnist": "EMNIST",
+    "cifar10": "CIFAR10", "cifar100": "CIFAR100",
+}
+
+
+# ---------------------------------------------------------------- IDX files
+
+
+def _read_bytes(path: Path) -> bytes:
+    """The file's bytes, gunzipped when it starts with the gzip magic ``1f 8b``."""
+    raw = path.read_bytes()
+    if raw[:2] != b"\x1f\x8b":
+        return raw
+    try:
+        return gzip.decompress(raw)
+    except (OSError, EOFError, zlib.error) as err:
+        raise ValueError(f"{path}: not a readable gzip file ({err})") from err
+
+
+def read_idx(path: str | Path, kind: str | None = None) -> np.ndarray:
+    """Read an IDX file (LeCun's MNIST format, ``.gz`` or plain) as a ``uint8`` array.
+
+    Images (magic 2051, 16-byte header) give ``[n, rows, cols]``; labels (magic 2049,
+    8-byte header) give ``[n]``.  ``kind`` (``"images"`` or ``"labels"``) demands one.
+    A wrong magic number or a size that disagrees with the header raises
+    ``ValueError`` naming the file.
+    """
+    path = Path(path)
+    data = _read_bytes(path)
+    magic = int.from_bytes(data[:4], "big") if len(data) >= 8 else None
+    if magic not in IDX_MAGIC.values():
+        raise ValueError(f"{path}: magic number {magic} is neither 2051 (IDX images) "
+                         f"nor 2049 (IDX labels), or the file is shorter than 8 bytes")
+    if kind is not None and magic != IDX_MAGIC[check_choice("kind", kind, IDX_MAGIC)]:
+        raise ValueError(f"{path}: magic number {magic}, expected {IDX_MAGIC[kind]} ({kind})")
+    header = 16 if magic == IDX_MAGIC["images"] else 8
+    shape = tuple(int(v) for v in np.frombuffer(data[4:header], ">u4"))
+    expected = header + int(np.prod(shape))
+    if len(data) != expected:
+        raise ValueError(f"{path}: {len(data)} bytes, but its header {shape} needs {expected} "
+                         "(truncated or corrupt file)")
+    return np.frombuffer(data, np.uint8, offset=header).reshape(shape).copy()
+
+
+def _idx_path(folder: Path, stem: str) -> Path | None:
+    """``folder/stem`` or ``folder/stem.gz``, whichever exists."""
+    for path in (folder / stem, folder / f"{stem}.gz"):
+        if path.is_file():
+            return path
+    return None
+
+
+def _read_idx_pair(folder: Path, images_stem: str, labels_stem: str) -> tuple[Tensor, Tensor]:
+    """Images ``[n, 28, 28]`` uint8 and labels ``[n]`` long, checked against each other."""
+    images_path = _idx_path(folder, images_stem)
+    labels_path = _idx_path(folder, labels_stem)
+    images, labels = read_idx(images_path, "images"), read_idx(labels_path, "labels")
+    if images.shape[1:] != (28, 28):
+        raise ValueError(f"{images_path}: images are {images.shape[1:]}, expected (28, 28)")
+    if images.shape[0] != labels.shape[0]:
+        raise ValueError(f"{images_path} holds {images.shape[0]} images but {labels_path} "
+                         f"holds {labels.shape[0]} labels")
+    return torch.from_numpy(images), torch.from_numpy(labels).long()
+
+
+# ---------------------------------------------------------------- Fashion-MNIST files
+
+
+def _fashion_mnist_folders(root: str | Path | None) -> list[Path]:
+    """Where to look, in order: root, $FEDCORE_DATA, Debian's package, <repo>/data/raw."""
+    bases = [Path(root)] if root is not None else []
+    if os.environ.get("FEDCORE_DATA"):
+        bases.append(Path(os.environ["FEDCORE_DATA"]))
+    bases += [DEBIAN_FASHION_MNIST, DATA_DIR / "raw"]
+    return [folder for base in bases for folder in (base, base / "FashionMNIST" / "raw")]
+
+
+def _has_fashion_mnist(folder: Path) -> bool:
+    stems = [stem for pair in FASHION_MNIST_FILES.values() for stem in pair]
+    return all(_idx_path(folder, stem) is not None for stem in stems)
+
+
+def find_fashion_mnist(root: str | Path | None = None, download: bool = False) -> Path:
+    """The first folder holding the four Fashion-MNIST IDX files (see module docstring)."""
+    folders = _fashion_mnist_folders(root)
+    for folder in folders:
+        if _has_fashion_mnist(folder):
+            return folder
+    if download:
+        from torchvision.datasets import FashionMNIST
+
+        for train in (True, False):
+            FashionMNIST(root=str(DATA_DIR / "raw"), train=train, download=True)
+        return DATA_DIR / "raw" / "FashionMNIST" / "raw"
+    looked = "\n  ".join(str(folder) for folder in folders)
+    raise FileNotFoundError(
+        "Fashion-MNIST IDX files (train-images-idx3-ubyte[.gz] and the three others) not "
+        f"found; looked in:\n  {looked}\nGet them with `sudo apt-get install "
+        "dataset-fashion-mnist`, or pass download=True (needs internet), or root=<folder "
+        "holding the four files>, or set FEDCORE_DATA to such a folder."
+    )
+
+
+@functools.lru_cache(maxsize=4)
+def _decoded_fashion_mnist(folder: str) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    """``(train_x, train_y, test_x, test_y)`` decoded once per process and folder."""
+    train = _read_idx_pair(Path(folder), *FASHION_MNIST_FILES["train"])
+    test = _read_idx_pair(Path(folder), *FASHION_MNIST_FILES["test"])
+    return (*train, *test)
+
+
+# ---------------------------------------------------------------- conversion
+
+
+def _to_nchw(images: Tensor) -> Tensor:
+    """``[n, H, W]`` -> ``[n, 1, H, W]``; ``[n, H, W, C]`` with C in {1, 3} -> NCHW."""
+    if images.dim() == 3:
+        return images.unsqueeze(1)
+    if images.dim() == 4 and images.shape[-1] in (1, 3) and images.shape[1] not in (1, 3):
+        return images.permute(0, 3, 1, 2)
+    if images.dim() == 4:
+        return images
+    raise ValueError(f"images must be [n, H, W], [n, H, W, C] or [n, C, H, W], "
+                     f"got shape {tuple(images.shape)}")
+
+
+def normalize_images(images, mean: Sequence[float], std: Sequence[float]) -> Tensor:
+    """NCHW float32: integer pixels scaled by 1/255 (floats taken as already in [0, 1]),
+    then ``(x - mean[c]) / std[c]`` per channel."""
+    x = _to_nchw(torch.as_tensor(images))
+    pixel = 1 / 255 if not x.dtype.is_floating_point else 1.0
+    channels = x.shape[1]
+    mean_t, std_t = torch.tensor(mean, dtype=torch.float64), torch.tensor(std, dtype=torch.float64)
+    if mean_t.numel() not in (1, channels) or std_t.numel() not in (1, channels):
+        raise ValueError(f"mean={mean} and std={std} need 1 or {channels} entries "
+                         f"for {channels}-channel images")
+    scale = (pixel / std_t).float().expand(channels).view(1, -1, 1, 1)
+    shift = (-mean_t / std_t).float().expand(channels).view(1, -1, 1, 1)
+    out = torch.empty(x.shape, dtype=torch.float32)
+    return torch.addcmul(shift, x.to(torch.float32), scale, out=out)
+
+
+def from_arrays(
+    train_x, train_y, test_x, test_y, num_classes: int, num_clients: int, partition: str,
+    seed: int, name: str, mean: Sequence[float], std: Sequence[float], *,
+    device: str | torch.device = "cpu", class_names: Sequence[str] | None = None,
+    **partition_kwargs,
+) -> FederatedData:
+    """Images and labels (numpy or tensors) -> a partitioned :class:`FederatedData`.
+
+    Images as in torchvision's ``.data`` (``uint8 [n, H, W]`` or ``[n, H, W, C]``)
+    become normalized NCHW float32 (:func:`normalize_images`); labels become long.  The
+    training rows are split by ``partition(train_y, partition, num_clients, seed,
+    **partition_kwargs)``; the test set stays whole.
+    """
+    train_y = torch.as_tensor(np.asarray(train_y)).long()
+    clients = split_rows(train_y, partition, num_clients, seed, **partition_kwargs)
+    info = {
+        "class_names": list(class_names) if class_names is not None else None,
+        "partition": partition, "partition_kwargs": dict(partition_kwargs), "seed": seed,
+        "mean": tuple(mean), "std": tuple(std),
+    }
+    data = FederatedData.from_partition(
+        normalize_images(train_x, mean, std), train_y, clients,
+        normalize_images(test_x, mean, std), torch.as_tensor(np.asarray(test_y)).long(),
+        num_classes, name, info,
+    )
+    return data.to(device)
+
+
+# ---------------------------------------------------------------- loaders
+
+
+def load_fashion_mnist(
+    num_clients: int = 20, partition: str = "dirichlet", seed: int = 0,
+    root: str | Path | None = None, download: bool = False,
+    device: str | torch.device = "cpu", **partition_kwargs,
+) -> FederatedData:
+    """Fashion-MNIST (Xiao et al. 2017): 60000 train / 10000 test 28x28 images, 10 classes.
+
+    Inputs ``[n, 1, 28, 28]`` float32, scaled to [0, 1] and normalized by mean 0.2860,
+    std 0.3530.  ``partition_kwargs`` go to the partitioner (``alpha=0.5`` for
+    ``"dirichlet"``, ``classes_per_client``, ``s``).  Files are found by
+    :func:`find_fashion_mnist`; decoded arrays are cached in memory per process.
+    """
+    folder = find_fashion_mnist(root, download)
+    train_x, train_y, test_x, test_y = _decoded_fashion_mnist(str(folder.resolve()))
+    mean, std = NORMALIZATION["fashion_mnist"]
+    data = from_arrays(
+        train_x, train_y, test_x, test_y, 10, num_clients, partition, seed, "fashion_mnist",
+        mean, std, device=device, class_names=FASHION_MNIST_CLASSES, **partition_kwargs,
+    )
+    data.info["source"] = str(folder)
+    return data
+
+
+def _torchvision_split(name: str, root: Path, train: bool, download: bool, emnist_split: str):
+    """``(images, labels, class_names)`` of one split of a torchvision data set."""
+    import torchvision.datasets
+
+    dataset_cls = getattr(torchvision.datasets, TORCHVISION_CLASSES[name])
+    extra = {"split": emnist_split} if name == "emnist" else {}
+    try:
+        dataset = dataset_cls(root=str(root), train=train, download=download, **extra)
+    except RuntimeError as err:
+        raise FileNotFoundError(
+            f"{name} not found under {root} ({err}); pass download=True (needs internet) "
+            "or root=<folder in torchvision's layout>"
+        ) from err
+    images = torch.as_tensor(dataset.data)
+    if name == "emnist":  # EMNIST's images are stored transposed
+        images = images.transpose(1, 2)
+    return images, dataset.targets, list(dataset.classes)
+
+
+def load_torchvision(
+    name: str, num_clients: int = 20, partition: str = "dirichlet", seed: int = 0,
+    root: str | Path | None = None, download: bool = False,
+    device: str | torch.device = "cpu", emnist_split: str = "byclass", **partition_kwargs,
+) -> FederatedData:
+    """MNIST, Fashion-MNIST, EMNIST (``emnist_split``, default byclass: 62 classes),
+    CIFAR-10 or CIFAR-100 through torchvision, normalized by :data:`NORMALIZATION`.
+
+    ``root`` defaults to ``$FEDCORE_DATA`` or ``<repo>/data/raw``.  torchvision is
+    imported only here.  EMNIST's images are transposed upright.
+    """
+    check_choice("name", name, TORCHVISION_CLASSES)
+    root = Path(root or os.environ.get("FEDCORE_DATA") or DATA_DIR / "raw")
+    train_x, train_y, class_names = _torchvision_split(name, root, True, download, emnist_split)
+    test_x, test_y, _ = _torchvision_split(name, root, False, download, emnist_split)
+    mean, std = NORMALIZATION[name]
+    return from_arrays(
+        train_x, train_y, test_x, test_y, len(class_names), num_clients, partition, seed, name,
+        mean, std, device=device, class_names=class_names, **partition_kwargs,
+    )
+
+
+LOADERS: dict[str, Callable[..., FederatedData]] = {
+    "fashion_mnist": load_fashion_mnist,
+    **{
+        name: functools.partial(load_torchvision, name)
+        for name in ("mnist", "emnist", "cifar10", "cifar100")
+    },
+    "leaf_synthetic": leaf_synthetic,
+}
+
+
+def load(name: str, **kwargs) -> FederatedData:
+    """Load the data set ``name`` (a key of :data:`LOADERS`) with the loader's ``kwargs``."""
+    check_choice("name", name, LOADERS)
+    return LOADERS[name](**kwargs)

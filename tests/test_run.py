@@ -1,0 +1,109 @@
+"""The simulator: seeding, checkpoint/resume, the divergence guard, evaluation, weighting."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+import torch
+
+from fedcore import algorithms, models
+from fedcore.run import Problem, simulate
+
+COLUMNS = ["train_loss", "test_loss", "test_accuracy"]
+
+
+def dropout_problem(data) -> Problem:
+    """An MLP with dropout: its masks come from the run's seeded RNG stream."""
+    return Problem(data, models.make("mlp", (8,), 3, hidden=(16,), dropout=0.3))
+
+
+def run(data, rounds=6, seed=0, **kwargs):
+    options = dict(rounds=rounds, clients_per_round=3, local_steps=2, batch_size=4, seed=seed, progress=False)
+    options.update(kwargs)
+    algorithm = options.pop("algorithm", algorithms.fedadam(client_lr=0.1, server_lr=0.05))
+    return simulate(dropout_problem(data), algorithm, **options)
+
+
+def test_same_seed_same_history(tiny_classification) -> None:
+    first, second = run(tiny_classification), run(tiny_classification)
+    pd.testing.assert_frame_equal(first.frame[COLUMNS], second.frame[COLUMNS])
+    assert torch.equal(first.final_state["x"], second.final_state["x"])
+    other = run(tiny_classification, seed=1)
+    assert not torch.equal(first.final_state["x"], other.final_state["x"])
+
+
+def test_dropout_draws_are_part_of_the_seeded_stream(tiny_classification) -> None:
+    """Global RNG use between runs must not change a run (the run forks its own stream)."""
+    first = run(tiny_classification)
+    torch.rand(1000)
+    assert torch.equal(first.final_state["x"], run(tiny_classification).final_state["x"])
+
+
+def test_history_layout(tiny_classification) -> None:
+    history = run(tiny_classification, rounds=5, eval_every=2)
+    assert list(history.frame.index) == [0, 1, 2, 3, 4, 5]
+    evaluated = history.frame["test_accuracy"].dropna().index.tolist()
+    assert evaluated == [0, 2, 4, 5]  # the start, every 2 rounds, and the last round
+    assert history.frame.loc[1:, "train_loss"].notna().all()
+    assert not history.diverged and 0 <= history.final("test_accuracy") <= 1
+
+
+@pytest.mark.parametrize("stop_at", [2, 3])
+def test_resume_from_checkpoint_is_identical(tiny_classification, tmp_path, stop_at: int) -> None:
+    """An interrupted run (stopped after `stop_at` rounds) resumed from its checkpoint ends identical,
+    dropout masks, client sampling, minibatches and SCAFFOLD's per-client state included."""
+    path = tmp_path / "run.pt"
+    algorithm = algorithms.scaffold(client_lr=0.1)
+    full = run(tiny_classification, rounds=6, algorithm=algorithm)
+    run(tiny_classification, rounds=stop_at, algorithm=algorithm, checkpoint=path, checkpoint_every=1)
+    resumed = run(tiny_classification, rounds=6, algorithm=algorithm, checkpoint=path, resume=True)
+    assert torch.equal(full.final_state["x"], resumed.final_state["x"])
+    assert torch.equal(full.final_state["c_i"], resumed.final_state["c_i"])
+    pd.testing.assert_frame_equal(full.frame[COLUMNS], resumed.frame[COLUMNS])
+
+
+def test_resume_refuses_a_different_run(tiny_classification, tmp_path) -> None:
+    path = tmp_path / "run.pt"
+    run(tiny_classification, rounds=2, checkpoint=path)
+    with pytest.raises(ValueError, match="written by a different run"):
+        run(tiny_classification, rounds=4, checkpoint=path, resume=True, algorithm=algorithms.fedavg(client_lr=0.1))
+
+
+def test_divergence_stops_cleanly_and_keeps_history(quadratic, tmp_path) -> None:
+    """FedAvg with client_lr = 5 on a quadratic whose Hessian has eigenvalues ~1 blows up geometrically."""
+    path = tmp_path / "diverge.pt"
+    problem = Problem(quadratic, models.linear_regression((5,)).double())
+    with pytest.warns(RuntimeWarning, match=r"diverged at round \d+"):
+        history = simulate(problem, algorithms.fedavg(client_lr=5.0), rounds=500, clients_per_round=10,
+                           local_steps=5, batch_size=20, progress=False, checkpoint=path, checkpoint_every=1)
+    assert history.diverged and 1 < history.diverged_round < 500
+    assert history.frame.index[-1] == history.diverged_round
+    assert history.frame["train_loss"].iloc[1:-1].map(lambda v: v == v and abs(v) < float("inf")).all()
+    assert torch.isfinite(history.final_state["x"]).all()  # the last finite state is kept
+    saved = torch.load(path, weights_only=True)
+    assert saved["round"] == history.diverged_round - 1  # what was written before is not lost
+
+
+def test_uniform_weighting_differs_from_sample_weighting(tiny_classification) -> None:
+    by_samples = run(tiny_classification, weighting="samples")
+    uniform = run(tiny_classification, weighting="uniform")
+    assert not torch.equal(by_samples.final_state["x"], uniform.final_state["x"])
+
+
+def test_callback_sees_every_round(tiny_classification) -> None:
+    seen = []
+    run(tiny_classification, rounds=4, callback=lambda t, state: seen.append((t, state["x"].clone())))
+    assert [t for t, _ in seen] == [1, 2, 3, 4]
+    assert not torch.equal(seen[0][1], seen[-1][1])
+
+
+def test_history_plot_draws_the_metric(tiny_classification) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    history = run(tiny_classification, rounds=3)
+    ax = history.plot("test_accuracy")
+    line = ax.get_lines()[0]
+    assert list(line.get_xdata()) == [0, 1, 2, 3]
+    with pytest.raises(ValueError, match="metric='nope' not one of"):
+        history.plot("nope")
