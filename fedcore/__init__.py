@@ -10,7 +10,7 @@
 
 from fedcore import algorithms, data, models, server_opt
 from fedcore.params import FlatModel, GradientOracle, evaluate
-from fedcore.run import History, Problem, simulate
+from fedcore.run import History, Problem, simulate, sweep
 
 __version__ = "0.1.0"
 __all__ = [
@@ -24,4 +24,5 @@ __all__ = [
     "models",
     "server_opt",
     "simulate",
+    "sweep",
 ]

@@ -11,11 +11,12 @@ to an uninterrupted one.
 
 from __future__ import annotations
 
+import itertools
 import math
 import os
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, fields, is_dataclass
 from pathlib import Path
 from typing import Any
@@ -151,6 +152,32 @@ def simulate(
     if resume and checkpoint is not None and Path(checkpoint).exists():
         run.load(Path(checkpoint))
     return run.loop(rounds, eval_every, weighting, progress, checkpoint, checkpoint_every)
+
+
+def sweep(problem: Problem, build: Callable[..., Any], grid: dict[str, Sequence[Any]], **options: Any) -> pd.DataFrame:
+    """Run ``simulate(problem, build(**point), **options)`` for every point of ``grid``.
+
+    ``sweep(problem, lambda client_lr: fedavg(client_lr), {"client_lr": [0.01, 0.1, 1]}, rounds=50, ...)``
+    returns one row per point with the final train loss, final and best test accuracy, and
+    ``diverged_round`` (NaN when the run did not diverge): a divergence is a result, not a crash.
+    """
+    if not grid:
+        raise ValueError("grid={} is empty: give at least one hyperparameter and its values")
+    rows = []
+    for values in itertools.product(*grid.values()):
+        point = dict(zip(grid, values))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            history = simulate(problem, build(**point), **options)
+        frame = history.frame
+        rows.append({
+            **point,
+            "final_train_loss": float(frame["train_loss"].iloc[-1]),
+            "final_test_accuracy": history.final("test_accuracy") if "test_accuracy" in frame else math.nan,
+            "best_test_accuracy": float(frame["test_accuracy"].max()) if "test_accuracy" in frame else math.nan,
+            "diverged_round": history.diverged_round if history.diverged else math.nan,
+        })
+    return pd.DataFrame(rows)
 
 
 class _Run:

@@ -107,3 +107,16 @@ def test_history_plot_draws_the_metric(tiny_classification) -> None:
     assert list(line.get_xdata()) == [0, 1, 2, 3]
     with pytest.raises(ValueError, match="metric='nope' not one of"):
         history.plot("nope")
+
+
+def test_sweep_records_divergence_as_a_result(quadratic) -> None:
+    from fedcore.run import sweep
+
+    problem = Problem(quadratic, models.linear_regression((5,)).double())
+    table = sweep(problem, lambda client_lr: algorithms.fedavg(client_lr=client_lr), {"client_lr": [0.1, 5.0]},
+                  rounds=60, clients_per_round=10, local_steps=5, batch_size=20, progress=False)
+    assert list(table["client_lr"]) == [0.1, 5.0]
+    assert table["diverged_round"].isna().tolist() == [True, False]
+    assert table["final_train_loss"].iloc[0] < 1
+    with pytest.raises(ValueError, match="grid=.* is empty"):
+        sweep(problem, algorithms.fedavg, {}, rounds=1, clients_per_round=1, local_steps=1, batch_size=1)
