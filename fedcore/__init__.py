@@ -8,7 +8,7 @@
     history.plot("test_loss")
 """
 
-from fedcore import algorithms, data, models, server_opt
+from fedcore import algorithms, data, models, server_opt, toy
 from fedcore.params import FlatModel, GradientOracle, evaluate
 from fedcore.run import History, Problem, simulate, sweep
 
@@ -25,4 +25,5 @@ __all__ = [
     "server_opt",
     "simulate",
     "sweep",
+    "toy",
 ]

@@ -1,0 +1,157 @@
+"""The figures the notebooks share (matplotlib only; the plotting functions return their Axes and show nothing).
+
+- :func:`label_distribution`: how a partition deals the labels out (stacked bars per client);
+- :func:`compare`: one metric of several runs against communication rounds;
+- :func:`plot_server_path`: a server optimizer's path over the loss contours of the 2-D
+  federated quadratic (:func:`fedcore.toy.server_optimizer_path`);
+- :func:`explore_server_optimizer`: the callback of the notebooks' server-optimizer
+  widget, a plain function that also runs headless;
+- :func:`savefig`: write a figure into a folder when one is given.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import numpy as np
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
+
+from fedcore.checks import check_int
+from fedcore.data.federated import FederatedData
+from fedcore.run import History
+from fedcore.toy import ServerPath, server_optimizer_path
+
+
+def label_distribution(data: FederatedData, ax: Axes | None = None, max_clients: int = 50) -> Axes:
+    """Stacked bars of ``data.label_counts()``: one bar per client, one colour per label.
+
+    Only the first ``max_clients`` clients are drawn (the title says so when that cuts).
+    """
+    check_int("max_clients", max_clients)
+    counts = data.label_counts().cpu().numpy()
+    shown = counts[:max_clients]
+    names = data.info.get("class_names") or [str(c) for c in range(counts.shape[1])]
+    if ax is None:
+        _, ax = plt.subplots(figsize=(max(6.0, 0.3 * len(shown) + 3), 3.5))
+    colours = plt.get_cmap("tab10" if counts.shape[1] <= 10 else "tab20")
+    bottom = np.zeros(len(shown))
+    for c, name in enumerate(names):
+        ax.bar(np.arange(len(shown)), shown[:, c], bottom=bottom, width=0.85, label=name,
+               color=colours(c % colours.N))
+        bottom += shown[:, c]
+    ax.set_xlabel("client")
+    ax.set_ylabel("training samples")
+    ax.set_xlim(-0.6, len(shown) - 0.4)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    title = f"{data.name}: labels per client"
+    if data.info.get("partition"):
+        options = ", ".join(f"{k}={v}" for k, v in (data.info.get("partition_kwargs") or {}).items())
+        title += f" ({data.info['partition']}{f'({options})' if options else ''})"
+    if len(shown) < len(counts):
+        title += f", first {len(shown)} of {len(counts)} clients"
+    ax.set_title(title)
+    if len(names) <= 20:
+        ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+    return ax
+
+
+def compare(
+    histories: Mapping[str, History] | Sequence[History], metric: str = "test_accuracy",
+    ax: Axes | None = None, logy: bool = False,
+) -> Axes:
+    """``metric`` of several runs against communication rounds on one Axes.
+
+    ``histories`` is ``{label: History}`` or a list (labelled by each run's algorithm).
+    """
+    items = list(histories.items()) if isinstance(histories, Mapping) else [(h.algorithm, h) for h in histories]
+    if not items:
+        raise ValueError("histories is empty: nothing to compare")
+    if ax is None:
+        _, ax = plt.subplots(figsize=(5, 3.5))
+    for label, history in items:
+        history.plot(metric, ax=ax, label=label)
+    if logy:
+        ax.set_yscale("log")
+    ax.legend(fontsize="small")
+    ax.grid(alpha=0.3)
+    return ax
+
+
+def plot_server_path(
+    path: ServerPath, ax: Axes | None = None, contours: bool = True, label: str | None = None,
+    color: str | None = None,
+) -> Axes:
+    """The server models ``x_0, x_1, ...`` of ``path`` over the contours of ``f(x) - f*``.
+
+    The window is a square around ``x*`` reaching 1.5 times as far as the start, so it
+    stays put while a widget changes the optimizer.  Log-spaced contour levels; the
+    optimum is a black star (drawn on top), the start a large dot.  ``contours=False`` overlays a
+    second path on an existing plot.
+    """
+    if ax is None:
+        _, ax = plt.subplots(figsize=(4.5, 4.5))
+    x_star = path.x_star.numpy()
+    reach = 1.5 * float(np.abs(np.asarray(path.start) - x_star).max())
+    low, high = x_star - reach, x_star + reach
+    if contours:
+        grid1, grid2 = np.meshgrid(np.linspace(low[0], high[0], 201), np.linspace(low[1], high[1], 201))
+        gap = path.loss_gap(grid1, grid2)
+        levels = np.geomspace(max(gap.max() * 1e-3, 1e-12), gap.max(), 10)
+        ax.contour(grid1, grid2, gap, levels=levels, colors="0.7", linewidths=0.7)
+        ax.plot(*x_star, marker="*", color="black", markeredgecolor="white", markersize=14, linestyle="none",
+                label="$x^*$", zorder=5)
+    frame = path.frame
+    line, = ax.plot(frame["x1"], frame["x2"], marker="o", markersize=2.5, linewidth=1.2,
+                    color=color, label=label or path.optimizer)
+    ax.plot(frame["x1"].iloc[0], frame["x2"].iloc[0], marker="o", markersize=7, color=line.get_color())
+    ax.set_xlim(low[0], high[0])
+    ax.set_ylim(low[1], high[1])
+    ax.set_aspect("equal")
+    ax.set_xlabel("$x_1$")
+    ax.set_ylabel("$x_2$")
+    return ax
+
+
+def explore_server_optimizer(
+    optimizer: str = "adam", server_lr: float = 0.1, tau: float = 1e-3, beta1: float = 0.9,
+    rounds: int = 50, reference: bool = True,
+) -> None:
+    """The server-optimizer explorer: path and loss gap of ``optimizer`` on the 2-D quadratic.
+
+    Runs :func:`fedcore.toy.server_optimizer_path` and draws two panels: the path over
+    the loss contours and ``f(x_t) - f*`` against rounds (with FedAvg, server SGD at
+    ``eta = 1``, as a grey reference when ``reference``) and puts the final gap in the title.
+    Returns None, so ``ipywidgets.interact`` shows the figure once and nothing else.
+    """
+    path = server_optimizer_path(optimizer, server_lr, beta1, tau, rounds)
+    figure, (left, right) = plt.subplots(1, 2, figsize=(10, 4.2), layout="constrained")
+    plot_server_path(path, left, label=optimizer, color="C1")
+    left.legend(fontsize="small", loc="lower right")
+    if reference:
+        fedavg = server_optimizer_path("sgd", 1.0, rounds=rounds)
+        right.plot(fedavg.frame.index, fedavg.frame["loss_gap"], color="grey", linestyle="--",
+                   label=f"FedAvg: {fedavg.optimizer}")
+    right.plot(path.frame.index, path.frame["loss_gap"], color="C1", label=path.optimizer)
+    right.set_yscale("log")
+    right.set_xlabel("communication round $t$")
+    right.set_ylabel("$f(x_t) - f^*$")
+    right.grid(alpha=0.3)
+    right.legend(fontsize="small")
+    ending = f"diverged at round {path.diverged_round}" if path.diverged_round else f"after {rounds} rounds"
+    figure.suptitle(f"{path.optimizer}: f(x) - f* = {path.final_gap():.3g} {ending}", fontsize="medium")
+
+
+def savefig(figure: Figure, name: str, directory: str | os.PathLike | None) -> None:
+    """Save ``figure`` as ``directory/name`` (the folder is made, the path resolved
+    absolutely); do nothing when ``directory`` is None or empty.  Returns None, so a
+    notebook cell ending with it prints nothing."""
+    if not directory:
+        return
+    target = Path(directory).expanduser().resolve() / name
+    target.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(target, bbox_inches="tight", dpi=150)
