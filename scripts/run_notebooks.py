@@ -1,0 +1,192 @@
+"""Execute the notebooks headless with papermill (``make run``, ``make notebooks``).
+
+    python scripts/run_notebooks.py [--scale small] [--timeout 3600] [-p NAME VALUE ...] [NOTEBOOK ...]
+    python scripts/run_notebooks.py --refresh        # SCALE=small, then copy outputs over notebooks/
+
+Every ``notebooks/[0-9][0-9]_*.ipynb`` (or the ones named) is executed into
+``build/<name>.ipynb`` with ``-p SCALE <scale>``, in a kernel of this interpreter
+(``python3``: jupyter_client launches its ``python`` argv as ``sys.executable``), with the
+notebook folder as working directory, a per-cell timeout, and these environment variables
+for the kernel:
+
+    FEDCORE_SCALE    the scale (a parameters cell reads it as its default)
+    FEDCORE_FIGURES  absolute path of build/figures/ (<out>/figures), where a notebook may save figures
+
+All notebooks are tried; the time of each is printed; the exit code is 1 if any failed.
+
+``--refresh`` runs the notebooks exactly as committed (no injected parameters cell; the
+scale comes from FEDCORE_SCALE=small), strips papermill's run metadata, and writes each
+successfully executed notebook back over ``notebooks/<name>.ipynb``, so the committed
+notebooks carry the real outputs of a small run.  Failed notebooks, and notebooks whose
+.ipynb or paired .py was edited while they ran, are left untouched (and count as failed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+NOTEBOOKS = ROOT / "notebooks"
+BUILD = ROOT / "build"
+SCALES = ("smoke", "small", "paper")
+REFRESH_SCALE = "small"
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("notebooks", nargs="*", type=Path,
+                        help="notebooks to run (default: every notebooks/[0-9][0-9]_*.ipynb)")
+    parser.add_argument("--scale", choices=SCALES, help="SCALE parameter (default: $FEDCORE_SCALE or small)")
+    parser.add_argument("--timeout", type=int, default=3600, help="seconds per cell (default 3600)")
+    parser.add_argument("-p", "--parameter", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"),
+                        help="extra papermill parameter, as with papermill -p (value parsed as in papermill)")
+    parser.add_argument("-k", "--kernel", default="python3", help="kernel name (default python3)")
+    parser.add_argument("--out", type=Path, default=BUILD, help="output folder (default build/)")
+    parser.add_argument("--refresh", action="store_true",
+                        help=f"run at SCALE={REFRESH_SCALE} and copy the executed notebooks over notebooks/")
+    parser.add_argument("--log-output", action="store_true", help="stream cell outputs to the terminal")
+    args = parser.parse_args(argv)
+    if args.refresh and (args.parameter or args.scale not in (None, REFRESH_SCALE)):
+        parser.error(f"--refresh runs the committed notebooks as they are, at SCALE={REFRESH_SCALE}; "
+                     "it takes no other --scale and no -p")
+    if args.refresh:
+        args.scale = REFRESH_SCALE
+    elif args.scale is None:
+        args.scale = os.environ.get("FEDCORE_SCALE") or "small"
+        if args.scale not in SCALES:
+            parser.error(f"FEDCORE_SCALE={args.scale!r} is not one of {SCALES}")
+    return args
+
+
+def find_notebooks(named: list[Path]) -> list[Path]:
+    if not named:
+        return sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
+    missing = [str(path) for path in named if not path.is_file()]
+    if missing:
+        sys.exit(f"run_notebooks: no such notebook: {', '.join(missing)}")
+    return [path.resolve() for path in named]
+
+
+def parse_value(text: str):
+    """A ``-p`` value as papermill's CLI reads it: True/False/None, int, float, else the string."""
+    constants = {"True": True, "False": False, "None": None}
+    if text in constants:
+        return constants[text]
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
+
+
+def parameters(args: argparse.Namespace) -> dict:
+    """What papermill injects: SCALE and the ``-p`` pairs; nothing in refresh mode."""
+    if args.refresh:
+        return {}
+    return {"SCALE": args.scale, **{name: parse_value(value) for name, value in args.parameter}}
+
+
+def strip_run_metadata(path: Path) -> None:
+    """Drop what papermill/nbclient add per run (timings, status) so a refresh diff shows outputs only."""
+    import nbformat
+
+    nb = nbformat.read(path, as_version=4)
+    nb.metadata.pop("papermill", None)
+    for cell in nb.cells:
+        cell.metadata.pop("papermill", None)
+        cell.metadata.pop("execution", None)
+        if cell.metadata.get("tags") == []:  # papermill adds an empty tag list to every cell
+            del cell.metadata["tags"]
+    nbformat.write(nb, path)
+
+
+def pair_of(path: Path) -> Path:
+    """The jupytext py:percent script paired with ``path`` (it may not exist)."""
+    return path.with_suffix(".py")
+
+
+def snapshot(path: Path) -> dict[Path, bytes | None]:
+    """The notebook and its paired script as they are now, to detect edits made during a run."""
+    return {p: p.read_bytes() if p.exists() else None for p in (path, pair_of(path))}
+
+
+def refresh(path: Path, out: Path, before: dict[Path, bytes | None]) -> str:
+    """Write the executed ``out`` over ``path``; "" on success, else why not.
+
+    Refuses when the notebook or its paired script changed while it ran (someone edited
+    it: the outputs would belong to old sources).  Afterwards the paired script is touched,
+    so it stays newer than the .ipynb, as jupytext expects of the text file it reads inputs from.
+    """
+    if snapshot(path) != before:
+        return f"{path.name} or its paired script changed during the run: not refreshed"
+    strip_run_metadata(out)
+    tmp = path.with_name(f".{path.name}.refresh")
+    tmp.write_bytes(out.read_bytes())
+    os.replace(tmp, path)
+    if pair_of(path).exists():
+        os.utime(pair_of(path))
+    return ""
+
+
+def run_one(path: Path, out: Path, args: argparse.Namespace) -> tuple[bool, float, str]:
+    import papermill
+
+    start = time.perf_counter()
+    try:
+        papermill.execute_notebook(
+            str(path), str(out), parameters=parameters(args), kernel_name=args.kernel,
+            cwd=str(path.parent), execution_timeout=args.timeout, progress_bar=False,
+            log_output=args.log_output,
+        )
+    except Exception as error:  # PapermillExecutionError, timeouts, dead kernels: report, go on
+        message = str(error).strip().splitlines()
+        return False, time.perf_counter() - start, f"{type(error).__name__}: {message[-1] if message else ''}"
+    return True, time.perf_counter() - start, ""
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    notebooks = find_notebooks(args.notebooks)
+    if not notebooks:
+        print(f"run_notebooks: no notebooks matching {NOTEBOOKS.relative_to(ROOT)}/[0-9][0-9]_*.ipynb")
+        return 0
+    args.out.mkdir(parents=True, exist_ok=True)
+    figures = (args.out / "figures").resolve()
+    figures.mkdir(parents=True, exist_ok=True)
+    os.environ["FEDCORE_SCALE"] = args.scale
+    os.environ["FEDCORE_FIGURES"] = str(figures)
+    os.environ.pop("MPLBACKEND", None)  # let ipykernel pick the inline backend, so figures land in the notebook
+    mode = "refresh" if args.refresh else "run"
+    print(f"run_notebooks: {mode} {len(notebooks)} notebook(s), SCALE={args.scale}, timeout {args.timeout} s/cell, "
+          f"kernel {args.kernel} ({sys.executable}), output {args.out}", flush=True)
+
+    results = []
+    total = time.perf_counter()
+    for path in notebooks:
+        out = args.out / path.name
+        print(f"  {path.name} ...", end="", flush=True)
+        before = snapshot(path)
+        ok, seconds, error = run_one(path, out, args)
+        print(f" {'ok' if ok else 'FAILED'} in {seconds:.1f} s{'  ' + error if error else ''}", flush=True)
+        if ok and args.refresh:
+            error = refresh(path, out, before)
+            ok = not error
+            print(f"    {error or 'refreshed ' + str(path)}", flush=True)
+        results.append((path, ok, seconds, error))
+
+    failed = [path.name for path, ok, _, _ in results if not ok]
+    print(f"run_notebooks: {len(results) - len(failed)} passed, {len(failed)} failed "
+          f"in {time.perf_counter() - total:.1f} s", flush=True)
+    if failed:
+        print(f"run_notebooks: failed: {', '.join(failed)} (executed copies are in {args.out})")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
