@@ -133,6 +133,38 @@ def refresh(path: Path, out: Path, before: dict[Path, bytes | None]) -> str:
     return ""
 
 
+def poll_replies_in_slices(slice_s: float = 1.0) -> None:
+    """Work around a lost wake-up in nbclient's wait for a cell's reply (jupyter/nbclient#312,
+    jupyter/nbconvert#2029, both open).
+
+    After a cell that displays an ipywidget, the kernel sends its execute_reply and goes
+    idle, yet ``await kc.shell_channel.get_msg(timeout)`` sometimes never wakes up: papermill
+    then hangs until the cell timeout (here with 00_quickstart's ``widgets.interactive``
+    explorer: 4 runs in 28 hung, with or without --execution-timeout 3600).  Waiting in
+    1-second slices polls the socket afresh each time, and finds the reply.
+    """
+    from queue import Empty
+
+    from jupyter_client.channels import AsyncZMQSocketChannel
+
+    get_msg = AsyncZMQSocketChannel.get_msg
+    if getattr(get_msg, "sliced", False):
+        return
+
+    async def sliced_get_msg(self, timeout: float | None = None) -> dict:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            left = slice_s if deadline is None else min(slice_s, max(0.0, deadline - time.monotonic()))
+            try:
+                return await get_msg(self, timeout=left)
+            except Empty:
+                if deadline is not None and time.monotonic() >= deadline:
+                    raise
+
+    sliced_get_msg.sliced = True
+    AsyncZMQSocketChannel.get_msg = sliced_get_msg
+
+
 def run_one(path: Path, out: Path, args: argparse.Namespace) -> tuple[bool, float, str]:
     import papermill
 
@@ -161,6 +193,7 @@ def main(argv: list[str] | None = None) -> int:
     os.environ["FEDCORE_SCALE"] = args.scale
     os.environ["FEDCORE_FIGURES"] = str(figures)
     os.environ.pop("MPLBACKEND", None)  # let ipykernel pick the inline backend, so figures land in the notebook
+    poll_replies_in_slices()
     mode = "refresh" if args.refresh else "run"
     print(f"run_notebooks: {mode} {len(notebooks)} notebook(s), SCALE={args.scale}, timeout {args.timeout} s/cell, "
           f"kernel {args.kernel} ({sys.executable}), output {args.out}", flush=True)
