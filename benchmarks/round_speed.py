@@ -8,7 +8,7 @@ on Fashion-MNIST split iid over S clients (all of them take part in every round)
 - ``w2`` (overhead-bound): logistic regression, S = 100;
 - ``rule``: MLPs from 784-200-10 (0.16M params) to 784-1000-1000-10 (1.8M) at S = 20 and
   100 (and logistic regression at S = 20), fedcore's two backends and the floor only: the
-  measurements behind ``fedcore.params.choose_backend``.  Not run by default (~3 min).
+  measurements behind ``fedcore.params.choose_backend``.  Not run by default (~3-4 min).
 
 Variants, all doing the same arithmetic (same model and initial weights, K, B, S,
 client lr 0.05, cross-entropy, dropout ON in all of them: train mode, as in training):
@@ -30,10 +30,12 @@ client lr 0.05, cross-entropy, dropout ON in all of them: train mode, as in trai
 Each variant is warmed up once (one round with K = 1: same shapes), then the variants
 are timed round-robin, the order rotated every repeat, so that load from other
 processes spreads over all of them; the table gives the median (and min..max) per round
-and its ratio to the floor's median.
+and its ratio to the floor's median.  A workload starts no new repeat after its time
+budget, so a busy machine gives fewer rounds, not a much longer run.  Results and what
+they mean: ``benchmarks/README.md``.
 
-    python benchmarks/round_speed.py                       # w1 and w2, ~5 min on 2 CPU cores
-    python benchmarks/round_speed.py --quick --json out.json
+    python benchmarks/round_speed.py                       # w1 and w2, ~2.5 min on 2 idle CPU cores
+    python benchmarks/round_speed.py --quick --json out.json   # ~1 min
     python benchmarks/round_speed.py --workloads rule      # the auto rule's measurements
 """
 
@@ -99,6 +101,7 @@ RULE: dict[str, Workload] = {
         ("mlp200", "MLP 784-200-10", _mlp(200), 5),
         ("mlp400", "MLP 784-400-10", _mlp(400), 5),
         ("mlp500x2", "MLP 784-500-500-10", _mlp(500, 500), 3),
+        ("mlp1000", "MLP 784-1000-10", _mlp(1000), 3),
         ("mlp1000x2", "MLP 784-1000-1000-10", _mlp(1000, 1000), 3),
     ]
     for S in (20, 100)
@@ -303,7 +306,7 @@ def print_table(key: str, result: dict) -> None:
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     choices = [*WORKLOADS, "rule", *RULE]
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="fewer timed rounds (about 1.5 min on 2 CPU cores)")
+    parser.add_argument("--quick", action="store_true", help="fewer timed rounds (about 1 min on 2 idle CPU cores)")
     parser.add_argument("--device", default="cpu", help="cpu (default) or cuda")
     parser.add_argument("--workloads", default="w1,w2",
                         help=f"comma-separated, from {', '.join(choices)} (default w1,w2; 'rule' = all rule ones)")
@@ -337,7 +340,7 @@ def main(argv: list[str] | None = None) -> dict:
     }
     print(f"round_speed: torch {torch.__version__} on {device}, {torch.get_num_threads()} threads, "
           f"K={K}, B={B}, lr={LR}, dropout on in every variant; load average {_load()}")
-    started = time.perf_counter()
+    started, load_start = time.perf_counter(), os.getloadavg()[0]
     for key in args.workloads:
         workload = everything[key]
         repeats = args.repeats or (workload.quick_repeats if args.quick else workload.repeats)
@@ -347,7 +350,8 @@ def main(argv: list[str] | None = None) -> dict:
     report["total_s"] = time.perf_counter() - started
     report["load_average_end"] = _load()
     print(f"\ntotal {report['total_s']:.0f} s; load average {_load()}")
-    if os.cpu_count() and os.getloadavg()[0] > 0.5 * os.cpu_count():
+    # this run itself keeps about `threads` cores busy; more than that means other processes
+    if load_start > 1.0 or os.getloadavg()[0] > torch.get_num_threads() + 1.0:
         print("(other processes were busy: times are inflated and noisy, most for the variants that make many "
               "small multi-threaded calls; compare ratios within this run, or rerun with --threads 1)")
     if args.json is not None:

@@ -13,10 +13,10 @@ gradients ``[S, d]``.  Its two backends compute the same numbers:
 
 ``auto`` picks by a fixed rule (:func:`choose_backend`), so a run never changes backend.
 
-Speed (measured in ``benchmarks/``): both backends hand each client's gradient, parameter
-by parameter, straight into one ``[S, d]`` matrix, and on a CPU reuse that matrix once the
-caller has dropped it (:class:`_Recycler`): the loop otherwise spends a tenth of its time on
-page faults and copies of per-client gradients.
+Speed (``benchmarks/README.md``): both backends hand each client's gradient, parameter by
+parameter, straight into one ``[S, d]`` matrix, and on a CPU reuse that matrix once the
+caller has dropped it (:class:`_Recycler`) rather than page in fresh memory every step:
+3-5% of a CNN round, 12-21% of a round of MLPs with 0.16M-1.8M parameters.
 """
 
 from __future__ import annotations
@@ -118,9 +118,10 @@ class _Recycler:
 
     Why: on a CPU a fresh tensor of more than 32 MB comes from ``mmap`` and pays a page fault per
     4 kB when first written, about 20 ms per 100 MB on 2 cores -- 5% of a CNN step at S=20 and
-    30% of a step of the 1.8M-parameter MLP.  ``loss, G = oracle(X, ...)`` in a loop still holds
-    the previous ``G`` during the call, so two matrices alternate.  Elsewhere (CUDA) the caching
-    allocator already recycles memory, and so does a torch without ``_storage_Use_Count``.
+    about 30% of a step of the 1.8M-parameter MLP.  ``loss, G = oracle(X, ...)`` in a loop still
+    holds the previous ``G`` during the call, so two matrices alternate.  On CUDA the caching
+    allocator already recycles memory; there, and with a torch that lacks
+    ``torch._C._storage_Use_Count``, this just allocates.
     """
 
     def __init__(self) -> None:
@@ -150,23 +151,34 @@ class _Recycler:
 
 
 _LOOP_LAYERS = (nn.modules.conv._ConvNd, nn.RNNBase)
-LOOP_ABOVE_PARAMS = 500_000
+LOOP_ABOVE_PARAMS = 700_000
 
 
 def choose_backend(model: FlatModel, device: str | torch.device) -> str:
     """The ``auto`` rule: ``vmap`` on an accelerator; on a CPU, ``loop`` for models with
-    convolutions or recurrent layers or more than ``LOOP_ABOVE_PARAMS`` = 500k parameters,
+    convolutions or recurrent layers or more than ``LOOP_ABOVE_PARAMS`` (0.7M) parameters,
     ``vmap`` for smaller dense models.
 
-    Measured on 2 CPU cores (``benchmarks/round_speed.py``; time per local step of S clients,
-    vmap / loop, at 1 and 2 threads): the 1.2M-parameter CNN 1.9 (S=20, 1 thread): vmap turns
-    convolutions into slow grouped ones; dense models: logistic regression 0.48 / 0.41 (S=20)
-    and 0.32 / 0.21 (S=100), where per-call overhead dominates; MLP 784-200-10 (0.16M) 0.63 / 0.51
-    (S=20) and 0.91 / 0.73 (S=100); 784-400-10 (0.32M) 0.74 / 0.60 and 1.09 / 0.91;
-    784-500-500-10 (0.65M) 1.13 / 0.87 and 1.17 / 0.98; 784-1000-1000-10 (1.8M) 1.28 / 1.21 and
-    1.58 / 1.15: once the S clients' weights no longer fit in the cache, the loop, which
-    finishes one client's forward and backward while its weights are still there, wins.
-    Nothing here depends on S or the thread count, so a run never changes backend.
+    Measured on 2 CPU cores (``benchmarks/round_speed.py``, a FedAvg round, K=10, B=32): time of
+    a vmap round / a loop round, at 1 thread and 2 threads, for S=20 and S=100 clients:
+
+    ======================================  ===========  ===========
+    model (parameters)                      S=20 (1t/2t) S=100 (1t/2t)
+    ======================================  ===========  ===========
+    CNN of Reddi et al. (1.2M)              1.77 / 2.22
+    logistic regression (7.9k)              0.60 / 0.47  0.49 / 0.32
+    MLP 784-200-10 (0.16M)                  0.68 / 0.56  0.91 / 0.82
+    MLP 784-400-10 (0.32M)                  0.79 / 0.65  1.03 / 0.95
+    MLP 784-500-500-10 (0.65M)              0.90 / 0.92  1.09 / 0.78
+    MLP 784-1000-10 (0.80M)                 1.17 / 1.05  1.16 / 0.94
+    MLP 784-1000-1000-10 (1.8M)             1.21 / 1.27  1.19 / 1.00
+    ======================================  ===========  ===========
+
+    vmap turns convolutions into grouped ones, slow on a CPU; for small dense models it saves
+    the per-client call overhead; once the S clients' weights no longer fit in the cache, the
+    loop, which finishes each client's forward and backward while its weights are still
+    there, catches up (0.65M-0.8M parameters) and then wins.  The rule depends on neither S nor
+    the thread count, so a run never changes backend.
     """
     if torch.device(device).type != "cpu":
         return "vmap"
