@@ -85,7 +85,7 @@ class FlatModel:
 
     def forward(self, x: Tensor, inputs: Tensor) -> Tensor:
         """The module's output at parameters ``x``."""
-        return functional_call(self.module, (self.unflatten(x), self.buffers), (inputs,))
+        return self.call(list(self.unflatten(x).values()), inputs)
 
     def call(self, params: list[Tensor], inputs: Tensor) -> Tensor:
         """The module's output with its parameters replaced by ``params`` (in :attr:`names` order)."""

@@ -191,7 +191,9 @@ class _Run:
         self.sampler = torch.Generator().manual_seed(seed)
         self.batch_generator = torch.Generator(device=data.device).manual_seed(seed + 1)
         self.dropout_rng = torch.Generator().manual_seed(seed + 2).get_state()
-        start = problem.x0() if x0 is None else x0.to(data.device, problem.x0().dtype)
+        start = problem.x0()
+        if x0 is not None:
+            start = x0.to(data.device, start.dtype)
         self.state = algorithm.init(start, data.num_clients)
         self.rows: list[dict[str, float]] = []
         self.round = 0
