@@ -14,9 +14,10 @@ Variants, all doing the same arithmetic (same model and initial weights, K, B, S
 client lr 0.05, cross-entropy, dropout ON in all of them: train mode, as in training):
 
 - ``fedcore-loop`` / ``fedcore-vmap``: a real fedcore round, ``fedavg(0.05).round(state,
-  batch, oracle)``, with the ``RoundBatch`` formed as ``fedcore.run._Run.batch`` forms it
-  (client permutation, weights, ``FederatedData.sample_batches`` = the minibatch gather):
-  the time includes forming the batch (its share is printed as ``batch``);
+  batch, oracle)``, with the ``RoundBatch`` formed by ``fedcore.run.sample_round`` as in
+  ``simulate`` (client permutation, weights, the rows of the minibatches; each step's
+  minibatch is gathered inside the round): the time includes forming the batch (its
+  share is printed as ``batch``);
 - ``minimal``: a hand-written sequential loop: one nn.Module reused, its parameters loaded
   from the flat global vector for each client, minibatches indexed directly from the
   resident tensors, SGD by hand (``torch._foreach_add_``), weighted average of flat vectors;
@@ -62,12 +63,11 @@ from torch.utils.data import DataLoader, Subset, TensorDataset
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from fedcore import models  # noqa: E402
-from fedcore.algorithms.base import RoundBatch  # noqa: E402
 from fedcore.algorithms.fedopt import fedavg  # noqa: E402
 from fedcore.data import load_fashion_mnist  # noqa: E402
 from fedcore.data.federated import FederatedData  # noqa: E402
 from fedcore.params import GradientOracle, choose_backend  # noqa: E402
-from fedcore.run import Problem  # noqa: E402
+from fedcore.run import Problem, sample_round  # noqa: E402
 
 K, B, LR = 10, 32, 0.05
 VARIANTS = ("fedcore-loop", "fedcore-vmap", "minimal", "conventional", "floor")
@@ -158,12 +158,7 @@ def fedcore_variant(ctx: Context, backend: str) -> Callable[[int], None]:
     def one_round(steps: int) -> None:
         nonlocal state
         started = time.perf_counter()
-        # as fedcore.run._Run.batch (weighting="samples")
-        clients = torch.randperm(data.num_clients, generator=sampler)[:S].to(data.device)
-        sizes = data.sizes[clients].to(state["x"].dtype)
-        weights = sizes / sizes.sum()
-        inputs, targets = data.sample_batches(clients, steps, B, batch_generator)
-        batch = RoundBatch(0, clients, weights, inputs, targets, data.num_clients)
+        batch = sample_round(data, 0, S, steps, B, "samples", state["x"].dtype, sampler, batch_generator)
         _sync(ctx.device)
         batch_times.append(time.perf_counter() - started)
         with problem.model.mode(training=True):

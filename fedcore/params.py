@@ -159,26 +159,27 @@ def choose_backend(model: FlatModel, device: str | torch.device) -> str:
     convolutions or recurrent layers or more than ``LOOP_ABOVE_PARAMS`` (0.7M) parameters,
     ``vmap`` for smaller dense models.
 
-    Measured on 2 CPU cores (``benchmarks/round_speed.py``, a FedAvg round, K=10, B=32): time of
-    a vmap round / a loop round, at 1 thread and 2 threads, for S=20 and S=100 clients:
+    Measured on 2 CPU cores (``benchmarks/round_speed.py --workloads rule``, a FedAvg round,
+    K=10, B=32, 2 threads): time of a vmap round / a loop round, for S=20 and S=100 clients
+    (more, with 1 thread, in ``benchmarks/README.md``):
 
-    ======================================  ===========  ===========
-    model (parameters)                      S=20 (1t/2t) S=100 (1t/2t)
-    ======================================  ===========  ===========
-    CNN of Reddi et al. (1.2M)              1.77 / 2.22
-    logistic regression (7.9k)              0.60 / 0.47  0.49 / 0.32
-    MLP 784-200-10 (0.16M)                  0.68 / 0.56  0.91 / 0.82
-    MLP 784-400-10 (0.32M)                  0.79 / 0.65  1.03 / 0.95
-    MLP 784-500-500-10 (0.65M)              0.90 / 0.92  1.09 / 0.78
-    MLP 784-1000-10 (0.80M)                 1.17 / 1.05  1.16 / 0.94
-    MLP 784-1000-1000-10 (1.8M)             1.21 / 1.27  1.19 / 1.00
-    ======================================  ===========  ===========
+    ======================================  =====  =====
+    model (parameters)                      S=20   S=100
+    ======================================  =====  =====
+    CNN of Reddi et al. (1.2M)              2.00
+    logistic regression (7.9k)              0.43   0.21
+    MLP 784-200-10 (0.16M)                  0.49   0.70
+    MLP 784-400-10 (0.32M)                  0.64   1.03
+    MLP 784-500-500-10 (0.65M)              1.11   1.09
+    MLP 784-1000-10 (0.80M)                 1.01   1.19
+    MLP 784-1000-1000-10 (1.8M)             1.26   1.39
+    ======================================  =====  =====
 
     vmap turns convolutions into grouped ones, slow on a CPU; for small dense models it saves
     the per-client call overhead; once the S clients' weights no longer fit in the cache, the
     loop, which finishes each client's forward and backward while its weights are still
-    there, catches up (0.65M-0.8M parameters) and then wins.  The rule depends on neither S nor
-    the thread count, so a run never changes backend.
+    there, catches up (between 0.3M and 0.8M parameters, within 10-20% and noisy) and then
+    wins.  The rule depends on neither S nor the thread count, so a run never changes backend.
     """
     if torch.device(device).type != "cpu":
         return "vmap"

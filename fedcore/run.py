@@ -180,6 +180,21 @@ def sweep(problem: Problem, build: Callable[..., Any], grid: dict[str, Sequence[
     return pd.DataFrame(rows)
 
 
+def sample_round(
+    data: FederatedData, t: int, clients_per_round: int, local_steps: int, batch_size: int,
+    weighting: str, dtype: torch.dtype, sampler: torch.Generator, batch_generator: torch.Generator,
+) -> RoundBatch:
+    """Round ``t``'s batch: ``clients_per_round`` clients drawn without replacement (``sampler``,
+    a CPU generator), their weights (``n_i / sum n_j`` or uniform) and the rows of their
+    ``local_steps`` minibatches of ``batch_size`` (``batch_generator``, on the data's device),
+    gathered step by step from the resident data by :meth:`RoundBatch.step`."""
+    clients = torch.randperm(data.num_clients, generator=sampler)[:clients_per_round].to(data.device)
+    sizes = data.sizes[clients].to(dtype)
+    weights = sizes / sizes.sum() if weighting == "samples" else torch.full_like(sizes, 1 / clients_per_round)
+    rows = data.sample_indices(clients, local_steps, batch_size, batch_generator)
+    return RoundBatch(t, clients, weights, rows, data.inputs, data.targets, data.num_clients)
+
+
 class _Run:
     """The mutable state of one simulation: model state, random streams, rows so far."""
 
@@ -223,14 +238,11 @@ class _Run:
         os.replace(partial, path)  # atomic: a crash never leaves a half-written checkpoint
 
     def batch(self, weighting: str) -> RoundBatch:
-        data, S = self.problem.data, self.config["clients_per_round"]
-        clients = torch.randperm(data.num_clients, generator=self.sampler)[:S].to(data.device)
-        sizes = data.sizes[clients].to(self.state["x"].dtype)
-        weights = sizes / sizes.sum() if weighting == "samples" else torch.full_like(sizes, 1 / S)
-        inputs, targets = data.sample_batches(
-            clients, self.config["local_steps"], self.config["batch_size"], self.batch_generator
+        config = self.config
+        return sample_round(
+            self.problem.data, self.round, config["clients_per_round"], config["local_steps"],
+            config["batch_size"], weighting, self.state["x"].dtype, self.sampler, self.batch_generator,
         )
-        return RoundBatch(self.round, clients, weights, inputs, targets, data.num_clients)
 
     def evaluate(self) -> dict[str, float]:
         data = self.problem.data

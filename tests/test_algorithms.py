@@ -51,9 +51,24 @@ def run_round(algorithm, data, x0, clients, steps=3, batch_size=5, seed=0):
     oracle = GradientOracle(Problem(data, model).model, "loop")
     inputs, targets = data.sample_batches(clients, steps, batch_size, torch.Generator().manual_seed(seed))
     sizes = data.sizes[clients].float()
-    batch = RoundBatch(0, clients, sizes / sizes.sum(), inputs, targets, data.num_clients)
+    batch = RoundBatch.of(0, clients, sizes / sizes.sum(), inputs, targets, data.num_clients)
     state, metrics = algorithm.round(algorithm.init(x0, data.num_clients), batch, oracle)
     return state, metrics, batch, model
+
+
+def test_round_batch_gathers_each_step_from_the_resident_data(tiny_classification) -> None:
+    """The simulator's lazy batch (rows of the resident data) equals the minibatches gathered at once."""
+    data, clients = tiny_classification, torch.tensor([4, 0, 2])
+    rows = data.sample_indices(clients, 3, 5, torch.Generator().manual_seed(2))
+    inputs, targets = data.sample_batches(clients, 3, 5, torch.Generator().manual_seed(2))
+    lazy = RoundBatch(0, clients, torch.full((3,), 1 / 3), rows, data.inputs, data.targets, data.num_clients)
+    eager = RoundBatch.of(0, clients, torch.full((3,), 1 / 3), inputs, targets, data.num_clients)
+    assert lazy.local_steps == eager.local_steps == 3
+    for k in range(3):
+        for a, b, c in zip(lazy.step(k), eager.step(k), (inputs[:, k], targets[:, k])):
+            assert torch.equal(a, c) and torch.equal(b, c)
+    assert torch.equal(lazy.inputs, inputs) and torch.equal(lazy.targets, targets)
+    assert torch.equal(data.inputs[rows[1, 2]], inputs[1, 2])
 
 
 def test_fedavg_returns_weighted_mean_of_client_models(tiny_classification) -> None:
@@ -112,7 +127,7 @@ def test_fedprox_proximal_step_by_hand(quadratic) -> None:
     oracle = GradientOracle(quadratic_problem(quadratic).model, "loop")
     A, y = quadratic.client(3)
     inputs, targets = A.expand(1, 2, -1, -1), y.expand(1, 2, -1)
-    batch = RoundBatch(0, torch.tensor([3]), torch.ones(1, dtype=torch.float64), inputs, targets, 10)
+    batch = RoundBatch.of(0, torch.tensor([3]), torch.ones(1, dtype=torch.float64), inputs, targets, 10)
     state, _ = algorithm.round(algorithm.init(x, 10), batch, oracle)
     g = lambda w: A.T @ (A @ w - y) / len(y)  # noqa: E731
     w1 = x - eta * g(x)

@@ -190,6 +190,20 @@ def test_sample_batches_full_client_and_seeded_generator():
     assert torch.equal(first, again) and not torch.equal(first, other)
 
 
+def test_a_round_draws_each_client_without_replacement():
+    data = indexed_data([5, 12, 30, 8])
+    rows = data.sample_indices(torch.tensor([2, 1]), steps=3, batch_size=8, generator=torch.Generator().manual_seed(4))
+    assert rows[0].unique().numel() == 24  # 24 of client 2's 30 samples, none twice
+    many = data.sample_indices(torch.tensor([1]), steps=4, batch_size=8, generator=torch.Generator().manual_seed(4))
+    counts = torch.bincount(many.flatten() - 5, minlength=12)  # 32 draws from 12 samples
+    assert int(counts.min()) == 2 and int(counts.max()) == 3 and int(counts.sum()) == 32
+    # a uniform permutation: over many rounds every sample leads the round equally often
+    generator = torch.Generator().manual_seed(0)
+    first = torch.stack([data.sample_indices(torch.tensor([0]), 1, 1, generator)[0, 0, 0] for _ in range(2000)])
+    share = torch.bincount(first, minlength=5).float() / 2000
+    assert float((share - 0.2).abs().max()) < 0.04
+
+
 def test_label_counts_match_bincount():
     data = FederatedData.from_partition(
         torch.randn(LABELS.numel(), 3), LABELS, dirichlet(LABELS, 6, 0.5, seed=1),

@@ -7,7 +7,7 @@ import torch
 from torch import nn
 
 from fedcore import models
-from fedcore.params import FlatModel, GradientOracle, choose_backend, evaluate
+from fedcore.params import LOOP_ABOVE_PARAMS, FlatModel, GradientOracle, choose_backend, evaluate
 
 MODELS = {
     "cnn": (lambda: models.cnn((1, 12, 12), 5), (1, 12, 12), 5),
@@ -86,6 +86,40 @@ def test_auto_rule() -> None:
     assert choose_backend(FlatModel(models.logistic_regression()), "cpu") == "vmap"
     assert choose_backend(FlatModel(models.cnn()), "cuda") == "vmap"
     assert GradientOracle(FlatModel(models.logistic_regression()), "auto").backend == "vmap"
+
+
+def test_auto_rule_switches_at_the_size_threshold() -> None:
+    """Dense models: vmap up to LOOP_ABOVE_PARAMS parameters on a CPU, loop above; always vmap on cuda."""
+    def dense(d: int) -> FlatModel:  # nn.Linear(n_in, 1) has n_in + 1 parameters
+        return FlatModel(nn.Linear(d - 1, 1))
+
+    assert choose_backend(dense(LOOP_ABOVE_PARAMS), "cpu") == "vmap"
+    assert choose_backend(dense(LOOP_ABOVE_PARAMS + 1), "cpu") == "loop"
+    assert choose_backend(dense(LOOP_ABOVE_PARAMS + 1), "cuda") == "vmap"
+    assert choose_backend(FlatModel(nn.Sequential(nn.Flatten(), nn.Linear(3, 2))), torch.device("cpu")) == "vmap"
+    assert choose_backend(FlatModel(nn.RNN(2, 3, batch_first=True)), "cpu") == "loop"
+
+
+@pytest.mark.parametrize("backend", ["loop", "vmap"])
+def test_recycled_gradients_are_never_overwritten_while_held(backend: str) -> None:
+    """The oracle reuses its [S, d] matrices, but never one the caller still refers to."""
+    model = FlatModel(models.logistic_regression((1, 12, 12), 5))
+    oracle = GradientOracle(model, backend)
+    inputs, targets = batch((1, 12, 12), 5)
+    X = torch.randn(4, model.dim, generator=torch.Generator().manual_seed(1)) * 0.1
+    held = [oracle(X * scale, inputs, targets)[1] for scale in (1.0, 2.0, 3.0)]  # three live results
+    view, row = oracle(X * 4.0, inputs, targets)[1][1:3], oracle(X * 5.0, inputs, targets)[1][0].clone()
+    as_numpy = oracle(X * 6.0, inputs, targets)[1].numpy()
+    for _ in range(3):
+        oracle(X * 7.0, inputs, targets)  # results dropped at once: these may reuse memory
+    fresh = GradientOracle(model, backend)
+    for scale, grads in zip((1.0, 2.0, 3.0), held):
+        torch.testing.assert_close(grads, fresh(X * scale, inputs, targets)[1])
+    torch.testing.assert_close(view, fresh(X * 4.0, inputs, targets)[1][1:3])
+    torch.testing.assert_close(row, fresh(X * 5.0, inputs, targets)[1][0])
+    torch.testing.assert_close(torch.from_numpy(as_numpy), fresh(X * 6.0, inputs, targets)[1])
+    pointers = {oracle(X, inputs, targets)[1].data_ptr() for _ in range(4)}
+    assert len(pointers) <= 2  # and dropped results do get reused (CPU)
 
 
 def test_evaluate_matches_hand_count() -> None:

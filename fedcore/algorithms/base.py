@@ -35,24 +35,50 @@ class RoundBatch:
 
     ``t`` is the 0-based round; ``clients [S]`` the sampled client ids; ``weights [S]``
     the aggregation weights (they sum to 1: ``n_i / sum n_j`` or uniform);
-    ``inputs [S, K, B, ...]`` and ``targets [S, K, B]`` the minibatches of the K local
-    steps; ``num_clients`` is N.
+    ``num_clients`` is N.  The minibatches of the K local steps are the rows
+    ``rows [S, K, B]`` of the resident ``pool_inputs``/``pool_targets``; :meth:`step`
+    gathers step k's ``[S, B, ...]`` just before it is used (while it is in the cache),
+    and ``inputs [S, K, B, ...]``/``targets [S, K, B, ...]`` gather all K at once.
+    Build one from minibatches already gathered with :meth:`of`.
     """
 
     t: int
     clients: Tensor
     weights: Tensor
-    inputs: Tensor
-    targets: Tensor
+    rows: Tensor
+    pool_inputs: Tensor
+    pool_targets: Tensor
     num_clients: int
+
+    @classmethod
+    def of(
+        cls, t: int, clients: Tensor, weights: Tensor, inputs: Tensor, targets: Tensor, num_clients: int
+    ) -> RoundBatch:
+        """A batch from minibatches ``inputs [S, K, B, ...]``, ``targets [S, K, B, ...]``."""
+        S, K, B = targets.shape[:3]
+        rows = torch.arange(S * K * B, device=targets.device).view(S, K, B)
+        return cls(t, clients, weights, rows, inputs.flatten(0, 2), targets.flatten(0, 2), num_clients)
 
     @property
     def local_steps(self) -> int:
-        return self.inputs.shape[1]
+        return self.rows.shape[1]
+
+    @property
+    def inputs(self) -> Tensor:
+        return self._gather(self.pool_inputs, self.rows)
+
+    @property
+    def targets(self) -> Tensor:
+        return self._gather(self.pool_targets, self.rows)
 
     def step(self, k: int) -> tuple[Tensor, Tensor]:
-        """The minibatches ``([S, B, ...], [S, B])`` of local step ``k``."""
-        return self.inputs[:, k], self.targets[:, k]
+        """The minibatches ``([S, B, ...], [S, B, ...])`` of local step ``k``."""
+        rows = self.rows[:, k]
+        return self._gather(self.pool_inputs, rows), self._gather(self.pool_targets, rows)
+
+    @staticmethod
+    def _gather(pool: Tensor, rows: Tensor) -> Tensor:
+        return pool.index_select(0, rows.reshape(-1)).view(*rows.shape, *pool.shape[1:])
 
 
 def constant(lr: float) -> Schedule:
@@ -96,7 +122,7 @@ def local_sgd(
         loss, G = oracle(X, *batch.step(k))
         if correction is not None:
             G += correction(X)
-        X -= lr * G
+        X.add_(G, alpha=-lr)
         losses += loss
     return X, losses / batch.local_steps
 

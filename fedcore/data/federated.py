@@ -118,31 +118,38 @@ class FederatedData:
     ) -> tuple[Tensor, Tensor]:
         """Minibatches for ``steps`` local steps of each client in ``clients``.
 
-        Returns ``(inputs [S, K, B, ...], targets [S, K, B])``.  Each step draws
-        ``batch_size`` distinct samples of the client uniformly at random (a client
-        with fewer samples than ``batch_size`` repeats its samples cyclically), so a
-        batch the size of the client is its full data set: an exact gradient.
+        Returns ``(inputs [S, K, B, ...], targets [S, K, B, ...])``, gathered at the rows
+        of :meth:`sample_indices` (the simulator keeps the rows and gathers step by step).
         """
-        indices = self.sample_indices(clients, steps, batch_size, generator)
-        return self.inputs[indices], self.targets[indices]
+        rows = self.sample_indices(clients, steps, batch_size, generator)
+        flat = rows.reshape(-1)
+        return (
+            self.inputs.index_select(0, flat).view(*rows.shape, *self.inputs.shape[1:]),
+            self.targets.index_select(0, flat).view(*rows.shape, *self.targets.shape[1:]),
+        )
 
     def sample_indices(
         self, clients: Tensor, steps: int, batch_size: int, generator: torch.Generator | None = None
     ) -> Tensor:
-        """Global row indices ``[S, K, B]`` behind :meth:`sample_batches`."""
+        """Global row indices ``[S, K, B]`` of the round's minibatches.
+
+        Each client walks through a fresh random permutation of its samples, as a
+        shuffled DataLoader does in an epoch: its ``K * B`` samples of the round are
+        drawn without replacement, and a client with fewer than ``K * B`` samples goes
+        through the same permutation again.  So every minibatch of ``B <= n_i`` samples
+        is distinct, and ``B = n_i`` gives each step the client's full data set (an
+        exact gradient).
+        """
         check_int("steps", steps)
         check_int("batch_size", batch_size)
-        sizes = self.sizes[clients].view(-1, 1, 1)
+        sizes = self.sizes[clients].view(-1, 1)
         width = int(sizes.max())
-        keys = torch.rand(
-            (clients.numel(), steps, width), generator=generator, device=self.device
-        )
-        keys.masked_fill_(torch.arange(width, device=self.device) >= sizes, -1.0)
-        local = keys.topk(min(batch_size, width), dim=-1).indices
-        if batch_size > width:  # more than the largest client holds: cycle
-            local = local.repeat(1, 1, -(-batch_size // width))[..., :batch_size]
-        local = local % sizes
-        return self.offsets[clients].view(-1, 1, 1) + local
+        keys = torch.rand((clients.numel(), width), generator=generator, device=self.device)
+        keys.masked_fill_(torch.arange(width, device=self.device) >= sizes, 2.0)  # padding sorts last
+        permutation = keys.argsort(dim=1)  # row s: a permutation of 0..n_s-1, then the padding
+        position = torch.arange(steps * batch_size, device=self.device) % sizes  # [S, K*B]
+        local = permutation.gather(1, position)
+        return (self.offsets[clients].view(-1, 1) + local).view(-1, steps, batch_size)
 
     def __repr__(self) -> str:
         sizes = self.sizes.float()
