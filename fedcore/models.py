@@ -2,6 +2,9 @@
 
 - :func:`cnn`: the EMNIST CNN of Reddi et al. (ICLR 2021, Table 3 of the appendix):
   conv 3x3 32, conv 3x3 64, max-pool 2, dropout 0.25, dense 128, dropout 0.5, dense classes.
+- :func:`tanh_cnn`: the small tanh CNN of Nouiehed et al. (NeurIPS 2019) that FAFED (Wu et
+  al., AAAI 2023) uses on Fashion-MNIST: conv 3x3 5, tanh, max-pool 2, conv 3x3 10, tanh,
+  max-pool 2, dense 100, tanh, dense classes (26,620 parameters on 28x28 inputs).
 - :func:`logistic_regression`: one dense layer on the flattened input.
 - :func:`mlp`: dense layers with ReLU.
 - :func:`linear_regression`: ``y = <a, x>`` with no bias, for the federated quadratics.
@@ -36,6 +39,19 @@ def cnn(input_shape: Sequence[int] = (1, 28, 28), num_classes: int = 10, dropout
     )
 
 
+def tanh_cnn(input_shape: Sequence[int] = (1, 28, 28), num_classes: int = 10) -> nn.Module:
+    """Nouiehed et al.'s tanh CNN, as FAFED's Fashion-MNIST experiments use it (26,620 parameters)."""
+    check_int("num_classes", num_classes, 2)
+    channels, height, width = input_shape
+    flat = 10 * ((((height - 2) // 2) - 2) // 2) * ((((width - 2) // 2) - 2) // 2)
+    return nn.Sequential(
+        nn.Conv2d(channels, 5, 3), nn.Tanh(), nn.MaxPool2d(2),
+        nn.Conv2d(5, 10, 3), nn.Tanh(), nn.MaxPool2d(2), nn.Flatten(),
+        nn.Linear(flat, 100), nn.Tanh(),
+        nn.Linear(100, num_classes),
+    )
+
+
 def logistic_regression(input_shape: Sequence[int] = (1, 28, 28), num_classes: int = 10) -> nn.Module:
     """Multinomial logistic regression: ``softmax(W vec(a) + b)``."""
     check_int("num_classes", num_classes, 2)
@@ -64,6 +80,7 @@ def linear_regression(input_shape: Sequence[int] = (10,), num_classes: int | Non
 
 MODELS: dict[str, Callable[..., nn.Module]] = {
     "cnn": cnn,
+    "tanh_cnn": tanh_cnn,
     "logistic_regression": logistic_regression,
     "mlp": mlp,
     "linear_regression": linear_regression,

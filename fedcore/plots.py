@@ -21,6 +21,8 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
+from fedcore import counterexample
+from fedcore.algorithms import fafed, local_adaptive
 from fedcore.checks import check_int
 from fedcore.data.federated import FederatedData
 from fedcore.run import History
@@ -144,6 +146,51 @@ def explore_server_optimizer(
     right.legend(fontsize="small")
     ending = f"diverged at round {path.diverged_round}" if path.diverged_round else f"after {rounds} rounds"
     figure.suptitle(f"{path.optimizer}: f(x) - f* = {path.final_gap():.3g} {ending}", fontsize="medium")
+
+
+def plot_counterexample(trajectory: counterexample.Trajectory, ax: Axes | None = None, color: str = "C0",
+                        clients: bool = True) -> Axes:
+    """The mean model (solid) and, when ``clients``, each client's model (thin) of a
+    :class:`fedcore.counterexample.Trajectory` against local steps; averaging steps marked."""
+    ax = ax if ax is not None else plt.subplots(figsize=(6, 4))[1]
+    frame = trajectory.frame
+    if clients:
+        for i, style in zip(range(1, counterexample.NUM_CLIENTS + 1), (":", "--", "--")):
+            ax.plot(frame.index, frame[f"client {i}"], color=color, linestyle=style, linewidth=0.8, alpha=0.6)
+    ax.plot(frame.index, frame["mean"], color=color, linewidth=2, label=trajectory.algorithm)
+    server = trajectory.server
+    if trajectory.local_steps > 1 and len(server) <= 60:
+        ax.plot(server.index, server, "o", color=color, markersize=3)
+    ax.axhline(0, color="black", linewidth=0.8)
+    ax.set_xlabel("local step $t$")
+    ax.set_ylabel("$x$")
+    ax.grid(alpha=0.3)
+    return ax
+
+
+def explore_counterexample(eta: float = 0.3, beta: float = 0.5, q: int = 1, rho: float = 0.01,
+                           alpha: float = 0.5, steps: int = 300) -> None:
+    """The counterexample explorer: naive local-adaptive FedAvg (Wu et al., Alg. 1) and FAFED
+    (Alg. 2) with the same ``eta``, ``beta`` and period ``q`` from ``x_0 = 10``, for ``steps``
+    local steps.  Left: the mean model (thick) and the three clients' models (thin; client 1
+    dotted).  Right: the global objective ``f`` at the mean.  Returns None (for ``interact``)."""
+    check_int("steps", steps)
+    rounds = max(1, steps // check_int("q", q))
+    naive = counterexample.run(local_adaptive(eta, beta), rounds, q)
+    fixed = counterexample.run(fafed(eta, alpha=alpha, beta=beta, rho=rho), rounds, q)
+    figure, (left, right) = plt.subplots(1, 2, figsize=(10, 4.2), layout="constrained")
+    plot_counterexample(naive, left, "C3")
+    plot_counterexample(fixed, left, "C0")
+    left.legend(fontsize="small")
+    for trajectory, color in ((naive, "C3"), (fixed, "C0")):
+        right.plot(trajectory.frame.index, trajectory.frame["f"], color=color, label=trajectory.algorithm)
+    right.set_yscale("symlog", linthresh=1e-2)
+    right.set_xlabel("local step $t$")
+    right.set_ylabel("$f(\\bar x_t)$")
+    right.grid(alpha=0.3)
+    right.legend(fontsize="small")
+    figure.suptitle(f"eta={eta:g}, beta={beta:g}, q={q}: naive ends at x = {naive.final():.3g}, "
+                    f"FAFED at x = {fixed.final():.3g} (optimum 0)", fontsize="medium")
 
 
 def savefig(figure: Figure, name: str, directory: str | os.PathLike | None) -> None:

@@ -29,7 +29,7 @@ from tqdm.auto import tqdm
 from fedcore.algorithms.base import RoundBatch, State
 from fedcore.checks import check_choice, check_int
 from fedcore.data.federated import FederatedData
-from fedcore.params import FlatModel, GradientOracle, evaluate
+from fedcore.params import FlatModel, GradientOracle, LossFn, evaluate
 
 CHECKPOINT_VERSION = 1
 
@@ -37,7 +37,7 @@ CHECKPOINT_VERSION = 1
 class Problem:
     """A federated data set and the model trained on it (``loss`` follows the data by default)."""
 
-    def __init__(self, data: FederatedData, model: nn.Module | FlatModel, loss: str | None = None):
+    def __init__(self, data: FederatedData, model: nn.Module | FlatModel, loss: str | LossFn | None = None):
         if not isinstance(data, FederatedData):
             raise TypeError(f"data={type(data).__name__} must be a FederatedData")
         if loss is None:

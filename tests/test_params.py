@@ -11,6 +11,7 @@ from fedcore.params import LOOP_ABOVE_PARAMS, FlatModel, GradientOracle, choose_
 
 MODELS = {
     "cnn": (lambda: models.cnn((1, 12, 12), 5), (1, 12, 12), 5),
+    "tanh_cnn": (lambda: models.tanh_cnn((1, 14, 14), 5), (1, 14, 14), 5),
     "logistic_regression": (lambda: models.logistic_regression((1, 12, 12), 5), (1, 12, 12), 5),
     "mlp": (lambda: models.mlp((1, 12, 12), 5, hidden=(16, 8)), (1, 12, 12), 5),
 }
@@ -138,5 +139,7 @@ def test_models_have_the_papers_sizes() -> None:
     """Reddi et al.'s EMNIST CNN: 32*9+32 + 64*32*9+64 + 9216*128+128 + 128*10+10 = 1,199,882."""
     assert FlatModel(models.cnn((1, 28, 28), 10)).dim == 1_199_882
     assert FlatModel(models.logistic_regression((1, 28, 28), 10)).dim == 7850
+    # Nouiehed et al.'s tanh CNN (FAFED): 5*9+5 + 10*5*9+10 + 250*100+100 + 100*10+10 = 26,620
+    assert FlatModel(models.tanh_cnn((1, 28, 28), 10)).dim == 26_620
     a, b = models.make("mlp", (1, 28, 28), 10, seed=3), models.make("mlp", (1, 28, 28), 10, seed=3)
     assert torch.equal(FlatModel(a).x0(), FlatModel(b).x0())

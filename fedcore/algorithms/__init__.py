@@ -6,6 +6,7 @@
 from collections.abc import Callable
 
 from fedcore.algorithms.base import RoundBatch, constant, exp_decay, local_sgd, pseudo_gradient
+from fedcore.algorithms.fafed import FAFED, fafed, stem, storm_momentum, storm_step_size
 from fedcore.algorithms.fedopt import (
     FedOpt,
     fedadagrad,
@@ -16,10 +17,13 @@ from fedcore.algorithms.fedopt import (
     fedyogi,
 )
 from fedcore.algorithms.fedprox import FedProx, fedprox
+from fedcore.algorithms.local_adaptive import LocalAdaptive, local_adaptive
 from fedcore.algorithms.scaffold import Scaffold, scaffold
 from fedcore.checks import check_choice
 
-ALGORITHMS: dict[str, Callable[..., FedOpt]] = {
+Algorithm = FedOpt | FAFED | LocalAdaptive
+
+ALGORITHMS: dict[str, Callable[..., Algorithm]] = {
     "fedavg": fedavg,
     "fedavgm": fedavgm,
     "fedadagrad": fedadagrad,
@@ -28,16 +32,26 @@ ALGORITHMS: dict[str, Callable[..., FedOpt]] = {
     "fedams": fedams,
     "fedprox": fedprox,
     "scaffold": scaffold,
+    "stem": stem,
+    "fafed": fafed,
+    "local_adaptive": local_adaptive,
 }
 
 
-def make(name: str, **hyperparameters) -> FedOpt:
+def make(name: str, **hyperparameters) -> Algorithm:
     """An algorithm by name: ``make("scaffold", client_lr=0.05)``."""
     return ALGORITHMS[check_choice("algorithm", name, ALGORITHMS)](**hyperparameters)
 
 
 __all__ = [
     "ALGORITHMS",
+    "FAFED",
+    "LocalAdaptive",
+    "fafed",
+    "local_adaptive",
+    "stem",
+    "storm_momentum",
+    "storm_step_size",
     "FedOpt",
     "FedProx",
     "RoundBatch",

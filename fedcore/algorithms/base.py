@@ -39,7 +39,9 @@ class RoundBatch:
     ``rows [S, K, B]`` of the resident ``pool_inputs``/``pool_targets``; :meth:`step`
     gathers step k's ``[S, B, ...]`` just before it is used (while it is in the cache),
     and ``inputs [S, K, B, ...]``/``targets [S, K, B, ...]`` gather all K at once.
-    Build one from minibatches already gathered with :meth:`of`.
+    Build one from minibatches already gathered with :meth:`of`.  When ``trace`` is a
+    list, the algorithm appends the clients' models ``[S, d]`` after each local step
+    (:meth:`record`; the last one before averaging), for plots of client drift.
     """
 
     t: int
@@ -49,15 +51,17 @@ class RoundBatch:
     pool_inputs: Tensor
     pool_targets: Tensor
     num_clients: int
+    trace: list[Tensor] | None = None
 
     @classmethod
     def of(
-        cls, t: int, clients: Tensor, weights: Tensor, inputs: Tensor, targets: Tensor, num_clients: int
+        cls, t: int, clients: Tensor, weights: Tensor, inputs: Tensor, targets: Tensor, num_clients: int,
+        trace: list[Tensor] | None = None,
     ) -> RoundBatch:
         """A batch from minibatches ``inputs [S, K, B, ...]``, ``targets [S, K, B, ...]``."""
         S, K, B = targets.shape[:3]
         rows = torch.arange(S * K * B, device=targets.device).view(S, K, B)
-        return cls(t, clients, weights, rows, inputs.flatten(0, 2), targets.flatten(0, 2), num_clients)
+        return cls(t, clients, weights, rows, inputs.flatten(0, 2), targets.flatten(0, 2), num_clients, trace)
 
     @property
     def local_steps(self) -> int:
@@ -75,6 +79,11 @@ class RoundBatch:
         """The minibatches ``([S, B, ...], [S, B, ...])`` of local step ``k``."""
         rows = self.rows[:, k]
         return self._gather(self.pool_inputs, rows), self._gather(self.pool_targets, rows)
+
+    def record(self, X: Tensor) -> None:
+        """Append the clients' models after a local step to ``trace`` (when it is a list)."""
+        if self.trace is not None:
+            self.trace.append(X.detach().clone())
 
     @staticmethod
     def _gather(pool: Tensor, rows: Tensor) -> Tensor:
@@ -124,6 +133,7 @@ def local_sgd(
             G += correction(X)
         X.add_(G, alpha=-lr)
         losses += loss
+        batch.record(X)
     return X, losses / batch.local_steps
 
 

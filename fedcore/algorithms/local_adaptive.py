@@ -1,0 +1,67 @@
+"""Naive local-adaptive FedAvg: the paper's Algorithm 1 in Wu et al., *Faster Adaptive
+Federated Learning* (AAAI 2023), shown there (Theorem 1) to diverge.
+
+Each client keeps its own Adam-style second moment and steps with it; the server
+averages the models every q steps and nothing else:
+
+    v_t,i = beta v_t-1,i + (1 - beta) g_t,i^2
+    x_t+1,i = x_t,i - eta g_t,i / sqrt(v_t,i)        (averaged over i every q steps)
+
+On heterogeneous clients every client's step has magnitude about ``eta / sqrt(1 - beta^t)``
+whatever the size of its gradient, so a client with a large gradient towards the optimum
+is outvoted by clients with small gradients away from it (:mod:`fedcore.toy`).  Here for
+teaching; :mod:`fedcore.algorithms.fafed` is the fix.
+
+Choices: ``v_0 = 0`` per client, kept across rounds (the clients' ``v`` are never averaged;
+a client's row is from the last round it took part in); no epsilon, as in the paper, and
+a coordinate with ``v = 0`` (then also ``g = 0``) does not move.  One fedcore round is one
+period of q = ``local_steps`` steps; the average uses the simulator's weights (uniform in
+the paper).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+from fedcore.algorithms.base import Metrics, RoundBatch, State
+from fedcore.checks import check_positive, check_range
+from fedcore.params import GradientOracle
+
+
+@dataclass(frozen=True)
+class LocalAdaptive:
+    """Algorithm 1 of Wu et al.: local Adam-style steps ``eta g / sqrt(v_i)``, models averaged."""
+
+    lr: float
+    beta: float = 0.5
+    name: str = "LocalAdaptive"
+
+    def __post_init__(self) -> None:
+        check_positive("lr", self.lr)
+        check_range("beta", self.beta, 0, 1)
+
+    def init(self, x0: Tensor, num_clients: int) -> State:
+        return {"x": x0.detach().clone(), "v": torch.zeros(num_clients, x0.numel(), dtype=x0.dtype, device=x0.device)}
+
+    def round(self, state: State, batch: RoundBatch, oracle: GradientOracle) -> tuple[State, Metrics]:
+        X = state["x"].expand(batch.clients.numel(), -1).clone()
+        V = state["v"][batch.clients]
+        losses = torch.zeros(X.shape[0], dtype=X.dtype, device=X.device)
+        for k in range(batch.local_steps):
+            loss, G = oracle(X, *batch.step(k))
+            V = self.beta * V + (1 - self.beta) * G.square()              # line 6
+            X = X - self.lr * torch.where(V > 0, G / V.sqrt(), 0.0)      # lines 8/10
+            losses += loss
+            batch.record(X)
+        v = state["v"].clone()
+        v[batch.clients] = V
+        metrics = {"train_loss": float(batch.weights @ losses) / batch.local_steps}
+        return {**state, "x": batch.weights @ X, "v": v}, metrics
+
+
+def local_adaptive(lr: float, beta: float = 0.5) -> LocalAdaptive:
+    """Naive local-adaptive FedAvg (Wu et al., Algorithm 1), which can diverge (their Theorem 1)."""
+    return LocalAdaptive(lr, beta)

@@ -1,0 +1,125 @@
+"""The divergence counterexample of Wu et al., *Faster Adaptive Federated Learning* (AAAI 2023),
+Theorem 1 (after Chen, Li & Li 2020): three clients, one dimension,
+
+    f_1(x) = 3 x^2        (|x| <= 1),   6 |x| - 2    (|x| > 1)
+    f_2(x) = f_3(x) = -x^2 (|x| <= 1),  -2 |x| + 1   (|x| > 1)
+    f(x) = (f_1 + f_2 + f_3) / 3 = x^2 / 3  (|x| <= 1),  2 |x| / 3  (|x| > 1),
+
+whose only stationary point is 0.  From ``x_0 = 10`` the gradients are 6 and -2 (twice).
+Naive local-adaptive FedAvg (:class:`fedcore.algorithms.LocalAdaptive`, the paper's
+Algorithm 1, ``v_0 = 0``) steps each client by ``eta g / sqrt(v) = eta sign(g) /
+sqrt(1 - beta^t)``, whatever the size of ``g``: client 1 moves towards 0 by that much,
+clients 2 and 3 away from it by as much, and the mean moves *away* by
+``eta / (3 sqrt(1 - beta^t))`` every step, for every ``eta`` and ``beta``.  FAFED's
+shared preconditioner keeps the sizes of the gradients, so the mean follows ``f``.
+
+:func:`run` drives the real algorithms on it (a one-parameter model, one sample per
+client whose input selects ``f_1`` or ``f_2``, full participation, uniform weights) and
+returns every client's model after every local step.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import pandas as pd
+import torch
+from torch import Tensor, nn
+
+from fedcore.checks import check_int, check_number
+from fedcore.data.federated import FederatedData
+from fedcore.params import GradientOracle
+from fedcore.run import Problem, sample_round
+
+NUM_CLIENTS = 3
+
+
+def f1(x: Tensor) -> Tensor:
+    """``3 x^2`` for ``|x| <= 1``, ``6 |x| - 2`` beyond."""
+    return torch.where(x.abs() <= 1, 3 * x**2, 6 * x.abs() - 2)
+
+
+def f2(x: Tensor) -> Tensor:
+    """``-x^2`` for ``|x| <= 1``, ``-2 |x| + 1`` beyond (clients 2 and 3)."""
+    return torch.where(x.abs() <= 1, -(x**2), -2 * x.abs() + 1)
+
+
+def f(x: Tensor) -> Tensor:
+    """The global objective ``(f_1 + 2 f_2) / 3``: ``x^2 / 3`` or ``2 |x| / 3``."""
+    return (f1(x) + 2 * f2(x)) / 3
+
+
+class PiecewiseClients(nn.Module):
+    """One parameter ``x``; a sample's input 1 selects ``f_1``, 0 selects ``f_2``."""
+
+    def __init__(self, x0: float = 10.0) -> None:
+        super().__init__()
+        self.x = nn.Parameter(torch.tensor([x0], dtype=torch.float64))
+
+    def forward(self, inputs: Tensor) -> Tensor:
+        is_first = inputs.reshape(-1) > 0.5
+        return torch.where(is_first, f1(self.x), f2(self.x))
+
+
+def _mean_output(outputs: Tensor, targets: Tensor) -> Tensor:
+    return outputs.mean()
+
+
+def problem(x0: float = 10.0) -> Problem:
+    """The counterexample as a fedcore :class:`~fedcore.run.Problem` (float64, 3 clients)."""
+    check_number("x0", x0)
+    codes = torch.tensor([[1.0], [0.0], [0.0]], dtype=torch.float64)
+    zeros = torch.zeros(NUM_CLIENTS, dtype=torch.float64)
+    data = FederatedData(codes, zeros, torch.ones(NUM_CLIENTS, dtype=torch.long), codes, zeros,
+                         name="counterexample")
+    return Problem(data, PiecewiseClients(x0), loss=_mean_output)
+
+
+@dataclass
+class Trajectory:
+    """Every client's model after every local step of a run on the counterexample.
+
+    ``frame`` has index ``step`` (0 is ``x_0``) and columns ``client 1``..``client 3``
+    (the local models ``x_t,i``; after an averaging step the models before averaging),
+    ``mean`` (their mean, which after an averaging step is the server model),
+    ``averaged`` (whether the step ended a period of ``local_steps``) and ``f`` (the
+    global objective at the mean).
+    """
+
+    frame: pd.DataFrame
+    algorithm: str
+    local_steps: int
+
+    @property
+    def server(self) -> pd.Series:
+        """The server model at the start and after each averaging."""
+        frame = self.frame
+        return frame.loc[(frame.index == 0) | frame["averaged"], "mean"]
+
+    def final(self) -> float:
+        return float(self.frame["mean"].iloc[-1])
+
+
+def run(algorithm, rounds: int, local_steps: int = 1, x0: float = 10.0) -> Trajectory:
+    """Run ``algorithm`` (any fedcore algorithm) for ``rounds`` rounds of ``local_steps``
+    steps on the counterexample from ``x0``; see :class:`Trajectory`."""
+    check_int("rounds", rounds)
+    check_int("local_steps", local_steps)
+    prob = problem(x0)
+    oracle = GradientOracle(prob.model, "loop")
+    state = algorithm.init(prob.x0(), NUM_CLIENTS)
+    sampler = torch.Generator().manual_seed(0)
+    rows = [{"step": 0, **{f"client {i + 1}": x0 for i in range(NUM_CLIENTS)}, "averaged": False}]
+    for r in range(rounds):
+        batch = sample_round(prob.data, r, NUM_CLIENTS, local_steps, 1, "uniform", torch.float64,
+                             sampler, torch.Generator().manual_seed(r))
+        batch = replace(batch, trace=[])
+        state, _ = algorithm.round(state, batch, oracle)
+        order = batch.clients.tolist()
+        for k, models in enumerate(batch.trace):
+            row = {f"client {order[s] + 1}": float(models[s, 0]) for s in range(NUM_CLIENTS)}
+            rows.append({"step": len(rows), **row, "averaged": k == len(batch.trace) - 1})
+    frame = pd.DataFrame(rows).set_index("step")
+    frame.insert(NUM_CLIENTS, "mean", frame.iloc[:, :NUM_CLIENTS].mean(axis=1))
+    frame["f"] = f(torch.tensor(frame["mean"].to_numpy())).numpy()
+    return Trajectory(frame, getattr(algorithm, "name", type(algorithm).__name__), local_steps)
