@@ -8,7 +8,7 @@
     history.plot("test_loss")
 """
 
-from fedcore import algorithms, data, models, server_opt, toy
+from fedcore import algorithms, counterexample, data, models, server_opt, toy
 from fedcore.params import FlatModel, GradientOracle, evaluate
 from fedcore.run import History, Problem, simulate, sweep
 
@@ -19,6 +19,7 @@ __all__ = [
     "History",
     "Problem",
     "algorithms",
+    "counterexample",
     "data",
     "evaluate",
     "models",

@@ -1,0 +1,467 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 04 · FAFED: faster adaptive federated learning (Wu, Huang, Hu & Huang, AAAI 2023)
+#
+# Adaptive optimizers (Adam and friends) scale each coordinate's step by a running estimate of the gradient's
+# size. In federated learning the obvious way to use one, letting every client run Adam on its own data between
+# averagings, **can diverge**, whatever the step size. Wu et al. prove this with a three-client counterexample
+# and propose **FAFED**: clients share one adaptive matrix, rebuilt from the averaged second moments at every
+# communication, and track the gradient with a variance-reduced (STORM) momentum. They show it needs
+# $\tilde O(\epsilon^{-3})$ samples and $\tilde O(\epsilon^{-2})$ communication rounds to reach an
+# $\epsilon$-stationary point, the first adaptive federated method to do so.
+#
+# This notebook:
+#
+# 1. states the problem, the assumptions and the paper's complexity table;
+# 2. computes the counterexample with fedcore, checks the paper's numbers, and lets you move $\eta$, $\beta$, $q$;
+# 3. shows FAFED's algorithm beside the fedcore code that runs it;
+# 4. reruns the paper's Fashion-MNIST experiment (20 clients, three heterogeneity levels; FAFED against FedAvg,
+#    SCAFFOLD, STEM, FedAdam and FedAMS);
+# 5. sets the paper's claims beside our results and says what differs.
+#
+# No official code exists for FAFED: `fedcore.algorithms.fafed` is a reconstruction from the paper's text, and its
+# docstring names every choice the paper leaves open.
+#
+# **Parameters.** `SCALE` is `smoke` (CI, about a minute), `small` (a 2-core CPU, about 15 minutes: what you see
+# here) or `paper` (more rounds, for a GPU). Rerun with, e.g.,
+# `papermill 04_fafed.ipynb out.ipynb -p SCALE small -p SEED 1 -p ROUNDS 100`.
+
+# %% tags=["parameters"]
+import os
+
+SCALE = os.environ.get("FEDCORE_SCALE", "small")  # smoke | small | paper
+DEVICE = "cpu"  # "cuda" on a GPU
+SEED = 0  # data partition, model initialization and minibatches
+NUM_CLIENTS = 20  # the paper's 20 worker nodes, all taking part in every round (cross-silo)
+ETA = 0.1  # the counterexample's step size (the paper's 0.1)
+BETA = 0.5  # the counterexample's second-moment decay (the paper's 0.5)
+RHO = 0.01  # FAFED's rho (A = sqrt(v_bar) + rho); the paper: 0.01
+ROUNDS = None  # None: the scale's number of rounds
+TUNE = False  # True: search the grids on each setting (10 rounds per point at small; about 1.5 h on 2 CPU cores)
+PROGRESS = False  # tqdm progress bars during training
+FIGURES = os.environ.get("FEDCORE_FIGURES")  # a folder to save the figures into (None: don't save)
+# Per algorithm, chosen from the paper's grids by a 10-round search on the moderate setting (section 4): client
+# step size in {0.001, 0.01, 0.02, 0.05, 0.1}, server lr in {10^-1.5, 10^-2, 10^-2.5}, momentum alpha and FAFED's
+# beta in {0.1, 0.9}. Used for all three settings; TUNE=True searches each setting separately.
+HYPERPARAMETERS = {
+    "FedAvg": {"lr": 0.1},
+    "SCAFFOLD": {"lr": 0.1},
+    "FedAdam": {"lr": 0.1, "server_lr": 0.0316228},  # 10^-1.5
+    "FedAMS": {"lr": 0.1, "server_lr": 0.0316228},
+    "STEM": {"lr": 0.1, "alpha": 0.9},
+    "FAFED": {"lr": 0.01, "alpha": 0.9, "beta": 0.9},
+}
+
+# %%
+SCALES = {
+    "smoke": {"rounds": 2, "eval_every": 2, "max_local_steps": 2, "tune_rounds": 1},
+    "small": {"rounds": 40, "eval_every": 5, "max_local_steps": None, "tune_rounds": 10},
+    "paper": {"rounds": 300, "eval_every": 10, "max_local_steps": None, "tune_rounds": 30},
+}
+if SCALE not in SCALES:
+    raise ValueError(f"SCALE={SCALE!r} not one of {list(SCALES)} (set it with FEDCORE_SCALE or papermill -p SCALE)")
+settings = dict(SCALES[SCALE], **({"rounds": ROUNDS} if ROUNDS else {}))
+print(f"SCALE={SCALE}: {settings}")
+
+# %%
+import inspect
+
+import ipywidgets as widgets
+import matplotlib.pyplot as plt
+import pandas as pd
+from IPython.display import display
+
+import fedcore
+from fedcore import algorithms, counterexample, plots
+
+# %% [markdown]
+# ## 1. The problem and what is known
+#
+# $N$ worker nodes (here: institutions, *cross-silo*, all taking part in every round and keeping state between
+# rounds) jointly solve
+#
+# $$\min_{x \in \mathbb R^d} f(x) = \frac1N \sum_{i=1}^N f_i(x), \qquad f_i(x) = \mathbb E_{\xi \sim \mathcal D_i}
+# f_i(x; \xi),$$
+#
+# with $f$ smooth and non-convex and the $\mathcal D_i$ different (heterogeneous data). The analysis assumes
+# (Assumptions 1-5): unbiased stochastic gradients with variance at most $\sigma^2$ and heterogeneity
+# $\|\nabla f_i(x) - \nabla f_j(x)\|^2 \le \zeta^2$; $L$-Lipschitz gradients (in expectation over samples);
+# $f$ bounded below; adaptive matrices $A_t$ diagonal with $\lambda_{\min}(A_t) \ge \rho > 0$; gradients bounded
+# by $G$. The goal is an $\epsilon$-stationary point, $\mathbb E\|\nabla f(x)\| \le \epsilon$.
+#
+# The paper's Table 1 (sample complexity: gradient evaluations over all nodes; communication complexity: rounds):
+#
+# | Algorithm | Reference | Samples | Communication rounds | Adaptive |
+# |---|---|---|---|---|
+# | FedAvg | Yang et al. 2021; Karimireddy et al. 2020 | $O(\epsilon^{-4})$ | $O(\epsilon^{-4})$ | |
+# | FedAdagrad | Reddi et al. 2020 | $O(\epsilon^{-4})$ | $O(\epsilon^{-4})$ | ✓ |
+# | FedYogi | Reddi et al. 2020 | $O(\epsilon^{-4})$ | $O(\epsilon^{-4})$ | ✓ |
+# | FedAdam | Reddi et al. 2020 | $O(\epsilon^{-4})$ | $O(\epsilon^{-4})$ | ✓ |
+# | FedAMS | Wang, Lin & Chen 2022 | $O(\epsilon^{-4})$ | $O(\epsilon^{-4})$ | ✓ |
+# | **FAFED** | Wu et al. 2023 | $\tilde O(\epsilon^{-3})$ | $\tilde O(\epsilon^{-2})$ | ✓ |
+#
+# FedAdagrad, FedYogi, FedAdam and FedAMS are adaptive only on the server: clients run plain SGD and the server
+# rescales the averaged move (`00_quickstart`). FAFED puts the adaptivity into the clients' steps, which is
+# where the danger lies.
+
+# %% [markdown]
+# ## 2. Why naive local adaptivity diverges (Theorem 1)
+#
+# The paper's Algorithm 1 is the obvious design: every client $i$ runs an Adam-style step with its own second
+# moment, and the server averages the models every $q$ steps:
+#
+# $$v_{t,i} = \beta v_{t-1,i} + (1 - \beta)\, \hat g_{t,i}^2, \qquad
+# x_{t+1,i} = x_{t,i} - \eta\, \frac{\hat g_{t,i}}{\sqrt{v_{t,i}}} \quad (\text{averaged over } i \text{ every } q
+# \text{ steps}).$$
+#
+# The counterexample has three clients in one dimension,
+#
+# $$f_1(x) = \begin{cases} 3x^2 & |x| \le 1 \\ 6|x| - 2 & |x| > 1 \end{cases} \qquad
+# f_2(x) = f_3(x) = \begin{cases} -x^2 & |x| \le 1 \\ -2|x| + 1 & |x| > 1 \end{cases} \qquad
+# f(x) = \tfrac13 \textstyle\sum_i f_i(x) = \begin{cases} x^2/3 & |x| \le 1 \\ 2|x|/3 & |x| > 1, \end{cases}$$
+#
+# whose only stationary point is $0$. From $x_0 = 10$ with $v_0 = 0$, client 1's gradient is $6$ and clients
+# 2 and 3 have $-2$. Then $v_{t,i} = (1 - \beta^t)\, g_i^2$, and every client moves by
+# $\eta\, \mathrm{sign}(g_i) / \sqrt{1 - \beta^t}$: **the same distance, whatever the size of its gradient**.
+# Client 1 moves towards 0, clients 2 and 3 away from it, and the mean moves away by
+# $\eta / (3\sqrt{1 - \beta^t})$ every step, for every $\eta$ and $\beta$.
+#
+# fedcore runs the real algorithms on this problem (`fedcore.counterexample`: a one-parameter model whose three
+# clients each hold one sample selecting $f_1$ or $f_2$). The first step with the paper's $\eta = 0.1$,
+# $\beta = 0.5$ (this cell's output is checked exactly by the tests; the paper prints 9.858, 10.14 and 10.05,
+# rounded):
+
+# %%
+# NBVAL_CHECK_OUTPUT
+naive = counterexample.run(algorithms.local_adaptive(0.1, 0.5), rounds=1, local_steps=1)
+first = naive.frame.loc[1]
+print(f"x_1,1 = {first['client 1']:.4f}   x_1,2 = {first['client 2']:.4f}   x_1,3 = {first['client 3']:.4f}   "
+      f"mean = {first['mean']:.4f}")
+
+# %% [markdown]
+# The per-step law, checked over the first ten steps (averaging every step, $q = 1$) for the notebook's
+# `ETA` and `BETA`: the measured move of the mean against $\eta / (3\sqrt{1 - \beta^t})$.
+
+# %%
+naive = counterexample.run(algorithms.local_adaptive(ETA, BETA), rounds=10, local_steps=1)
+law = pd.DataFrame({
+    "mean x_t": naive.frame["mean"].iloc[1:],
+    "move": naive.frame["mean"].diff().iloc[1:],
+    "eta / (3 sqrt(1 - beta^t))": [ETA / (3 * (1 - BETA**t) ** 0.5) for t in range(1, 11)],
+})
+law.round(6)
+
+# %% [markdown]
+# FAFED on the same problem, with the same $\eta$, $\beta$ and averaging period: all clients divide by the
+# same $A_t = \sqrt{\bar v_t} + \rho$, so client 1's large gradient keeps its weight and the mean follows $f$
+# down to 0 (with $\eta = 0.1$ it moves by about $\eta \cdot \tfrac23 / \sqrt{44/3} \approx 0.017$ a step, so
+# it takes some 570 steps). Thick lines are the mean model, thin ones the three clients (client 1 dotted); dots
+# mark averaging steps. The second panel uses $q = 5$ local steps between averagings: with a constant step
+# FAFED then stops at a distance from 0 that shrinks with $\eta$ (client drift, as FedAvg's: between
+# averagings clients 2 and 3 climb their own concave $f_2$), while the paper's decreasing step
+# $\eta_t = \rho h / (w + t)^{1/3}$ with $\alpha_{t+1} = c\,\eta_t^2$ (here $\rho h = 1$, $w = 1$, $c = 1$)
+# brings it into $[-1, 1]$ and keeps it there, oscillating with a slowly shrinking step.
+
+# %%
+figure, (left, right) = plt.subplots(1, 2, figsize=(11, 4), layout="constrained")
+steps = 900
+naive = counterexample.run(algorithms.local_adaptive(ETA, BETA), rounds=steps, local_steps=1)
+fafed = counterexample.run(algorithms.fafed(ETA, alpha=0.5, beta=BETA, rho=RHO), rounds=steps, local_steps=1)
+naive.algorithm, fafed.algorithm = "naive local-adaptive (Alg. 1)", "FAFED (Alg. 2)"
+plots.plot_counterexample(naive, left, "C3")
+plots.plot_counterexample(fafed, left, "C0")
+left.set_title(f"q = 1, eta = {ETA}, beta = {BETA}")
+left.legend()
+q = 5
+schedule = algorithms.storm_step_size(1.0, 1.0)
+runs = {
+    "naive (Alg. 1)": counterexample.run(algorithms.local_adaptive(ETA, BETA), steps // q, q),
+    f"FAFED, constant eta = {ETA}": counterexample.run(algorithms.fafed(ETA, 0.5, BETA, RHO), steps // q, q),
+    "FAFED, eta_t = 1 / (1 + t)^(1/3)": counterexample.run(
+        algorithms.fafed(schedule, algorithms.storm_momentum(1.0, schedule), BETA, RHO), steps // q, q),
+}
+for (label, run), color in zip(runs.items(), ("C3", "C0", "C2")):
+    run.algorithm = label
+    plots.plot_counterexample(run, right, color, clients=False)
+right.set_title(f"q = {q}: the server model after each averaging")
+right.legend(fontsize="small")
+plots.savefig(figure, "04_counterexample.png", FIGURES)
+pd.DataFrame({label: {"x after the last averaging": run.final(), "f there": float(run.frame["f"].iloc[-1])}
+              for label, run in runs.items()}).T.round(4)
+
+# %% [markdown]
+# ### Explorer
+#
+# `fedcore.plots.explore_counterexample` runs both algorithms from $x_0 = 10$ with the same $\eta$, $\beta$ and
+# averaging period $q$ (FAFED also takes $\rho$ and its momentum $\alpha$). Whatever you choose, the naive
+# average climbs away from 0; FAFED comes down (with $q > 1$ to a neighbourhood of 0 whose size grows with
+# $\eta q$). Once headless with fixed values, then behind sliders (run the notebook live to move them):
+
+# %%
+plots.explore_counterexample(eta=0.3, beta=0.5, q=5, rho=RHO, steps=300)
+plots.savefig(plt.gcf(), "04_counterexample_explorer.png", FIGURES)
+
+# %%
+explorer = widgets.interactive(
+    plots.explore_counterexample,
+    eta=widgets.FloatLogSlider(value=0.3, base=10, min=-2, max=0, step=0.1, description="η"),
+    beta=widgets.FloatSlider(value=0.5, min=0.0, max=0.99, step=0.01, description="β"),
+    q=widgets.IntSlider(value=1, min=1, max=20, description="q"),
+    rho=widgets.FloatLogSlider(value=RHO, base=10, min=-4, max=0, step=0.25, description="ρ"),
+    alpha=widgets.FloatSlider(value=0.5, min=0.05, max=1.0, step=0.05, description="α"),
+    steps=widgets.IntSlider(value=300, min=50, max=1000, step=50, description="steps"),
+)
+display(explorer)
+
+# %% [markdown]
+# ## 3. FAFED (Algorithm 2)
+#
+# Every client keeps a momentum $m_{t,i}$ built with STORM (Cutkosky & Orabona 2019), which evaluates the
+# **same minibatch** $\mathcal B_{t,i}$ at the current and the previous point, and an Adam-style second moment:
+#
+# $$
+# \begin{aligned}
+# m_{t,i} &= \nabla f_i(x_{t,i}; \mathcal B_{t,i}) + (1 - \alpha_t)\big(m_{t-1} - \nabla f_i(x_{t-1,i};
+#   \mathcal B_{t,i})\big) && (3)\\
+# v_{t,i} &= \beta v_{t-1,i} + (1 - \beta)\, \nabla f_i(x_{t,i}; \mathcal B_{t,i})^2 && (2)\\
+# \text{if } t \bmod q = 0:\quad & \bar v_t = \tfrac1N \textstyle\sum_i v_{t,i},\quad
+#   A_t = \mathrm{diag}(\sqrt{\bar v_t} + \rho),\quad \bar m_t = \tfrac1N \textstyle\sum_i m_{t,i},\quad
+#   \bar x_{t+1} = \tfrac1N \textstyle\sum_i \big(x_{t,i} - \eta_t A_t^{-1} \bar m_t\big) \\
+# \text{otherwise:}\quad & A_t = A_{t-1},\qquad x_{t+1,i} = x_{t,i} - \eta_t A_t^{-1} m_{t,i}
+# \end{aligned}
+# $$
+#
+# with $\eta_t = \rho h / (w + t)^{1/3}$ and $\alpha_{t+1} = c\,\eta_t^2$ in the theory (Theorem 2), and $m_0$,
+# $v_0$ from a first large batch. $A_t$ is the same on every client: that is the fix. **STEM** (Khanduri et al.,
+# NeurIPS 2021) is the same recursion with $A_t = I$; in fedcore it is `FAFED(adaptive=False)`.
+#
+# The fedcore code, as committed. One round is one period of $q$ local steps on all clients at once
+# (matrices $X, M, V \in \mathbb R^{S \times d}$); the first round also does the initialization:
+
+# %%
+print(inspect.getsource(algorithms.FAFED.round))
+print(inspect.getsource(algorithms.FAFED._initialize))
+
+# %% [markdown]
+# The choices the paper leaves open, and fedcore's (from the module docstring):
+
+# %%
+print(inspect.getmodule(algorithms.FAFED).__doc__.split("One fedcore round")[1])
+
+# %% [markdown]
+# ## 4. Fashion-MNIST, 20 clients, three levels of heterogeneity
+#
+# The paper's image experiment (its Figure 2 and the supplementary tables): Fashion-MNIST dealt to 20 nodes, the
+# small tanh CNN of Nouiehed et al. (2019) (`fedcore.models.tanh_cnn`: conv 5 and 10 channels, dense 100,
+# 26,620 parameters), cross-entropy, all nodes in every round. The three settings, as the paper describes them
+# and as fedcore builds them:
+#
+# | setting | the paper | fedcore | batch $b$ | period $q$ |
+# |---|---|---|---|---|
+# | low | "95% similarity" (Karimireddy et al. 2020) | `similarity(s=0.95)`: 95% of the rows dealt iid, 5% sorted by label | 5 | 20 |
+# | moderate | disjoint sets, "each worker node holds part of the data from all the classes" | `similarity(s=0.5)`: half iid, half label-sorted shards (every client holds every class, one or two in bulk) | 50 | 10 |
+# | high | disjoint sets, each node holds 5 of the 10 classes | `shards(classes_per_client=5)`: exactly 5 classes per client | 100 | 5 |
+#
+# The paper gives $b \in \{5, 50, 100\}$ and $q \in \{5, 10, 20\}$ and says that as heterogeneity grows it
+# increases $b$ and decreases $q$; the pairing above is our reading. Its "moderate" split is not specified
+# further: a literal disjoint split with every class evenly on every client would be iid (less heterogeneous
+# than "low"), so we take a split between low and high and say so. The mean total-variation distance between a
+# client's label distribution and the global one measures each:
+
+# %%
+SETTINGS = {
+    "low": {"partition": {"partition": "similarity", "s": 0.95}, "batch_size": 5, "local_steps": 20},
+    "moderate": {"partition": {"partition": "similarity", "s": 0.5}, "batch_size": 50, "local_steps": 10},
+    "high": {"partition": {"partition": "shards", "classes_per_client": 5}, "batch_size": 100, "local_steps": 5},
+}
+datasets = {name: fedcore.data.load_fashion_mnist(NUM_CLIENTS, seed=SEED, device=DEVICE, **s["partition"])
+            for name, s in SETTINGS.items()}
+
+
+def label_skew(data) -> float:
+    """Mean over clients of the total-variation distance to the global label distribution."""
+    counts = data.label_counts().double()
+    shares, overall = counts / counts.sum(1, keepdim=True), counts.sum(0) / counts.sum()
+    return float(0.5 * (shares - overall).abs().sum(1).mean())
+
+
+# %%
+# NBVAL_CHECK_OUTPUT
+def classes_per_client(data) -> str:
+    held = (data.label_counts() >= 0.01 * data.sizes[:, None]).sum(1)  # classes with >= 1% of the client's rows
+    return f"{int(held.min())}..{int(held.max())}"
+
+
+heterogeneity = pd.DataFrame([
+    {"setting": name, "samples per client": f"{int(d.sizes.min())}..{int(d.sizes.max())}",
+     "classes per client (>= 1%)": classes_per_client(d), "mean TV distance": round(label_skew(d), 3)}
+    for name, d in datasets.items()
+]).set_index("setting")
+heterogeneity
+
+# %%
+figure, axes = plt.subplots(1, 3, figsize=(15, 3.6), layout="constrained")
+for ax, (name, data) in zip(axes, datasets.items()):
+    plots.label_distribution(data, ax)
+    ax.set_title(f"{name}: {ax.get_title()}", fontsize="small")
+    if ax is not axes[-1]:
+        ax.get_legend().remove()
+plots.savefig(figure, "04_label_distributions.png", FIGURES)
+
+# %% [markdown]
+# **The algorithms** (all with full participation and the uniform weights $1/N$ of the paper; client steps
+# of batch $b$, $q$ of them per round):
+#
+# - FedAvg: local SGD, models averaged;
+# - SCAFFOLD (option II), global learning rate 1, as in the paper;
+# - FedAdam and FedAMS: local SGD, adaptive server step with $\beta_1 = 0.9$, $\beta_2 = 0.99$, $\tau = 0.01$
+#   (FedAMS: $\varepsilon = \tau^2$ under $\hat v$);
+# - STEM and FAFED with a **constant** step and momentum, as the paper's image experiments use ("we choose the
+#   fixed step size for STEM and FAFED"); FAFED's $\rho = 0.01$.
+#
+# **Hyperparameters** come from the paper's grids: client step size in $\{0.001, 0.01, 0.02, 0.05, 0.1\}$,
+# server learning rate in $\{10^{-1.5}, 10^{-2}, 10^{-2.5}\}$, momentum and $\beta$ in $\{0.1, 0.9\}$. The paper
+# does not say for how long it tunes, and tunes per setting; we ran each grid for 10 rounds on the moderate
+# setting (seed 0), kept the lowest final training loss, and use those values for all three settings
+# (`HYPERPARAMETERS` in the parameters cell; the search took about 25 minutes on 2 CPU cores). `TUNE=True`
+# searches each setting separately here (about 1.5 hours on 2 CPU cores at `small`).
+
+# %%
+BUILDERS = {
+    "FedAvg": lambda lr: algorithms.fedavg(lr),
+    "SCAFFOLD": lambda lr: algorithms.scaffold(lr),
+    "FedAdam": lambda lr, server_lr: algorithms.fedadam(lr, server_lr, beta1=0.9, beta2=0.99, tau=0.01),
+    "FedAMS": lambda lr, server_lr: algorithms.fedams(lr, server_lr, beta1=0.9, beta2=0.99, eps=1e-4),
+    "STEM": lambda lr, alpha: algorithms.stem(lr, alpha),
+    "FAFED": lambda lr, alpha, beta: algorithms.fafed(lr, alpha, beta, rho=RHO),
+}
+STEP_SIZES, SERVER_LRS, MOMENTA = [0.001, 0.01, 0.02, 0.05, 0.1], [10**-1.5, 10**-2, 10**-2.5], [0.1, 0.9]
+GRIDS = {
+    "FedAvg": {"lr": STEP_SIZES}, "SCAFFOLD": {"lr": STEP_SIZES},
+    "FedAdam": {"lr": STEP_SIZES, "server_lr": SERVER_LRS}, "FedAMS": {"lr": STEP_SIZES, "server_lr": SERVER_LRS},
+    "STEM": {"lr": STEP_SIZES, "alpha": MOMENTA}, "FAFED": {"lr": STEP_SIZES, "alpha": MOMENTA, "beta": MOMENTA},
+}
+
+
+def options(name: str, rounds: int, eval_every: int) -> dict:
+    """simulate's options for a setting: all clients, uniform weights, the setting's b and q."""
+    local_steps = SETTINGS[name]["local_steps"]
+    if settings["max_local_steps"]:
+        local_steps = min(local_steps, settings["max_local_steps"])
+    return dict(rounds=rounds, clients_per_round=NUM_CLIENTS, local_steps=local_steps,
+                batch_size=SETTINGS[name]["batch_size"], eval_every=eval_every, weighting="uniform",
+                seed=SEED, progress=PROGRESS)
+
+
+def problem(name: str) -> fedcore.Problem:
+    return fedcore.Problem(datasets[name], fedcore.models.make("tanh_cnn", (1, 28, 28), 10, seed=SEED))
+
+
+# %%
+chosen = {setting: HYPERPARAMETERS for setting in SETTINGS}
+if TUNE:
+    for setting in SETTINGS:
+        chosen[setting] = {}
+        for name, grid in GRIDS.items():
+            results = fedcore.sweep(problem(setting), BUILDERS[name], grid,
+                                    **options(setting, settings["tune_rounds"], eval_every=10**6))
+            best = results.sort_values("final_train_loss").iloc[0]
+            chosen[setting][name] = {key: float(best[key]) for key in grid}
+            print(setting, name, chosen[setting][name], f"final train loss {best['final_train_loss']:.4f}")
+pd.DataFrame(chosen).map(lambda h: ", ".join(f"{k}={v:g}" for k, v in h.items()))
+
+# %% [markdown]
+# Now every algorithm on every setting, from the same initial model and with the same minibatches
+# (all runs share `SEED`). At `small` scale: 40 rounds per run.
+
+# %%
+histories = {
+    setting: {name: fedcore.simulate(problem(setting), BUILDERS[name](**chosen[setting][name]),
+                                     **options(setting, settings["rounds"], settings["eval_every"]))
+              for name in BUILDERS}
+    for setting in SETTINGS
+}
+
+# %%
+figure, axes = plt.subplots(2, 3, figsize=(15, 7.5), layout="constrained", sharex=True)
+for column, (setting, runs) in enumerate(histories.items()):
+    plots.compare(runs, "train_loss", ax=axes[0, column], logy=True)
+    plots.compare(runs, "test_accuracy", ax=axes[1, column])
+    axes[0, column].set_title(f"{setting} heterogeneity: training loss")
+    axes[1, column].set_title(f"{setting} heterogeneity: test accuracy")
+plots.savefig(figure, "04_fashion_mnist.png", FIGURES)
+
+# %% [markdown]
+# The training loss is the mean loss of the clients' minibatches during the round's local steps (the paper
+# plots training loss against rounds). In the low setting FAFED's first round spikes: its 20 local steps
+# precondition with $A_0$ from the first batch's squared gradients, and coordinates whose gradient was small
+# there take large steps until the first averaging rebuilds $A$. Final numbers, and the wall time of each run
+# (STEM and FAFED evaluate two gradients per step; times from a shared machine are only rough):
+
+# %%
+results = pd.DataFrame([
+    {"setting": setting, "algorithm": name, "final train loss": history.frame["train_loss"].iloc[-1],
+     "final test accuracy": history.final("test_accuracy"), "best test accuracy": history.frame["test_accuracy"].max(),
+     "diverged at round": history.diverged_round, "seconds": history.frame["seconds"].sum()}
+    for setting, runs in histories.items() for name, history in runs.items()
+])
+accuracy = results.pivot(index="algorithm", columns="setting", values="final test accuracy")[list(SETTINGS)]
+loss = results.pivot(index="algorithm", columns="setting", values="final train loss")[list(SETTINGS)]
+display(accuracy.round(4).rename(columns=lambda c: f"test accuracy, {c}"))
+display(loss.round(4).rename(columns=lambda c: f"train loss, {c}"))
+results.round(4)
+
+# %% [markdown]
+# ## 5. The paper's claims beside ours
+#
+# The paper's Fashion-MNIST figures for the moderate and high settings and its test-accuracy tables are in the
+# supplementary material, which is not part of the text we have (`shared/papers/`): we cannot print its numbers.
+# What the main text claims, and what this run shows:
+
+# %%
+ranks = loss.rank()  # 1 = lowest final training loss
+claims = pd.DataFrame([
+    {"claim (main text)": "FAFED reaches the lowest training loss in every setting "
+                          "('our algorithms consistently outperform the other baseline algorithms')",
+     "ours": ", ".join(f"{s}: FAFED ranks {int(ranks.loc['FAFED', s])} of {len(ranks)}" for s in SETTINGS)},
+    {"claim (main text)": "FAFED 'performs well under all conditions' in test accuracy",
+     "ours": ", ".join(f"{s}: {accuracy.loc['FAFED', s]:.3f} (best {accuracy[s].idxmax()} {accuracy[s].max():.3f})"
+                       for s in SETTINGS)},
+    {"claim (main text)": "Training becomes harder as heterogeneity grows",
+     "ours": "final test accuracy of FedAvg: " + ", ".join(f"{s} {accuracy.loc['FedAvg', s]:.3f}" for s in SETTINGS)},
+    {"claim (main text)": "Naive local adaptivity (Alg. 1) can diverge for any eta, beta (Theorem 1)",
+     "ours": "reproduced exactly: 9.8586, 10.1414 (twice), mean 10.0471; the mean moves by eta/(3 sqrt(1-beta^t))"},
+])
+with pd.option_context("display.max_colwidth", None):
+    display(claims)
+
+# %% [markdown]
+# **What differs from the paper, and why it matters.**
+#
+# - **Rounds.** The paper trains for an unstated number of rounds ("the same epochs" for every method); at `small`
+#   scale we run 40 rounds per algorithm and setting, on 2 CPU cores. Early rounds favour methods with larger
+#   effective steps; the ranking can change with longer runs (`SCALE=paper`: 300 rounds).
+# - **Tuning.** Each grid was searched for 10 rounds only, on the moderate setting alone, by final training loss;
+#   the paper "carefully" tunes on the same grids, presumably per setting, for an unstated budget. Several choices sit at the edge of the grid (e.g. a client step
+#   of 0.1, the largest offered), so a wider grid could change the picture for those methods.
+# - **Heterogeneity settings.** "Moderate" is our reading (above); the pairing of $b$ and $q$ with the settings
+#   is our reading of "we increase the batch size and decrease the inner loop number".
+# - **FAFED itself** is reconstructed from the paper (no official code): the first step
+#   $x_1 = x_0 - \eta_0 m_0$ without $A_0^{-1}$ as line 3 prints it; $m_0, v_0$ from the first round's
+#   $q b$ samples; each client's $x_{t-1,i}$ after an averaging is its own last local model.
+# - **One seed.** Differences of a point or two in accuracy between methods are within what another seed moves.
+#   Rerun with `-p SEED 1`.
