@@ -9,6 +9,10 @@ on Fashion-MNIST split iid over S clients (all of them take part in every round)
 - ``rule``: MLPs from 784-200-10 (0.16M params) to 784-1000-1000-10 (1.8M) at S = 20 and
   100 (and logistic regression at S = 20), fedcore's two backends and the floor only: the
   measurements behind ``fedcore.params.choose_backend``.  Not run by default (~3-4 min).
+- ``w3`` (Shakespeare): Reddi et al.'s char-LSTM (``fedcore.models.char_lstm``, 0.82M params)
+  on 10 Shakespeare clients (speaking roles) per round, B = 4 windows of 80 characters,
+  K = 10.  The loop variants use the fused ``nn.LSTM``; ``fedcore-vmap`` the batchable
+  LSTM (``nn.LSTM`` has no vmap rule), with the same weights.  Not run by default.
 
 Variants, all doing the same arithmetic (same model and initial weights, K, B, S,
 client lr 0.05, cross-entropy, dropout ON in all of them: train mode, as in training):
@@ -64,14 +68,22 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from fedcore import models  # noqa: E402
 from fedcore.algorithms.fedopt import fedavg  # noqa: E402
-from fedcore.data import load_fashion_mnist  # noqa: E402
+from fedcore.data import load_fashion_mnist, load_shakespeare  # noqa: E402
 from fedcore.data.federated import FederatedData  # noqa: E402
 from fedcore.params import GradientOracle, choose_backend  # noqa: E402
 from fedcore.run import Problem, sample_round  # noqa: E402
 
-K, B, LR = 10, 32, 0.05
+K, B, LR = 10, 32, 0.05  # B: the Fashion-MNIST workloads' batch (w3 uses 4)
 VARIANTS = ("fedcore-loop", "fedcore-vmap", "minimal", "conventional", "floor")
 RULE_VARIANTS = ("fedcore-loop", "fedcore-vmap", "floor")
+
+
+def _fashion_mnist(clients: int, device: torch.device) -> FederatedData:
+    return load_fashion_mnist(clients, partition="iid", seed=0, device=device)
+
+
+def _shakespeare(clients: int, device: torch.device) -> FederatedData:
+    return load_shakespeare(num_clients=clients, seed=0, device=device)
 
 
 @dataclass(frozen=True)
@@ -83,6 +95,9 @@ class Workload:
     repeats: int = 5  # timed rounds per variant (after the warm-up)
     quick_repeats: int = 2
     budget_s: float = 60.0  # no new repeat starts after this long (at least one is made)
+    batch_size: int = B
+    data: Callable[[int, torch.device], FederatedData] = _fashion_mnist
+    vmap_model: Callable[[], nn.Module] | None = None  # the model of fedcore-vmap, when it differs
 
 
 def _mlp(*hidden: int) -> Callable[[], nn.Module]:
@@ -93,6 +108,9 @@ WORKLOADS: dict[str, Workload] = {
     "w1": Workload("W1 CNN (1.2M params), S=20", models.cnn, 20, repeats=5, quick_repeats=2, budget_s=180),
     "w2": Workload("W2 logistic regression, S=100", models.logistic_regression, 100, repeats=15, quick_repeats=5,
                    budget_s=30),
+    "w3": Workload("W3 Shakespeare char-LSTM, S=10", lambda: models.char_lstm(fused=True), 10, repeats=5,
+                   quick_repeats=2, budget_s=120, batch_size=4, data=_shakespeare,
+                   vmap_model=lambda: models.char_lstm(fused=False)),
 }
 RULE: dict[str, Workload] = {
     f"{name}-s{S}": Workload(f"{title}, S={S}", factory, S, RULE_VARIANTS, repeats, 2, budget_s=20)
@@ -117,11 +135,16 @@ class Context:
     seed: int = 0
     extra: dict[str, list[float]] = field(default_factory=dict)
 
-    def model(self) -> nn.Module:
-        """The workload's model, same initial weights every time, in train mode."""
+    @property
+    def batch(self) -> int:
+        return self.workload.batch_size
+
+    def model(self, vmap: bool = False) -> nn.Module:
+        """The workload's model (its vmap form for ``vmap``), same initial weights every time, in train mode."""
+        factory = self.workload.vmap_model if vmap and self.workload.vmap_model else self.workload.model
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(self.seed)
-            return self.workload.model().to(self.device).train()
+            return factory().to(self.device).train()
 
     def clients(self, generator: torch.Generator) -> tuple[list[int], Tensor]:
         """The round's S clients (all of them, in a random order) and weights n_i / sum n_j."""
@@ -147,7 +170,7 @@ def _sync(device: torch.device) -> None:
 
 def fedcore_variant(ctx: Context, backend: str) -> Callable[[int], None]:
     data, S = ctx.data, ctx.workload.clients
-    problem = Problem(data, ctx.model())
+    problem = Problem(data, ctx.model(vmap=backend == "vmap"))
     algorithm = fedavg(client_lr=LR)
     oracle = GradientOracle(problem.model, backend, ctx.device)
     state = algorithm.init(problem.x0(), data.num_clients)
@@ -158,7 +181,7 @@ def fedcore_variant(ctx: Context, backend: str) -> Callable[[int], None]:
     def one_round(steps: int) -> None:
         nonlocal state
         started = time.perf_counter()
-        batch = sample_round(data, 0, S, steps, B, "samples", state["x"].dtype, sampler, batch_generator)
+        batch = sample_round(data, 0, S, steps, ctx.batch, "samples", state["x"].dtype, sampler, batch_generator)
         _sync(ctx.device)
         batch_times.append(time.perf_counter() - started)
         with problem.model.mode(training=True):
@@ -183,7 +206,7 @@ def minimal_variant(ctx: Context) -> Callable[[int], None]:
         for client, weight in zip(clients, weights):
             with torch.no_grad():
                 torch._foreach_copy_(params, [v.view_as(p) for v, p in zip(x.split(numels), params)])
-            rows = ctx.permutation(client, steps * B, generator).view(steps, B)
+            rows = ctx.permutation(client, steps * ctx.batch, generator).view(steps, ctx.batch)
             for k in range(steps):
                 loss = F.cross_entropy(module(inputs.index_select(0, rows[k])), targets.index_select(0, rows[k]))
                 grads = torch.autograd.grad(loss, params)
@@ -213,7 +236,7 @@ def conventional_variant(ctx: Context) -> Callable[[int], None]:
             local = copy.deepcopy(global_model)
             local.train()
             optimizer = torch.optim.SGD(local.parameters(), lr=LR)
-            loader = DataLoader(subsets[client], batch_size=B, shuffle=True, generator=generator)
+            loader = DataLoader(subsets[client], batch_size=ctx.batch, shuffle=True, generator=generator)
             batches = itertools.chain.from_iterable(itertools.repeat(loader))  # cycle epochs
             for _, (xb, yb) in zip(range(steps), batches):
                 optimizer.zero_grad()
@@ -237,7 +260,8 @@ def floor_variant(ctx: Context) -> Callable[[int], None]:
 
     def one_round(steps: int) -> None:
         clients, _ = ctx.clients(generator)
-        rows = torch.stack([ctx.permutation(c, steps * B, generator).view(steps, B) for c in clients], 1)
+        rows = torch.stack([ctx.permutation(c, steps * ctx.batch, generator).view(steps, ctx.batch)
+                            for c in clients], 1)
         for k in range(steps):
             batch = rows[k].reshape(-1)  # [S*B]
             loss = F.cross_entropy(module(inputs.index_select(0, batch)), targets.index_select(0, batch))
@@ -255,7 +279,7 @@ def make_variant(name: str, ctx: Context) -> Callable[[int], None]:
 
 
 def run_workload(key: str, workload: Workload, device: torch.device, repeats: int, budget_s: float) -> dict:
-    data = load_fashion_mnist(workload.clients, partition="iid", seed=0, device=device)
+    data = workload.data(workload.clients, device)
     ctx = Context(data, workload, device)
     rounds = {name: make_variant(name, ctx) for name in workload.variants}
     for one_round in rounds.values():  # warm-up: same shapes, one local step
@@ -282,12 +306,12 @@ def run_workload(key: str, workload: Workload, device: torch.device, repeats: in
         if name in ctx.extra:
             results[name]["batch_median_s"] = statistics.median(ctx.extra[name])
     model = Problem(data, ctx.model()).model
-    return {"title": workload.title, "clients": workload.clients, "dim": model.dim,
+    return {"title": workload.title, "clients": workload.clients, "dim": model.dim, "batch_size": workload.batch_size,
             "auto_backend": choose_backend(model, device), "repeats": len(times["floor"]), "variants": results}
 
 
 def print_table(key: str, result: dict) -> None:
-    print(f"\n{key}: {result['title']}, d={result['dim']:,}, K={K}, B={B}, "
+    print(f"\n{key}: {result['title']}, d={result['dim']:,}, K={K}, B={result['batch_size']}, "
           f"{result['repeats']} rounds each; auto picks {result['auto_backend']}")
     print(f"  {'variant':<14} {'median s':>9} {'x floor':>8}   {'min..max s':<15} {'of which batch':>14}")
     for name, row in result["variants"].items():

@@ -8,6 +8,8 @@
 - :func:`logistic_regression`: one dense layer on the flattened input.
 - :func:`mlp`: dense layers with ReLU.
 - :func:`linear_regression`: ``y = <a, x>`` with no bias, for the federated quadratics.
+- :func:`char_lstm`: the Shakespeare char-LSTM of Reddi et al. (embedding 8, 2 LSTM layers of
+  256, dense over the vocabulary), on :class:`BatchableLSTM` so ``torch.func.vmap`` can batch it.
 """
 
 from __future__ import annotations
@@ -16,7 +18,8 @@ import math
 from collections.abc import Callable, Sequence
 
 import torch
-from torch import nn
+import torch.nn.functional as F
+from torch import Tensor, nn
 
 from fedcore.checks import check_choice, check_int, check_range
 
@@ -78,12 +81,126 @@ def linear_regression(input_shape: Sequence[int] = (10,), num_classes: int | Non
     return nn.Sequential(nn.Flatten(), nn.Linear(_features(input_shape), 1, bias=False))
 
 
+SHAKESPEARE_VOCAB = 82  # fedcore.data.shakespeare.VOCAB_SIZE: LEAF's 80 characters, out-of-vocabulary, padding
+
+
+class BatchableLSTM(nn.Module):
+    """A multi-layer ``batch_first`` LSTM that ``torch.func.vmap`` can batch, equal to ``nn.LSTM``.
+
+    ``nn.LSTM`` calls one fused kernel that has no vmap batching rule (on a CPU torch falls back
+    to a slow per-sample loop with a warning; on CUDA it may fail).  This module writes the same
+    recurrence with plain tensor ops, unrolled over time: per layer one matmul for the input
+    projection of all steps, then per step ``gates = W_hh h + (W_ih x_t + b_ih + b_hh)``,
+    ``i, f, g, o = sigmoid, sigmoid, tanh, sigmoid`` of the four row blocks, ``c = f c + i g``,
+    ``h = o tanh(c)``.  Parameters carry ``nn.LSTM``'s names, shapes, row layout ``[i; f; g; o]``
+    and initialization, so ``load_state_dict(lstm.state_dict())`` works both ways.
+    No dropout between layers, no projections, no bidirection.
+
+    ``forward(inputs [B, T, input_size], hx=None)`` returns ``(outputs [B, T, H], (h_n, c_n))``
+    with ``h_n, c_n [num_layers, B, H]``, as ``nn.LSTM(..., batch_first=True)``.
+    """
+
+    def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1) -> None:
+        super().__init__()
+        self.input_size = check_int("input_size", input_size)
+        self.hidden_size = check_int("hidden_size", hidden_size)
+        self.num_layers = check_int("num_layers", num_layers)
+        for layer in range(num_layers):
+            width = input_size if layer == 0 else hidden_size
+            self.register_parameter(f"weight_ih_l{layer}", nn.Parameter(torch.empty(4 * hidden_size, width)))
+            self.register_parameter(f"weight_hh_l{layer}", nn.Parameter(torch.empty(4 * hidden_size, hidden_size)))
+            self.register_parameter(f"bias_ih_l{layer}", nn.Parameter(torch.empty(4 * hidden_size)))
+            self.register_parameter(f"bias_hh_l{layer}", nn.Parameter(torch.empty(4 * hidden_size)))
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        """``nn.LSTM``'s initialization: every entry uniform in ``[-1/sqrt(H), 1/sqrt(H)]``."""
+        bound = 1.0 / math.sqrt(self.hidden_size)
+        for weight in self.parameters():
+            nn.init.uniform_(weight, -bound, bound)
+
+    def forward(self, inputs: Tensor, hx: tuple[Tensor, Tensor] | None = None) -> tuple[Tensor, tuple[Tensor, Tensor]]:
+        batch, steps = inputs.shape[0], inputs.shape[1]
+        outputs, last_h, last_c = inputs, [], []
+        for layer in range(self.num_layers):
+            if hx is None:
+                h = c = inputs.new_zeros(batch, self.hidden_size)
+            else:
+                h, c = hx[0][layer], hx[1][layer]
+            # the input projection of all T steps in one matmul; only W_hh h stays in the loop
+            projected = F.linear(outputs, getattr(self, f"weight_ih_l{layer}"), getattr(self, f"bias_ih_l{layer}"))
+            projected = projected + getattr(self, f"bias_hh_l{layer}")
+            weight_hh = getattr(self, f"weight_hh_l{layer}")
+            hs = []
+            for t in range(steps):
+                gates = projected[:, t] + F.linear(h, weight_hh)
+                i, f, g, o = gates.chunk(4, dim=-1)
+                c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
+                h = torch.sigmoid(o) * torch.tanh(c)
+                hs.append(h)
+            outputs = torch.stack(hs, dim=1)
+            last_h.append(h)
+            last_c.append(c)
+        return outputs, (torch.stack(last_h), torch.stack(last_c))
+
+    def extra_repr(self) -> str:
+        return f"{self.input_size}, {self.hidden_size}, num_layers={self.num_layers}, batch_first=True"
+
+
+class CharLSTM(nn.Module):
+    """Embedding -> LSTM -> dense on the last step's output: ``[B, T]`` characters -> ``[B, classes]``."""
+
+    def __init__(self, embedding: nn.Embedding, lstm: nn.Module, dense: nn.Linear) -> None:
+        super().__init__()
+        self.embedding, self.lstm, self.dense = embedding, lstm, dense
+
+    def forward(self, inputs: Tensor) -> Tensor:
+        outputs, _ = self.lstm(self.embedding(inputs.long()))  # data sets may keep ids as uint8
+        return self.dense(outputs[:, -1])
+
+
+def char_lstm(
+    input_shape: Sequence[int] = (80,), num_classes: int = SHAKESPEARE_VOCAB, embedding_dim: int = 8,
+    hidden_size: int = 256, num_layers: int = 2, fused: bool = False,
+) -> nn.Module:
+    """Reddi et al.'s Shakespeare char-LSTM (ICLR 2021, Table 3 of the appendix): embedding 8,
+    2 LSTM layers of 256 units, dense over the vocabulary; input and output share the vocabulary
+    of ``num_classes`` characters.  Inputs are int64 ``[B, T]`` (T = ``input_shape[0]`` = 80),
+    outputs ``[B, num_classes]``: the logits of the character after the sequence, from the last
+    step's output, so targets ``[B]`` and the ``cross_entropy`` loss apply.
+
+    Parameters: ``V E + sum_l (4 H (in_l + H) + 8 H) + (H + 1) V`` with ``in_0 = E``,
+    ``in_l = H`` after; with E=8, H=256, 2 layers that is ``798,720 + 265 V``:
+    819,920 for V=80, 820,450 for V=82 (fedcore's Shakespeare: LEAF's 80 characters, out-of-vocabulary
+    and padding; the default), 822,570 for V=90 (TFF's).
+
+    The LSTM is a :class:`BatchableLSTM` (same parameters as ``nn.LSTM``) so the ``vmap``
+    gradient oracle can batch the S clients; ``nn.LSTM`` has no vmap batching rule.
+    ``fused=True`` uses ``nn.LSTM`` instead: the same model and initialization, faster under the
+    ``loop`` backend on a CPU, but not under ``vmap``.
+    """
+    check_int("num_classes", num_classes, 2)
+    check_int("embedding_dim", embedding_dim)
+    check_int("hidden_size", hidden_size)
+    check_int("num_layers", num_layers)
+    if len(input_shape) != 1:
+        raise ValueError(f"input_shape={tuple(input_shape)!r} must be (sequence_length,)")
+    check_int("sequence_length", input_shape[0])
+    embedding = nn.Embedding(num_classes, embedding_dim)
+    if fused:
+        lstm: nn.Module = nn.LSTM(embedding_dim, hidden_size, num_layers, batch_first=True)
+    else:
+        lstm = BatchableLSTM(embedding_dim, hidden_size, num_layers)
+    return CharLSTM(embedding, lstm, nn.Linear(hidden_size, num_classes))
+
+
 MODELS: dict[str, Callable[..., nn.Module]] = {
     "cnn": cnn,
     "tanh_cnn": tanh_cnn,
     "logistic_regression": logistic_regression,
     "mlp": mlp,
     "linear_regression": linear_regression,
+    "char_lstm": char_lstm,
 }
 
 

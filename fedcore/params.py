@@ -22,7 +22,7 @@ caller has dropped it (:class:`_Recycler`) rather than page in fresh memory ever
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 
 import torch
@@ -31,6 +31,7 @@ from torch import Tensor, nn
 from torch.func import functional_call, grad_and_value, vmap
 
 from fedcore.checks import check_choice, check_int
+from fedcore.models import BatchableLSTM
 
 LossFn = Callable[[Tensor, Tensor], Tensor]
 
@@ -150,14 +151,15 @@ class _Recycler:
         return buffer.detach()
 
 
-_LOOP_LAYERS = (nn.modules.conv._ConvNd, nn.RNNBase)
+_LOOP_LAYERS = (nn.modules.conv._ConvNd, nn.RNNBase, BatchableLSTM)
 LOOP_ABOVE_PARAMS = 700_000
 
 
 def choose_backend(model: FlatModel, device: str | torch.device) -> str:
-    """The ``auto`` rule: ``vmap`` on an accelerator; on a CPU, ``loop`` for models with
-    convolutions or recurrent layers or more than ``LOOP_ABOVE_PARAMS`` (0.7M) parameters,
-    ``vmap`` for smaller dense models.
+    """The ``auto`` rule: ``loop`` for a model with a fused ``nn.RNNBase`` layer (``nn.LSTM``
+    has no vmap batching rule), else ``vmap`` on an accelerator; on a CPU, ``loop`` for models
+    with convolutions or recurrent layers or more than ``LOOP_ABOVE_PARAMS`` (0.7M)
+    parameters, ``vmap`` for smaller dense models.
 
     Measured on 2 CPU cores (``benchmarks/round_speed.py --workloads rule``, a FedAvg round,
     K=10, B=32, 2 threads): time of a vmap round / a loop round, for S=20 and S=100 clients
@@ -181,6 +183,8 @@ def choose_backend(model: FlatModel, device: str | torch.device) -> str:
     there, catches up (between 0.3M and 0.8M parameters, within 10-20% and noisy) and then
     wins.  The rule depends on neither S nor the thread count, so a run never changes backend.
     """
+    if any(isinstance(m, nn.RNNBase) for m in model.module.modules()):
+        return "loop"  # nn.LSTM/GRU/RNN have no vmap batching rule (models.BatchableLSTM does)
     if torch.device(device).type != "cpu":
         return "vmap"
     has_loop_layer = any(isinstance(m, _LOOP_LAYERS) for m in model.module.modules())
@@ -252,11 +256,17 @@ class GradientOracle:
 
 @torch.no_grad()
 def evaluate(
-    model: FlatModel, x: Tensor, inputs: Tensor, targets: Tensor, batch_size: int = 2000
+    model: FlatModel, x: Tensor, inputs: Tensor, targets: Tensor, batch_size: int = 2000,
+    ignore_classes: Sequence[int] = (),
 ) -> dict[str, float]:
-    """Mean loss and (for class targets) accuracy of the model at ``x``, in eval mode."""
+    """Mean loss and (for class targets) accuracy of the model at ``x``, in eval mode.
+
+    The accuracy leaves out targets in ``ignore_classes`` (e.g. Shakespeare's
+    out-of-vocabulary and padding ids); the loss counts every target.
+    """
     check_int("batch_size", batch_size)
-    total_loss, correct, count = 0.0, 0, 0
+    ignored = torch.as_tensor(list(ignore_classes), dtype=torch.long, device=targets.device)
+    total_loss, correct, count, scored = 0.0, 0, 0, 0
     with model.mode(training=False):
         for start in range(0, targets.shape[0], batch_size):
             batch_in = inputs[start : start + batch_size]
@@ -265,8 +275,10 @@ def evaluate(
             total_loss += float(model.loss_fn(outputs, batch_t)) * batch_t.numel()
             count += batch_t.numel()
             if not batch_t.is_floating_point():
-                correct += int((outputs.argmax(-1) == batch_t).sum())
+                kept = ~torch.isin(batch_t, ignored)
+                correct += int(((outputs.argmax(-1) == batch_t) & kept).sum())
+                scored += int(kept.sum())
     metrics = {"test_loss": total_loss / max(count, 1)}
     if not targets.is_floating_point():
-        metrics["test_accuracy"] = correct / max(count, 1)
+        metrics["test_accuracy"] = correct / max(scored, 1)
     return metrics

@@ -247,7 +247,8 @@ class _Run:
     def evaluate(self) -> dict[str, float]:
         data = self.problem.data
         point = getattr(self.algorithm, "eval_point", lambda state: state["x"])(self.state)
-        return evaluate(self.problem.model, point, data.test_inputs, data.test_targets)
+        return evaluate(self.problem.model, point, data.test_inputs, data.test_targets,
+                        ignore_classes=data.info.get("ignore_classes", ()))
 
     def loop(self, rounds: int, eval_every: int, weighting: str, progress: bool,
              checkpoint: str | os.PathLike | None, checkpoint_every: int) -> History:

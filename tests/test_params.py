@@ -99,6 +99,7 @@ def test_auto_rule_switches_at_the_size_threshold() -> None:
     assert choose_backend(dense(LOOP_ABOVE_PARAMS + 1), "cuda") == "vmap"
     assert choose_backend(FlatModel(nn.Sequential(nn.Flatten(), nn.Linear(3, 2))), torch.device("cpu")) == "vmap"
     assert choose_backend(FlatModel(nn.RNN(2, 3, batch_first=True)), "cpu") == "loop"
+    assert choose_backend(FlatModel(nn.LSTM(2, 3, batch_first=True)), "cuda") == "loop"  # no vmap rule
 
 
 @pytest.mark.parametrize("backend", ["loop", "vmap"])
@@ -143,3 +144,17 @@ def test_models_have_the_papers_sizes() -> None:
     assert FlatModel(models.tanh_cnn((1, 28, 28), 10)).dim == 26_620
     a, b = models.make("mlp", (1, 28, 28), 10, seed=3), models.make("mlp", (1, 28, 28), 10, seed=3)
     assert torch.equal(FlatModel(a).x0(), FlatModel(b).x0())
+
+
+def test_evaluate_leaves_ignored_classes_out_of_the_accuracy() -> None:
+    """Targets 2 (say out-of-vocabulary) are not scored: 2 right of the 3 others, not 2 of 5."""
+    module = nn.Linear(2, 3, bias=False)
+    with torch.no_grad():
+        module.weight.copy_(torch.tensor([[1.0, 0.0], [0.0, 1.0], [-5.0, -5.0]]))
+    inputs = torch.tensor([[1.0, 0.0], [0.0, 1.0], [1.0, 0.0], [1.0, 0.0], [0.0, 1.0]])  # predicts 0, 1, 0, 0, 1
+    targets = torch.tensor([0, 1, 1, 2, 2])
+    model = FlatModel(module)
+    plain = evaluate(model, model.x0(), inputs, targets)
+    ignoring = evaluate(model, model.x0(), inputs, targets, ignore_classes=(2,))
+    assert plain["test_accuracy"] == pytest.approx(2 / 5) and ignoring["test_accuracy"] == pytest.approx(2 / 3)
+    assert plain["test_loss"] == ignoring["test_loss"]  # the loss counts every target

@@ -3,6 +3,7 @@
 from fedcore.data.federated import FederatedData
 from fedcore.data.leaf_synthetic import leaf_synthetic
 from fedcore.data.partition import PARTITIONERS, dirichlet, iid, shards, similarity
+from fedcore.data.shakespeare import load_shakespeare
 from fedcore.data.sources import (
     LOADERS,
     from_arrays,
@@ -26,6 +27,7 @@ __all__ = [
     "leaf_synthetic",
     "load",
     "load_fashion_mnist",
+    "load_shakespeare",
     "load_torchvision",
     "read_idx",
     "shards",

@@ -29,6 +29,7 @@ from fedcore.checks import check_choice
 from fedcore.data.federated import FederatedData
 from fedcore.data.leaf_synthetic import leaf_synthetic
 from fedcore.data.partition import partition as split_rows
+from fedcore.data.shakespeare import load_shakespeare
 
 DATA_DIR = Path(__file__).resolve().parents[2] / "data"
 """``<repo>/data``, resolved from the package location (never from the cwd)."""
@@ -298,6 +299,7 @@ LOADERS: dict[str, Callable[..., FederatedData]] = {
         for name in ("mnist", "emnist", "cifar10", "cifar100")
     },
     "leaf_synthetic": leaf_synthetic,
+    "shakespeare": load_shakespeare,
 }
 
 
