@@ -11,8 +11,8 @@ on Fashion-MNIST split iid over S clients (all of them take part in every round)
   measurements behind ``fedcore.params.choose_backend``.  Not run by default (~3-4 min).
 - ``w3`` (Shakespeare): Reddi et al.'s char-LSTM (``fedcore.models.char_lstm``, 0.82M params)
   on 10 Shakespeare clients (speaking roles) per round, B = 4 windows of 80 characters,
-  K = 10.  The loop variants use the fused ``nn.LSTM``; ``fedcore-vmap`` the batchable
-  LSTM (``nn.LSTM`` has no vmap rule), with the same weights.  Not run by default.
+  K = 10.  Its ``BatchableLSTM`` runs the fused LSTM kernel outside vmap (the loop
+  variants) and an unrolled recurrence under it (``fedcore-vmap``).  Not run by default.
 
 Variants, all doing the same arithmetic (same model and initial weights, K, B, S,
 client lr 0.05, cross-entropy, dropout ON in all of them: train mode, as in training):
@@ -97,7 +97,6 @@ class Workload:
     budget_s: float = 60.0  # no new repeat starts after this long (at least one is made)
     batch_size: int = B
     data: Callable[[int, torch.device], FederatedData] = _fashion_mnist
-    vmap_model: Callable[[], nn.Module] | None = None  # the model of fedcore-vmap, when it differs
 
 
 def _mlp(*hidden: int) -> Callable[[], nn.Module]:
@@ -108,9 +107,8 @@ WORKLOADS: dict[str, Workload] = {
     "w1": Workload("W1 CNN (1.2M params), S=20", models.cnn, 20, repeats=5, quick_repeats=2, budget_s=180),
     "w2": Workload("W2 logistic regression, S=100", models.logistic_regression, 100, repeats=15, quick_repeats=5,
                    budget_s=30),
-    "w3": Workload("W3 Shakespeare char-LSTM, S=10", lambda: models.char_lstm(fused=True), 10, repeats=5,
-                   quick_repeats=2, budget_s=120, batch_size=4, data=_shakespeare,
-                   vmap_model=lambda: models.char_lstm(fused=False)),
+    "w3": Workload("W3 Shakespeare char-LSTM, S=10", models.char_lstm, 10, repeats=5, quick_repeats=2,
+                   budget_s=120, batch_size=4, data=_shakespeare),
 }
 RULE: dict[str, Workload] = {
     f"{name}-s{S}": Workload(f"{title}, S={S}", factory, S, RULE_VARIANTS, repeats, 2, budget_s=20)
@@ -139,12 +137,11 @@ class Context:
     def batch(self) -> int:
         return self.workload.batch_size
 
-    def model(self, vmap: bool = False) -> nn.Module:
-        """The workload's model (its vmap form for ``vmap``), same initial weights every time, in train mode."""
-        factory = self.workload.vmap_model if vmap and self.workload.vmap_model else self.workload.model
+    def model(self) -> nn.Module:
+        """The workload's model, same initial weights every time, in train mode."""
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(self.seed)
-            return factory().to(self.device).train()
+            return self.workload.model().to(self.device).train()
 
     def clients(self, generator: torch.Generator) -> tuple[list[int], Tensor]:
         """The round's S clients (all of them, in a random order) and weights n_i / sum n_j."""
@@ -170,7 +167,7 @@ def _sync(device: torch.device) -> None:
 
 def fedcore_variant(ctx: Context, backend: str) -> Callable[[int], None]:
     data, S = ctx.data, ctx.workload.clients
-    problem = Problem(data, ctx.model(vmap=backend == "vmap"))
+    problem = Problem(data, ctx.model())
     algorithm = fedavg(client_lr=LR)
     oracle = GradientOracle(problem.model, backend, ctx.device)
     state = algorithm.init(problem.x0(), data.num_clients)
@@ -358,7 +355,7 @@ def main(argv: list[str] | None = None) -> dict:
         "dropout": "on (train mode) in every variant", "quick": args.quick, "workloads": {},
     }
     print(f"round_speed: torch {torch.__version__} on {device}, {torch.get_num_threads()} threads, "
-          f"K={K}, B={B}, lr={LR}, dropout on in every variant; load average {_load()}")
+          f"K={K}, B={B} (w3: 4), lr={LR}, dropout on in every variant; load average {_load()}")
     started, load_start = time.perf_counter(), os.getloadavg()[0]
     for key in args.workloads:
         workload = everything[key]

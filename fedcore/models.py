@@ -88,23 +88,27 @@ class BatchableLSTM(nn.Module):
     """A multi-layer ``batch_first`` LSTM that ``torch.func.vmap`` can batch, equal to ``nn.LSTM``.
 
     ``nn.LSTM`` calls one fused kernel that has no vmap batching rule (on a CPU torch falls back
-    to a slow per-sample loop with a warning; on CUDA it may fail).  This module writes the same
-    recurrence with plain tensor ops, unrolled over time: per layer one matmul for the input
-    projection of all steps, then per step ``gates = W_hh h + (W_ih x_t + b_ih + b_hh)``,
-    ``i, f, g, o = sigmoid, sigmoid, tanh, sigmoid`` of the four row blocks, ``c = f c + i g``,
-    ``h = o tanh(c)``.  Parameters carry ``nn.LSTM``'s names, shapes, row layout ``[i; f; g; o]``
-    and initialization, so ``load_state_dict(lstm.state_dict())`` works both ways.
-    No dropout between layers, no projections, no bidirection.
+    to a slow per-sample loop with a warning; on CUDA it may fail).  Under a ``torch.func``
+    transform (the ``vmap`` gradient oracle) this module runs the same recurrence with plain
+    tensor ops, unrolled over time: per layer one matmul for the input projection of all steps,
+    then per step ``gates = W_hh h + (W_ih x_t + b_ih + b_hh)``, ``i, f, g, o = sigmoid,
+    sigmoid, tanh, sigmoid`` of the four row blocks, ``c = f c + i g``, ``h = o tanh(c)``.
+    Outside one (the ``loop`` oracle, evaluation) it calls the fused kernel ``nn.LSTM`` uses,
+    5-6x faster on a CPU; ``unrolled=True`` always unrolls.  Parameters carry ``nn.LSTM``'s
+    names, shapes, row layout ``[i; f; g; o]`` and initialization, so
+    ``load_state_dict(lstm.state_dict())`` works both ways.  No dropout between layers, no
+    projections, no bidirection.
 
     ``forward(inputs [B, T, input_size], hx=None)`` returns ``(outputs [B, T, H], (h_n, c_n))``
     with ``h_n, c_n [num_layers, B, H]``, as ``nn.LSTM(..., batch_first=True)``.
     """
 
-    def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1) -> None:
+    def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1, unrolled: bool = False) -> None:
         super().__init__()
         self.input_size = check_int("input_size", input_size)
         self.hidden_size = check_int("hidden_size", hidden_size)
         self.num_layers = check_int("num_layers", num_layers)
+        self.unrolled = unrolled
         for layer in range(num_layers):
             width = input_size if layer == 0 else hidden_size
             self.register_parameter(f"weight_ih_l{layer}", nn.Parameter(torch.empty(4 * hidden_size, width)))
@@ -119,20 +123,29 @@ class BatchableLSTM(nn.Module):
         for weight in self.parameters():
             nn.init.uniform_(weight, -bound, bound)
 
+    def _weights(self, layer: int) -> list[Tensor]:
+        return [getattr(self, f"{kind}_l{layer}") for kind in ("weight_ih", "weight_hh", "bias_ih", "bias_hh")]
+
     def forward(self, inputs: Tensor, hx: tuple[Tensor, Tensor] | None = None) -> tuple[Tensor, tuple[Tensor, Tensor]]:
-        batch, steps = inputs.shape[0], inputs.shape[1]
+        if hx is None:
+            zeros = inputs.new_zeros(self.num_layers, inputs.shape[0], self.hidden_size)
+            hx = (zeros, zeros)
+        weights = [w for layer in range(self.num_layers) for w in self._weights(layer)]
+        wrapped = torch._C._functorch.is_functorch_wrapped_tensor
+        if self.unrolled or any(wrapped(t) for t in (inputs, *hx, *weights)):
+            return self._unrolled(inputs, hx)
+        outputs, h_n, c_n = torch.lstm(inputs, hx, weights, True, self.num_layers, 0.0, self.training, False, True)
+        return outputs, (h_n, c_n)
+
+    def _unrolled(self, inputs: Tensor, hx: tuple[Tensor, Tensor]) -> tuple[Tensor, tuple[Tensor, Tensor]]:
         outputs, last_h, last_c = inputs, [], []
         for layer in range(self.num_layers):
-            if hx is None:
-                h = c = inputs.new_zeros(batch, self.hidden_size)
-            else:
-                h, c = hx[0][layer], hx[1][layer]
+            h, c = hx[0][layer], hx[1][layer]
+            weight_ih, weight_hh, bias_ih, bias_hh = self._weights(layer)
             # the input projection of all T steps in one matmul; only W_hh h stays in the loop
-            projected = F.linear(outputs, getattr(self, f"weight_ih_l{layer}"), getattr(self, f"bias_ih_l{layer}"))
-            projected = projected + getattr(self, f"bias_hh_l{layer}")
-            weight_hh = getattr(self, f"weight_hh_l{layer}")
+            projected = F.linear(outputs, weight_ih, bias_ih) + bias_hh
             hs = []
-            for t in range(steps):
+            for t in range(inputs.shape[1]):
                 gates = projected[:, t] + F.linear(h, weight_hh)
                 i, f, g, o = gates.chunk(4, dim=-1)
                 c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
@@ -174,10 +187,10 @@ def char_lstm(
     819,920 for V=80, 820,450 for V=82 (fedcore's Shakespeare: LEAF's 80 characters, out-of-vocabulary
     and padding; the default), 822,570 for V=90 (TFF's).
 
-    The LSTM is a :class:`BatchableLSTM` (same parameters as ``nn.LSTM``) so the ``vmap``
-    gradient oracle can batch the S clients; ``nn.LSTM`` has no vmap batching rule.
-    ``fused=True`` uses ``nn.LSTM`` instead: the same model and initialization, faster under the
-    ``loop`` backend on a CPU, but not under ``vmap``.
+    The LSTM is a :class:`BatchableLSTM` (same parameters as ``nn.LSTM``): the fused kernel
+    under the ``loop`` backend, an unrolled form the ``vmap`` backend can batch over the S
+    clients (``nn.LSTM`` has no vmap batching rule).  ``fused=True`` uses ``nn.LSTM`` itself:
+    the same model and initialization, ``loop`` backend only.
     """
     check_int("num_classes", num_classes, 2)
     check_int("embedding_dim", embedding_dim)

@@ -25,10 +25,12 @@ def client_batches(clients: int = 3, batch: int = 4, seed: int = 0) -> tuple[tor
     return inputs, torch.randint(0, VOCAB, (clients, batch), generator=generator)
 
 
-def test_batchable_lstm_equals_nn_lstm_in_outputs_and_gradients():
+@pytest.mark.parametrize("unrolled", [True, False])
+def test_batchable_lstm_equals_nn_lstm_in_outputs_and_gradients(unrolled: bool):
+    """The unrolled recurrence (what vmap runs) and the fused path (what the loop runs) both equal nn.LSTM."""
     torch.manual_seed(0)
     reference = nn.LSTM(7, 16, num_layers=2, batch_first=True)
-    ours = BatchableLSTM(7, 16, num_layers=2)
+    ours = BatchableLSTM(7, 16, num_layers=2, unrolled=unrolled)
     ours.load_state_dict(reference.state_dict())
     assert [n for n, _ in ours.named_parameters()] == [n for n, _ in reference.named_parameters()]
     inputs = torch.randn(3, SEQ, 7)
@@ -56,6 +58,7 @@ def test_fused_and_batchable_share_initialization_and_shapes():
 
 
 def test_loop_and_vmap_oracles_agree_and_fused_matches():
+    """loop runs the fused kernel, vmap the unrolled recurrence: they agree, and with nn.LSTM itself."""
     model = FlatModel(char_lstm((SEQ,), VOCAB, **SMALL))
     fused = FlatModel(char_lstm((SEQ,), VOCAB, fused=True, **SMALL))
     assert fused.names == model.names
@@ -81,6 +84,14 @@ def test_full_size_parameter_count():
     model = make("char_lstm", (80,), vocab, seed=0)
     assert sum(p.numel() for p in model.parameters()) == expected
     assert FlatModel(model).dim == expected
+
+
+def test_unrolled_only_under_a_functorch_transform(monkeypatch):
+    """Outside vmap/grad transforms the fused kernel runs (the unrolled form is never called)."""
+    lstm = BatchableLSTM(5, 8, num_layers=2)
+    monkeypatch.setattr(BatchableLSTM, "_unrolled", lambda *args: pytest.fail("unrolled outside vmap"))
+    outputs, (h, c) = lstm(torch.randn(2, SEQ, 5))
+    assert outputs.shape == (2, SEQ, 8) and h.shape == c.shape == (2, 2, 8)
 
 
 def test_choose_backend_loop_on_cpu_vmap_on_cuda():

@@ -317,7 +317,7 @@ def test_bad_selection_is_named(private_root):
 
 
 def test_fedavg_lowers_the_loss_on_a_shakespeare_subset(tarball):
-    """FedAvg (client lr 2) with a small char-LSTM (hidden 64, one fused nn.LSTM layer, loop backend) on the
+    """FedAvg (client lr 2) with a small char-LSTM (hidden 64, one layer, loop backend) on the
     41 roles of Hamlet and Macbeth, 8 of them per round: the round's training loss starts below the uniform
     guess ln(82) = 4.41 only by what round 1 itself learns (measured 3.92) and is 1.05 lower after 8 rounds
     (2.87); the test accuracy (over real characters: the out-of-vocabulary and padding ids are left out,
@@ -327,7 +327,7 @@ def test_fedavg_lowers_the_loss_on_a_shakespeare_subset(tarball):
     from fedcore.run import Problem, simulate
 
     data = load_shakespeare(plays=["hamlet", "macbeth"])
-    model = models.make("char_lstm", (80,), data.num_classes, seed=0, hidden_size=64, num_layers=1, fused=True)
+    model = models.make("char_lstm", (80,), data.num_classes, seed=0, hidden_size=64, num_layers=1)
     history = simulate(Problem(data, model), algorithms.fedavg(client_lr=2.0), rounds=8, clients_per_round=8,
                        local_steps=10, batch_size=16, progress=False, eval_every=8, seed=0)
     losses = history.frame["train_loss"].dropna()
