@@ -178,6 +178,7 @@ def explore_counterexample(eta: float = 0.3, beta: float = 0.5, q: int = 1, rho:
     rounds = max(1, steps // check_int("q", q))
     naive = counterexample.run(local_adaptive(eta, beta), rounds, q)
     fixed = counterexample.run(fafed(eta, alpha=alpha, beta=beta, rho=rho), rounds, q)
+    naive.algorithm, fixed.algorithm = "naive local-adaptive (Alg. 1)", "FAFED (Alg. 2)"
     figure, (left, right) = plt.subplots(1, 2, figsize=(10, 4.2), layout="constrained")
     plot_counterexample(naive, left, "C3")
     plot_counterexample(fixed, left, "C0")

@@ -241,3 +241,26 @@ def test_paper_schedules() -> None:
     momentum = algorithms.storm_momentum(0.5, lr)
     assert momentum(2) == pytest.approx(0.5) and momentum(0) == pytest.approx(min(1, 0.5 * lr(0) ** 2))
     assert algorithms.storm_momentum(100.0, lr)(5) == 1.0
+
+
+@pytest.mark.parametrize("q", [1, 4])
+def test_explore_counterexample_draws_both_algorithms_headless(q: int) -> None:
+    """The explorer's callback as a plain function: two panels, naive ends above 10, FAFED below (title)."""
+    import re
+
+    import matplotlib.pyplot as plt
+
+    from fedcore import plots
+
+    plt.close("all")
+    assert plots.explore_counterexample(eta=0.5, beta=0.5, q=q, rho=0.01, steps=40) is None
+    figure = plt.gcf()
+    trajectories, objective = figure.axes[:2]
+    labels = [line.get_label() for line in trajectories.lines]
+    assert "naive local-adaptive (Alg. 1)" in labels and "FAFED (Alg. 2)" in labels
+    assert len(objective.lines) == 2
+    naive_end, fafed_end = map(float, re.findall(r"at x = ([-\d.e+]+)", figure.get_suptitle()))
+    assert naive_end > 10 > fafed_end
+    plt.close(figure)
+    with pytest.raises(ValueError, match="steps=0 must be >= 1"):
+        plots.explore_counterexample(steps=0)
