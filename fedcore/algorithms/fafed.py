@@ -140,8 +140,9 @@ class FAFED:
                 t += 1
         v_bar, m_bar = w @ V, w @ M                                        # lines 10-11
         A = self.preconditioner(v_bar)
-        batch.record(X - self.eta(t) * m_bar / A)
-        x_bar = w @ X - self.eta(t) * m_bar / A                           # line 12
+        step = self.eta(t) * m_bar / A
+        batch.record(X - step)                                             # the clients' models, not yet averaged
+        x_bar = w @ X - step                                               # line 12
         x_prev = state["x_prev"].clone()
         x_prev[batch.clients] = X
         new_state = {**state, "x": x_bar, "m": m_bar, "v": v_bar, "A": A, "x_prev": x_prev,
