@@ -151,7 +151,7 @@ class _Recycler:
         return buffer.detach()
 
 
-_LOOP_LAYERS = (nn.modules.conv._ConvNd, nn.RNNBase, BatchableLSTM)
+_LOOP_LAYERS = (nn.modules.conv._ConvNd, BatchableLSTM)  # nn.RNNBase: loop on any device
 LOOP_ABOVE_PARAMS = 700_000
 
 

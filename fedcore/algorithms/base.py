@@ -112,6 +112,14 @@ def as_schedule(name: str, lr: float | Schedule) -> Schedule:
     return constant(lr)
 
 
+def with_rows(matrix: Tensor, clients: Tensor, rows: Tensor) -> Tensor:
+    """A copy of the per-client matrix ``[N, d]`` whose rows ``clients`` are replaced by ``rows [S, d]``
+    (SCAFFOLD's ``c_i``, the clients' ``v_i`` or previous models): state is never changed in place."""
+    updated = matrix.clone()
+    updated[clients] = rows
+    return updated
+
+
 def local_sgd(
     x: Tensor,
     batch: RoundBatch,

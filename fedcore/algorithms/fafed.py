@@ -43,7 +43,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from fedcore.algorithms.base import Metrics, RoundBatch, Schedule, State
+from fedcore.algorithms.base import Metrics, RoundBatch, Schedule, State, as_schedule, with_rows
 from fedcore.checks import check_positive, check_range
 from fedcore.params import GradientOracle
 
@@ -61,16 +61,6 @@ def storm_momentum(c: float, step_size: Schedule) -> Schedule:
     return lambda t: min(1.0, c * step_size(max(t - 1, 0)) ** 2)
 
 
-def _schedule(name: str, value: float | Schedule) -> Schedule:
-    if callable(value):
-        return value
-    if name == "alpha":
-        check_range(name, value, 0, 1, low_closed=False, high_closed=True)
-    else:
-        check_positive(name, value)
-    return lambda t: value
-
-
 @dataclass(frozen=True)
 class FAFED:
     """FAFED (``adaptive=True``) or STEM (``adaptive=False``) with step ``lr`` (eta_t) and
@@ -84,16 +74,17 @@ class FAFED:
     name: str = "FAFED"
 
     def __post_init__(self) -> None:
-        _schedule("lr", self.lr)
-        _schedule("alpha", self.alpha)
+        as_schedule("lr", self.lr)
+        if not callable(self.alpha):
+            check_range("alpha", self.alpha, 0, 1, low_closed=False, high_closed=True)
         check_range("beta", self.beta, 0, 1)
         check_positive("rho", self.rho)
 
     def eta(self, t: int) -> float:
-        return _schedule("lr", self.lr)(t)
+        return as_schedule("lr", self.lr)(t)
 
     def alpha_t(self, t: int) -> float:
-        return _schedule("alpha", self.alpha)(t)
+        return self.alpha(t) if callable(self.alpha) else self.alpha
 
     def init(self, x0: Tensor, num_clients: int) -> State:
         zeros = torch.zeros_like(x0)
@@ -111,8 +102,7 @@ class FAFED:
         x, w = state["x"], batch.weights
         G0 = oracle(x.expand(batch.clients.numel(), -1), batch.inputs.flatten(1, 2), batch.targets.flatten(1, 2))[1]
         m, v = w @ G0, w @ G0.square()
-        x_prev = state["x_prev"].clone()
-        x_prev[batch.clients] = x
+        x_prev = with_rows(state["x_prev"], batch.clients, x.expand(batch.clients.numel(), -1))
         x_1 = x - self.eta(0) * m
         batch.record(x_1.expand(batch.clients.numel(), -1))
         return {**state, "x": x_1, "m": m, "v": v, "A": self.preconditioner(v), "x_prev": x_prev,
@@ -122,7 +112,7 @@ class FAFED:
         if int(state["t"]) == 0:
             state = self._initialize(state, batch, oracle)
         w, t, A, S, q = batch.weights, int(state["t"]), state["A"], batch.clients.numel(), batch.local_steps
-        X = state["x"].expand(S, -1).clone()
+        X = state["x"].expand(S, -1)  # never written in place
         X_prev = state["x_prev"][batch.clients]
         M, V = state["m"].expand(S, -1), state["v"].expand(S, -1)
         losses = torch.zeros(S, dtype=X.dtype, device=X.device)
@@ -143,8 +133,7 @@ class FAFED:
         step = self.eta(t) * m_bar / A
         batch.record(X - step)                                             # the clients' models, not yet averaged
         x_bar = w @ X - step                                               # line 12
-        x_prev = state["x_prev"].clone()
-        x_prev[batch.clients] = X
+        x_prev = with_rows(state["x_prev"], batch.clients, X)  # x_t,i before averaging: next round's x_t-1,i
         new_state = {**state, "x": x_bar, "m": m_bar, "v": v_bar, "A": A, "x_prev": x_prev,
                      "t": torch.tensor(t + 1)}
         return new_state, {"train_loss": float(w @ losses) / q}

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from fedcore.algorithms.base import Metrics, RoundBatch, State
+from fedcore.algorithms.base import Metrics, RoundBatch, State, with_rows
 from fedcore.checks import check_positive, check_range
 from fedcore.params import GradientOracle
 
@@ -47,7 +47,7 @@ class LocalAdaptive:
         return {"x": x0.detach().clone(), "v": torch.zeros(num_clients, x0.numel(), dtype=x0.dtype, device=x0.device)}
 
     def round(self, state: State, batch: RoundBatch, oracle: GradientOracle) -> tuple[State, Metrics]:
-        X = state["x"].expand(batch.clients.numel(), -1).clone()
+        X = state["x"].expand(batch.clients.numel(), -1)  # never written in place
         V = state["v"][batch.clients]
         losses = torch.zeros(X.shape[0], dtype=X.dtype, device=X.device)
         for k in range(batch.local_steps):
@@ -56,10 +56,8 @@ class LocalAdaptive:
             X = X - self.lr * torch.where(V > 0, G / V.sqrt(), 0.0)      # lines 8/10
             losses += loss
             batch.record(X)
-        v = state["v"].clone()
-        v[batch.clients] = V
         metrics = {"train_loss": float(batch.weights @ losses) / batch.local_steps}
-        return {**state, "x": batch.weights @ X, "v": v}, metrics
+        return {**state, "x": batch.weights @ X, "v": with_rows(state["v"], batch.clients, V)}, metrics
 
 
 def local_adaptive(lr: float, beta: float = 0.5) -> LocalAdaptive:

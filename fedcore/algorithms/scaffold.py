@@ -20,7 +20,7 @@ import torch
 from torch import Tensor
 
 from fedcore import server_opt
-from fedcore.algorithms.base import Metrics, RoundBatch, Schedule, State, local_sgd, pseudo_gradient
+from fedcore.algorithms.base import Metrics, RoundBatch, Schedule, State, local_sgd, pseudo_gradient, with_rows
 from fedcore.algorithms.fedopt import FedOpt
 from fedcore.checks import check_choice
 from fedcore.params import GradientOracle
@@ -52,9 +52,8 @@ class Scaffold(FedOpt):
         else:
             c_i_new = self._full_gradient(x, batch, oracle)
         step, server = self.server.update(pseudo_gradient(x, Y, batch.weights), state["server"])
-        c_all = state["c_i"].clone()
-        c_all[batch.clients] = c_i_new
         c_new = c + (c_i_new - c_i).sum(0) / batch.num_clients  # (S/N) mean_i (c_i+ - c_i)
+        c_all = with_rows(state["c_i"], batch.clients, c_i_new)
         new_state = {**state, "x": x + step, "server": server, "c": c_new, "c_i": c_all}
         return new_state, {"train_loss": float(batch.weights @ losses)}
 
