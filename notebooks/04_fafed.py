@@ -280,7 +280,7 @@ print(inspect.getmodule(algorithms.FAFED).__doc__.split("One fedcore round")[1])
 # increases $b$ and decreases $q$; the pairing above is our reading. Its "moderate" split is not specified
 # further: a literal disjoint split with every class evenly on every client would be iid (less heterogeneous
 # than "low"), so we take a split between low and high and say so. The mean total-variation distance between a
-# client's label distribution and the global one measures each:
+# client's label distribution and the global one (`FederatedData.label_skew`) measures each:
 
 # %%
 SETTINGS = {
@@ -292,12 +292,6 @@ datasets = {name: fedcore.data.load_fashion_mnist(NUM_CLIENTS, seed=SEED, device
             for name, s in SETTINGS.items()}
 
 
-def label_skew(data) -> float:
-    """Mean over clients of the total-variation distance to the global label distribution."""
-    counts = data.label_counts().double()
-    shares, overall = counts / counts.sum(1, keepdim=True), counts.sum(0) / counts.sum()
-    return float(0.5 * (shares - overall).abs().sum(1).mean())
-
 
 # %%
 # NBVAL_CHECK_OUTPUT
@@ -308,7 +302,7 @@ def classes_per_client(data) -> str:
 
 heterogeneity = pd.DataFrame([
     {"setting": name, "samples per client": f"{int(d.sizes.min())}..{int(d.sizes.max())}",
-     "classes per client (>= 1%)": classes_per_client(d), "mean TV distance": round(label_skew(d), 3)}
+     "classes per client (>= 1%)": classes_per_client(d), "mean TV distance": round(d.label_skew(), 3)}
     for name, d in datasets.items()
 ]).set_index("setting")
 heterogeneity

@@ -373,3 +373,15 @@ def test_leaf_synthetic_heterogeneous_labels_unlike_iid():
     # measured over seeds 0-4: Synthetic(1,1) 0.78-0.83, Synthetic-IID 0.096-0.112
     assert mean_tv(leaf_synthetic(1, 1, seed=0)) > 0.5
     assert mean_tv(leaf_synthetic(1, 1, seed=0, iid=True)) < 0.25
+
+
+def test_label_skew_by_hand():
+    """Two clients: labels (0, 0, 1, 1) and (0, 0, 0, 0). Global shares (3/4, 1/4); client shares (1/2, 1/2)
+    and (1, 0): total-variation distances 1/4 and 1/4, mean 0.25. An iid split of equal shares gives 0."""
+    labels = torch.tensor([0, 0, 1, 1, 0, 0, 0, 0])
+    skewed = FederatedData(torch.zeros(8, 1), labels, torch.tensor([4, 4]), torch.zeros(1, 1),
+                           torch.zeros(1, dtype=torch.long), num_classes=2)
+    assert skewed.label_skew() == pytest.approx(0.25)
+    even = FederatedData(torch.zeros(4, 1), torch.tensor([0, 1, 0, 1]), torch.tensor([2, 2]), torch.zeros(1, 1),
+                         torch.zeros(1, dtype=torch.long), num_classes=2)
+    assert even.label_skew() == 0.0

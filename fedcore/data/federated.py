@@ -113,6 +113,13 @@ class FederatedData:
         counts = torch.bincount(flat, minlength=self.num_clients * self.num_classes)
         return counts.view(self.num_clients, self.num_classes)
 
+    def label_skew(self) -> float:
+        """Mean over clients of the total-variation distance between the client's label
+        distribution and the global one: 0 for identical label shares, 1 for disjoint labels."""
+        counts = self.label_counts().double()
+        shares, overall = counts / counts.sum(1, keepdim=True), counts.sum(0) / counts.sum()
+        return float(0.5 * (shares - overall).abs().sum(1).mean())
+
     def sample_batches(
         self, clients: Tensor, steps: int, batch_size: int, generator: torch.Generator | None = None
     ) -> tuple[Tensor, Tensor]:
