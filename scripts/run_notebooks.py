@@ -124,10 +124,11 @@ def refresh(path: Path, out: Path, before: dict[Path, bytes | None]) -> str:
     """
     if snapshot(path) != before:
         return f"{path.name} or its paired script changed during the run: not refreshed"
+    from fedcore.files import atomic_path
+
     strip_run_metadata(out)
-    tmp = path.with_name(f".{path.name}.refresh")
-    tmp.write_bytes(out.read_bytes())
-    os.replace(tmp, path)
+    with atomic_path(path) as partial:
+        partial.write_bytes(out.read_bytes())
     if pair_of(path).exists():
         os.utime(pair_of(path))
     return ""

