@@ -20,16 +20,16 @@ returns every client's model after every local step.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import pandas as pd
 import torch
 from torch import Tensor, nn
 
+from fedcore.algorithms.base import Algorithm
 from fedcore.checks import check_int, check_number
 from fedcore.data.federated import FederatedData
-from fedcore.params import GradientOracle
-from fedcore.run import Problem, sample_round
+from fedcore.run import Problem, simulate
 
 NUM_CLIENTS = 3
 
@@ -100,26 +100,21 @@ class Trajectory:
         return float(self.frame["mean"].iloc[-1])
 
 
-def run(algorithm, rounds: int, local_steps: int = 1, x0: float = 10.0) -> Trajectory:
+def run(algorithm: Algorithm, rounds: int, local_steps: int = 1, x0: float = 10.0) -> Trajectory:
     """Run ``algorithm`` (any fedcore algorithm) for ``rounds`` rounds of ``local_steps``
-    steps on the counterexample from ``x0``; see :class:`Trajectory`."""
+    steps on the counterexample from ``x0`` with :func:`fedcore.simulate` (``trace=True``: every
+    client's model after every local step); see :class:`Trajectory`."""
     check_int("rounds", rounds)
     check_int("local_steps", local_steps)
-    prob = problem(x0)
-    oracle = GradientOracle(prob.model, "loop")
-    state = algorithm.init(prob.x0(), NUM_CLIENTS)
-    sampler = torch.Generator().manual_seed(0)
+    history = simulate(problem(x0), algorithm, rounds, NUM_CLIENTS, local_steps, batch_size=1, weighting="uniform",
+                       backend="loop", progress=False, eval_every=rounds, trace=True)
     rows = [{"step": 0, **{f"client {i + 1}": x0 for i in range(NUM_CLIENTS)}, "averaged": False}]
-    for r in range(rounds):
-        batch = sample_round(prob.data, r, NUM_CLIENTS, local_steps, 1, "uniform", torch.float64,
-                             sampler, torch.Generator().manual_seed(r))
-        batch = replace(batch, trace=[])
-        state, _ = algorithm.round(state, batch, oracle)
-        order = batch.clients.tolist()
-        for k, models in enumerate(batch.trace):
-            row = {f"client {order[s] + 1}": float(models[s, 0]) for s in range(NUM_CLIENTS)}
-            rows.append({"step": len(rows), **row, "averaged": k == len(batch.trace) - 1})
+    for clients, models in history.trace or []:
+        order = clients.tolist()
+        for k, X in enumerate(models):
+            row = {f"client {order[s] + 1}": float(X[s, 0]) for s in range(NUM_CLIENTS)}
+            rows.append({"step": len(rows), **row, "averaged": k == len(models) - 1})
     frame = pd.DataFrame(rows).set_index("step")
     frame.insert(NUM_CLIENTS, "mean", frame.iloc[:, :NUM_CLIENTS].mean(axis=1))
     frame["f"] = f(torch.tensor(frame["mean"].to_numpy())).numpy()
-    return Trajectory(frame, getattr(algorithm, "name", type(algorithm).__name__), local_steps)
+    return Trajectory(frame, history.algorithm, local_steps)

@@ -14,16 +14,21 @@ gradients ``[S, d]``.  Its two backends compute the same numbers:
 ``auto`` picks by a fixed rule (:func:`choose_backend`), so a run never changes backend.
 
 Speed (``benchmarks/README.md``): both backends hand each client's gradient, parameter by
-parameter, straight into one ``[S, d]`` matrix, and on a CPU reuse that matrix once the
-caller has dropped it (:class:`_Recycler`) rather than page in fresh memory every step:
-3-5% of a CNN round, 12-21% of a round of MLPs with 0.16M-1.8M parameters.
+parameter, straight into one ``[S, d]`` matrix, which the caller may own and pass as
+``out=`` (the K-step loop of :mod:`fedcore.algorithms.client` does): on a CPU a fresh matrix
+over 32 MB pages in new memory, 3-5% of a CNN round, 12-21% of a round of MLPs with
+0.16M-1.8M parameters.  Reuse is the caller's decision, never a guess.
+
+Two points on the same minibatch with the same dropout masks (STORM's second gradient,
+a line search's loss probes): take :meth:`GradientOracle.random_state` before the first
+evaluation and evaluate the others inside :meth:`GradientOracle.replaying`.
 """
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from typing import NamedTuple
 
 import torch
 import torch.nn.functional as F
@@ -112,45 +117,6 @@ class FlatModel:
             self.module.train(before)
 
 
-class _Recycler:
-    """Hands out the oracle's ``[S, d]`` gradient matrices, reusing one it handed out earlier once
-    nothing refers to it any more (neither the tensor it returned, nor a view, a detached copy, a
-    numpy array or the storage of it), so a caller can never see its result overwritten.
-
-    Why: on a CPU a fresh tensor of more than 32 MB comes from ``mmap`` and pays a page fault per
-    4 kB when first written, about 20 ms per 100 MB on 2 cores -- 5% of a CNN step at S=20 and
-    about 30% of a step of the 1.8M-parameter MLP.  ``loss, G = oracle(X, ...)`` in a loop still
-    holds the previous ``G`` during the call, so two matrices alternate.  On CUDA the caching
-    allocator already recycles memory; there, and with a torch that lacks
-    ``torch._C._storage_Use_Count``, this just allocates.
-    """
-
-    def __init__(self) -> None:
-        self.pool: list[Tensor] = []
-        self.free_signature = self._signature(torch.empty(1))
-
-    @staticmethod
-    def _signature(buffer: Tensor) -> tuple[int, int] | None:
-        use_count = getattr(torch._C, "_storage_Use_Count", None)
-        if use_count is None:
-            return None
-        storage = buffer.untyped_storage()
-        # (tensors on this memory: ours, plus views/detached copies held elsewhere; references to
-        # the storage object itself) -- equal to a fresh tensor's only when nobody else holds it
-        return use_count(storage._cdata), sys.getrefcount(storage)
-
-    def take(self, shape: torch.Size, dtype: torch.dtype, device: torch.device) -> Tensor:
-        """An uninitialized tensor, on recycled memory where that is possible."""
-        if device.type != "cpu" or self.free_signature is None:
-            return torch.empty(shape, dtype=dtype, device=device)
-        for buffer in self.pool:
-            if buffer.shape == shape and buffer.dtype == dtype and self._signature(buffer) == self.free_signature:
-                return buffer.detach()  # a new tensor on the same memory: the pool keeps its own
-        buffer = torch.empty(shape, dtype=dtype, device=device)
-        self.pool = [b for b in self.pool if b.shape == shape][-1:] + [buffer]  # at most two
-        return buffer.detach()
-
-
 _LOOP_LAYERS = (nn.modules.conv._ConvNd, BatchableLSTM)  # nn.RNNBase: loop on any device
 LOOP_ABOVE_PARAMS = 700_000
 
@@ -191,6 +157,13 @@ def choose_backend(model: FlatModel, device: str | torch.device) -> str:
     return "loop" if has_loop_layer or model.dim > LOOP_ABOVE_PARAMS else "vmap"
 
 
+class RandomState(NamedTuple):
+    """The random streams' state at one moment (see :meth:`GradientOracle.replaying`)."""
+
+    cpu: Tensor
+    cuda: Tensor | None
+
+
 class GradientOracle:
     """Per-client losses and gradients of ``S`` client models on one minibatch each.
 
@@ -203,18 +176,37 @@ class GradientOracle:
     def __init__(self, model: FlatModel, backend: str = "auto", device: str | torch.device = "cpu"):
         check_choice("backend", backend, BACKENDS)
         self.model = model
-        self.backend = choose_backend(model, device) if backend == "auto" else backend
+        self.device = torch.device(device)
+        self.backend = choose_backend(model, self.device) if backend == "auto" else backend
         self.calls = 0
         # vmap over the per-parameter views of X (not over rows of X): each client's gradient
-        # comes back per parameter and is concatenated once, into a recycled [S, d] matrix
+        # comes back per parameter and is concatenated once, into the [S, d] matrix
         self._batched = vmap(grad_and_value(self._loss_of_params), randomness="different")
         self._batched_loss = vmap(model.loss, randomness="different")
-        self._grads = _Recycler()
 
     def _loss_of_params(self, params: tuple[Tensor, ...], inputs: Tensor, targets: Tensor) -> Tensor:
         return self.model.loss_fn(self.model.call(list(params), inputs), targets)
 
-    def __call__(self, X: Tensor, inputs: Tensor, targets: Tensor) -> tuple[Tensor, Tensor]:
+    def __call__(
+        self, X: Tensor, inputs: Tensor, targets: Tensor, out: Tensor | None = None
+    ) -> tuple[Tensor, Tensor]:
+        """``(losses [S], grads [S, d])``; the gradients are written into ``out`` when it is given
+        (a ``[S, d]`` tensor the caller owns and may reuse), else into a new tensor."""
+        self._check(X, inputs, targets)
+        if out is None:
+            out = torch.empty_like(X)
+        elif out.shape != X.shape or out.dtype != X.dtype or out.device != X.device:
+            raise ValueError(
+                f"out has shape {tuple(out.shape)} ({out.dtype}, {out.device}); expected X's "
+                f"{tuple(X.shape)} ({X.dtype}, {X.device})"
+            )
+        self.calls += 1
+        with torch.enable_grad():
+            if self.backend == "vmap":
+                return self._vmap(X, inputs, targets, out)
+            return self._loop(X, inputs, targets, out)
+
+    def _check(self, X: Tensor, inputs: Tensor, targets: Tensor) -> None:
         if X.dim() != 2 or X.shape[1] != self.model.dim:
             raise ValueError(f"X has shape {tuple(X.shape)}, expected [S, d={self.model.dim}]")
         if inputs.shape[0] != X.shape[0] or targets.shape[0] != X.shape[0]:
@@ -222,20 +214,15 @@ class GradientOracle:
                 f"X has {X.shape[0]} clients but inputs/targets have "
                 f"{inputs.shape[0]}/{targets.shape[0]}"
             )
-        self.calls += 1
-        with torch.enable_grad():
-            return self._vmap(X, inputs, targets) if self.backend == "vmap" else self._loop(X, inputs, targets)
 
-    def _vmap(self, X: Tensor, inputs: Tensor, targets: Tensor) -> tuple[Tensor, Tensor]:
+    def _vmap(self, X: Tensor, inputs: Tensor, targets: Tensor, grads: Tensor) -> tuple[Tensor, Tensor]:
         parts, losses = self._batched(tuple(self.model.unflatten(X).values()), inputs, targets)
-        grads = self._grads.take(X.shape, X.dtype, X.device)
         torch.cat([g.reshape(X.shape[0], -1) for g in parts], dim=1, out=grads)
         return losses.detach(), grads
 
-    def _loop(self, X: Tensor, inputs: Tensor, targets: Tensor) -> tuple[Tensor, Tensor]:
+    def _loop(self, X: Tensor, inputs: Tensor, targets: Tensor, grads: Tensor) -> tuple[Tensor, Tensor]:
         model = self.model
         losses = X.new_empty(X.shape[0])
-        grads = self._grads.take(X.shape, X.dtype, X.device)
         for s in range(X.shape[0]):
             # the parameters as separate leaves (views of X[s]): autograd then hands back one
             # gradient per parameter, concatenated straight into row s (no [d] temporary)
@@ -247,11 +234,31 @@ class GradientOracle:
         return losses, grads
 
     def losses(self, X: Tensor, inputs: Tensor, targets: Tensor) -> Tensor:
-        """Per-client losses ``[S]`` without gradients (for line searches)."""
+        """Per-client losses ``[S]`` without gradients (a line search's probes).  With the same
+        random state they equal the losses that ``oracle(X, inputs, targets)`` returns."""
+        self._check(X, inputs, targets)
         with torch.no_grad():
             if self.backend == "vmap":
                 return self._batched_loss(X, inputs, targets)
             return torch.stack([self.model.loss(X[s], inputs[s], targets[s]) for s in range(len(X))])
+
+    def random_state(self) -> RandomState:
+        """A snapshot of the random streams that dropout draws from (the CPU's; and the CUDA
+        device's when the model is there)."""
+        cuda = torch.cuda.get_rng_state(self.device) if self.device.type == "cuda" else None
+        return RandomState(torch.get_rng_state(), cuda)
+
+    @contextmanager
+    def replaying(self, state: RandomState) -> Iterator[None]:
+        """Inside the block, random draws repeat those made after ``state`` was taken, so an
+        evaluation on the same minibatch uses the same dropout masks; on leaving, the streams
+        are where they were before the block (a replay consumes nothing)."""
+        devices = [self.device] if state.cuda is not None else []
+        with torch.random.fork_rng(devices=devices):
+            torch.set_rng_state(state.cpu)
+            if state.cuda is not None:
+                torch.cuda.set_rng_state(state.cuda, self.device)
+            yield
 
 
 @torch.no_grad()

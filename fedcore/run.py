@@ -17,7 +17,7 @@ import os
 import time
 import warnings
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, fields, is_dataclass
+from dataclasses import dataclass, field, fields, is_dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -26,9 +26,10 @@ import torch
 from torch import Tensor, nn
 from tqdm.auto import tqdm
 
-from fedcore.algorithms.base import RoundBatch, State
+from fedcore.algorithms.base import Algorithm, RoundBatch, State
 from fedcore.checks import check_choice, check_int
 from fedcore.data.federated import FederatedData
+from fedcore.files import atomic_path
 from fedcore.params import FlatModel, GradientOracle, LossFn, evaluate
 
 CHECKPOINT_VERSION = 1
@@ -55,13 +56,16 @@ class Problem:
 
 @dataclass
 class History:
-    """What a run produced: one row per round (``frame``), the final state, how it ended."""
+    """What a run produced: one row per round (``frame``), the final state, how it ended, and with
+    ``simulate(..., trace=True)`` one ``(clients [S], models [steps, S, d])`` per round: the sampled
+    clients' models after each local step (the last one before averaging)."""
 
     frame: pd.DataFrame
     algorithm: str
     backend: str
     final_state: State = field(repr=False)
     diverged_round: int | None = None
+    trace: list[tuple[Tensor, Tensor]] | None = field(default=None, repr=False)
 
     @property
     def diverged(self) -> bool:
@@ -102,7 +106,7 @@ def describe(obj: Any) -> Any:
 
 def simulate(
     problem: Problem,
-    algorithm: Any,
+    algorithm: Algorithm,
     rounds: int,
     clients_per_round: int,
     local_steps: int,
@@ -118,6 +122,7 @@ def simulate(
     resume: bool = False,
     x0: Tensor | None = None,
     callback: Callable[[int, State], None] | None = None,
+    trace: bool = False,
 ) -> History:
     """Run ``algorithm`` for ``rounds`` communication rounds on ``problem``.
 
@@ -126,6 +131,8 @@ def simulate(
     the end; ``resume=True`` continues from that file when it exists.
     ``callback(round, state)`` is called after every completed round (to record a
     trajectory or drive a live plot); ``x0`` overrides the model's initial parameters.
+    ``trace=True`` keeps every sampled client's model after every local step in
+    ``History.trace`` (d numbers per client and step: for small models and client drift plots).
     """
     data = problem.data
     check_int("rounds", rounds)
@@ -141,6 +148,9 @@ def simulate(
         raise TypeError(f"algorithm={algorithm!r} needs init(x0, num_clients) and round(state, batch, oracle)")
     if resume and checkpoint is None:
         raise ValueError("resume=True needs checkpoint=<path>")
+    if trace and resume:
+        raise ValueError("trace=True with resume=True: a resumed run has no trace of the rounds before; "
+                         "run from the start to trace it")
 
     oracle = GradientOracle(problem.model, backend, data.device)
     config = {
@@ -148,7 +158,7 @@ def simulate(
         "local_steps": local_steps, "batch_size": batch_size, "seed": seed, "weighting": weighting,
         "num_clients": data.num_clients, "dim": problem.model.dim, "backend": oracle.backend,
     }
-    run = _Run(problem, algorithm, oracle, config, seed, x0, callback)
+    run = _Run(problem, algorithm, oracle, config, seed, x0, callback, trace)
     if resume and checkpoint is not None and Path(checkpoint).exists():
         run.load(Path(checkpoint))
     return run.loop(rounds, eval_every, weighting, progress, checkpoint, checkpoint_every)
@@ -198,10 +208,12 @@ def sample_round(
 class _Run:
     """The mutable state of one simulation: model state, random streams, rows so far."""
 
-    def __init__(self, problem: Problem, algorithm: Any, oracle: GradientOracle, config: dict,
-                 seed: int, x0: Tensor | None, callback: Callable[[int, State], None] | None) -> None:
+    def __init__(self, problem: Problem, algorithm: Algorithm, oracle: GradientOracle, config: dict,
+                 seed: int, x0: Tensor | None, callback: Callable[[int, State], None] | None,
+                 trace: bool = False) -> None:
         self.problem, self.algorithm, self.oracle, self.config = problem, algorithm, oracle, config
         self.callback = callback
+        self.trace: list[tuple[Tensor, Tensor]] | None = [] if trace else None
         data = problem.data
         self.sampler = torch.Generator().manual_seed(seed)
         self.batch_generator = torch.Generator(device=data.device).manual_seed(seed + 1)
@@ -232,17 +244,16 @@ class _Run:
             "round": self.round, "sampler": self.sampler.get_state(),
             "batch_generator": self.batch_generator.get_state(), "dropout_rng": self.dropout_rng,
         }
-        path.parent.mkdir(parents=True, exist_ok=True)
-        partial = path.with_name(path.name + ".partial")
-        torch.save(payload, partial)
-        os.replace(partial, path)  # atomic: a crash never leaves a half-written checkpoint
+        with atomic_path(path) as partial:  # a crash never leaves a half-written checkpoint
+            torch.save(payload, partial)
 
     def batch(self, weighting: str) -> RoundBatch:
         config = self.config
-        return sample_round(
+        batch = sample_round(
             self.problem.data, self.round, config["clients_per_round"], config["local_steps"],
             config["batch_size"], weighting, self.state["x"].dtype, self.sampler, self.batch_generator,
         )
+        return batch if self.trace is None else replace(batch, trace=[])
 
     def evaluate(self) -> dict[str, float]:
         data = self.problem.data
@@ -268,12 +279,13 @@ class _Run:
                     self.save(path)
         frame = pd.DataFrame(self.rows).set_index("round")
         return History(frame, getattr(self.algorithm, "name", type(self.algorithm).__name__),
-                       self.oracle.backend, self.state, self.diverged_round)
+                       self.oracle.backend, self.state, self.diverged_round, self.trace)
 
     def step(self, weighting: str, eval_every: int, rounds: int) -> dict[str, float]:
         started = time.perf_counter()
+        batch = self.batch(weighting)
         with self.problem.model.mode(training=True):
-            state, metrics = self.algorithm.round(self.state, self.batch(weighting), self.oracle)
+            state, metrics = self.algorithm.round(self.state, batch, self.oracle)
         row = {"round": self.round + 1, **metrics, "seconds": time.perf_counter() - started}
         if not (math.isfinite(metrics.get("train_loss", 0.0)) and bool(torch.isfinite(state["x"]).all())):
             self.diverged_round = self.round + 1  # state, round and checkpoint stay at the last finite round
@@ -286,6 +298,8 @@ class _Run:
             return row
         self.round += 1
         self.state = state
+        if self.trace is not None and batch.trace:
+            self.trace.append((batch.clients, torch.stack(batch.trace)))
         if self.round % eval_every == 0 or self.round == rounds:
             row.update(self.evaluate())
         self.rows.append(row)

@@ -1,8 +1,12 @@
 """Server optimizers on flat vectors, as ``(init, update)`` pairs (the optax shape).
 
-``state = opt.init(x)``; ``step, state = opt.update(delta, state)``; ``x = x + step``.
+``state = opt.init(x)``; ``step, state = opt.update(delta, state, **extras)``; ``x = x + step``.
 ``delta`` is the round's pseudo-gradient in the direction the clients moved,
-``Delta_t = sum_i w_i (x_i,K - x_t)``, so every rule *adds* its step (Reddi et al.,
+``Delta_t = sum_i w_i (x_i,K - x_t)``, so every rule *adds* its step.  ``extras`` is what
+else the round knows, the way optax passes extra arguments: ``x`` (the server model),
+``client_moves`` (``[S, d]``, each ``x_i,K - x_t``), ``client_losses`` (``[S]``), ``weights``
+(``[S]``), and whatever an algorithm adds (PAdaMFed: the round's sum of client gradients).
+A rule reads the ones it needs and ignores the rest; the rules here need none (Reddi et al.,
 *Adaptive Federated Optimization*, ICLR 2021, Algorithms 1-2):
 
     m_t = beta1 m_{t-1} + (1 - beta1) Delta_t                       m_{-1} = 0
@@ -33,10 +37,10 @@ SecondMoment = Callable[[Tensor, Tensor], Tensor]
 
 
 class ServerOptimizer(NamedTuple):
-    """``init(x) -> state``; ``update(delta, state) -> (step, state)``; the server adds ``step``."""
+    """``init(x) -> state``; ``update(delta, state, **extras) -> (step, state)``; the server adds ``step``."""
 
     init: Callable[[Tensor], State]
-    update: Callable[[Tensor, State], tuple[Tensor, State]]
+    update: Callable[..., tuple[Tensor, State]]
     name: str
 
 
@@ -47,7 +51,7 @@ def sgd(lr: float = 1.0) -> ServerOptimizer:
     def init(x: Tensor) -> State:
         return {}
 
-    def update(delta: Tensor, state: State) -> tuple[Tensor, State]:
+    def update(delta: Tensor, state: State, **extras: Tensor) -> tuple[Tensor, State]:
         return lr * delta, state
 
     return ServerOptimizer(init, update, f"sgd(lr={lr:g})")
@@ -61,7 +65,7 @@ def sgdm(lr: float = 1.0, beta: float = 0.9) -> ServerOptimizer:
     def init(x: Tensor) -> State:
         return {"m": torch.zeros_like(x)}
 
-    def update(delta: Tensor, state: State) -> tuple[Tensor, State]:
+    def update(delta: Tensor, state: State, **extras: Tensor) -> tuple[Tensor, State]:
         m = beta * state["m"] + delta
         return lr * m, {"m": m}
 
@@ -112,7 +116,7 @@ def _adaptive(
     def init(x: Tensor) -> State:
         return {"m": torch.zeros_like(x), "v": torch.full_like(x, v0), "t": torch.zeros((), dtype=torch.long)}
 
-    def update(delta: Tensor, state: State) -> tuple[Tensor, State]:
+    def update(delta: Tensor, state: State, **extras: Tensor) -> tuple[Tensor, State]:
         t = state["t"] + 1
         m = beta1 * state["m"] + (1 - beta1) * delta
         v = next_v(state["v"], delta * delta)
@@ -160,7 +164,7 @@ def amsgrad(lr: float = 0.01, beta1: float = 0.9, beta2: float = 0.99, eps: floa
     def init(x: Tensor) -> State:
         return {"m": torch.zeros_like(x), "v": torch.zeros_like(x), "v_hat": torch.full_like(x, eps)}
 
-    def update(delta: Tensor, state: State) -> tuple[Tensor, State]:
+    def update(delta: Tensor, state: State, **extras: Tensor) -> tuple[Tensor, State]:
         m = beta1 * state["m"] + (1 - beta1) * delta
         v = beta2 * state["v"] + (1 - beta2) * delta * delta
         v_hat = torch.maximum(state["v_hat"], v)

@@ -198,3 +198,72 @@ def test_exp_decay_schedule_reaches_clients(tiny_classification) -> None:
              tiny_classification)
     with pytest.raises(AssertionError):
         same_run(algorithms.fedavg(client_lr=schedule), algorithms.fedavg(client_lr=0.1), tiny_classification)
+
+
+def dropout_run(name: str, data, rounds: int, backend: str = "loop", **kwargs):
+    """A run of the table's algorithm on an MLP with dropout (so the masks' stream is part of the run)."""
+    problem = Problem(data, models.make("mlp", (8,), 3, hidden=(6,), dropout=0.3, seed=0))
+    return simulate(problem, algorithms.make(name, **ALGORITHMS[name]), rounds=rounds, clients_per_round=3,
+                    local_steps=3, batch_size=4, backend=backend, progress=False, **kwargs)
+
+
+@pytest.mark.parametrize("name", sorted(ALGORITHMS))
+def test_same_seed_gives_the_identical_history(name: str, tiny_classification) -> None:
+    first, second = dropout_run(name, tiny_classification, 3), dropout_run(name, tiny_classification, 3)
+    columns = ["train_loss", "test_loss", "test_accuracy"]
+    assert first.frame[columns].equals(second.frame[columns])
+    assert all(torch.equal(first.final_state[k], second.final_state[k]) for k in first.final_state
+               if isinstance(first.final_state[k], torch.Tensor))
+    other = dropout_run(name, tiny_classification, 3, seed=1)
+    assert not torch.equal(first.final_state["x"], other.final_state["x"])
+
+
+@pytest.mark.parametrize("name", sorted(ALGORITHMS))
+def test_checkpoint_round_trip_ends_identical(name: str, tiny_classification, tmp_path) -> None:
+    """Stopped after 2 rounds and resumed to 4, the run ends bit-identical to an uninterrupted one,
+    every piece of the algorithm's state included."""
+    path = tmp_path / f"{name}.pt"
+    full = dropout_run(name, tiny_classification, 4)
+    dropout_run(name, tiny_classification, 2, checkpoint=path, checkpoint_every=1)
+    resumed = dropout_run(name, tiny_classification, 4, checkpoint=path, resume=True)
+    flat = torch.utils._pytree.tree_leaves
+    for a, b in zip(flat(full.final_state), flat(resumed.final_state), strict=True):
+        assert torch.equal(a, b)
+    columns = ["train_loss", "test_loss", "test_accuracy"]
+    assert full.frame[columns].equals(resumed.frame[columns])
+
+
+@pytest.mark.parametrize("name", sorted(ALGORITHMS))
+def test_every_algorithm_fits_the_protocol(name: str) -> None:
+    algorithm = algorithms.make(name, **ALGORITHMS[name])
+    assert isinstance(algorithm.name, str) and callable(algorithm.init) and callable(algorithm.round)
+    with pytest.raises(AttributeError):
+        algorithm.name = "other"  # frozen: hyperparameters cannot change under a run
+
+
+def test_server_rule_sees_each_clients_move_loss_and_weight(tiny_classification) -> None:
+    """A server rule reading the extras: it gets x, the moves X_K - x (whose weighted mean is Delta),
+    the clients' mean losses (the round's train_loss is their weighted mean) and the weights."""
+    seen = {}
+
+    def update(delta, state, **extras):
+        seen.update(extras, delta=delta)
+        return delta, state
+
+    server = fedcore_server(update)
+    data, clients = tiny_classification, torch.tensor([4, 0, 2])
+    x0 = Problem(data, models.make("logistic_regression", (8,), 3)).x0()
+    state, metrics, batch, _ = run_round(algorithms.FedOpt(0.3, server), data, x0, clients)
+    torch.testing.assert_close(seen["x"], x0)
+    torch.testing.assert_close(batch.weights @ seen["client_moves"], seen["delta"])
+    torch.testing.assert_close(state["x"], x0 + seen["delta"])
+    assert seen["client_moves"].shape == (3, x0.numel()) and torch.equal(seen["weights"], batch.weights)
+    assert metrics["train_loss"] == pytest.approx(float(batch.weights @ seen["client_losses"]))
+    fedavg, _, _, _ = run_round(algorithms.fedavg(0.3), data, x0, clients)
+    torch.testing.assert_close(state["x"], fedavg["x"])  # server SGD at 1 adds Delta too
+
+
+def fedcore_server(update):
+    from fedcore.server_opt import ServerOptimizer
+
+    return ServerOptimizer(lambda x: {}, update, "recording")

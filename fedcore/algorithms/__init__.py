@@ -1,11 +1,14 @@
-"""Federated algorithms: one file per paper family, one shared round skeleton (``base``).
+"""Federated algorithms: one file per paper family, one shared round skeleton (``base``: the
+protocol and the server step; ``client``: the K-step loop and the client rules).
 
 ``make("fedadam", client_lr=0.1, server_lr=0.01)`` builds any of them by name.
 """
 
 from collections.abc import Callable
 
-from fedcore.algorithms.base import RoundBatch, constant, exp_decay, local_sgd, pseudo_gradient
+from fedcore.algorithms import client
+from fedcore.algorithms.base import Algorithm, RoundBatch, constant, exp_decay, server_step
+from fedcore.algorithms.client import ClientRule, local_steps
 from fedcore.algorithms.fafed import FAFED, fafed, stem, storm_momentum, storm_step_size
 from fedcore.algorithms.fedopt import (
     FedOpt,
@@ -16,12 +19,10 @@ from fedcore.algorithms.fedopt import (
     fedavgm,
     fedyogi,
 )
-from fedcore.algorithms.fedprox import FedProx, fedprox
+from fedcore.algorithms.fedprox import Proximal, fedprox
 from fedcore.algorithms.local_adaptive import LocalAdaptive, local_adaptive
-from fedcore.algorithms.scaffold import Scaffold, scaffold
+from fedcore.algorithms.scaffold import Scaffold, control_variates, refresh_control_variates, scaffold
 from fedcore.checks import check_choice
-
-Algorithm = FedOpt | FAFED | LocalAdaptive
 
 ALGORITHMS: dict[str, Callable[..., Algorithm]] = {
     "fedavg": fedavg,
@@ -46,18 +47,18 @@ def make(name: str, **hyperparameters) -> Algorithm:
 __all__ = [
     "ALGORITHMS",
     "FAFED",
-    "LocalAdaptive",
-    "fafed",
-    "local_adaptive",
-    "stem",
-    "storm_momentum",
-    "storm_step_size",
+    "Algorithm",
+    "ClientRule",
     "FedOpt",
-    "FedProx",
+    "LocalAdaptive",
+    "Proximal",
     "RoundBatch",
     "Scaffold",
+    "client",
     "constant",
+    "control_variates",
     "exp_decay",
+    "fafed",
     "fedadagrad",
     "fedadam",
     "fedams",
@@ -65,8 +66,13 @@ __all__ = [
     "fedavgm",
     "fedprox",
     "fedyogi",
-    "local_sgd",
+    "local_adaptive",
+    "local_steps",
     "make",
-    "pseudo_gradient",
+    "refresh_control_variates",
     "scaffold",
+    "server_step",
+    "stem",
+    "storm_momentum",
+    "storm_step_size",
 ]

@@ -1,21 +1,24 @@
 """The round skeleton every algorithm shares.
 
-An algorithm is a small frozen dataclass of hyperparameters with
+An algorithm (:class:`Algorithm`) is a small frozen dataclass of hyperparameters with
 
 - ``init(x0, num_clients) -> state``: a dict of tensors (checkpoints with ``torch.save``);
-- ``round(state, batch, oracle) -> (state, metrics)``: one communication round.
+- ``round(state, batch, oracle) -> (state, metrics)``: one communication round;
+- optionally ``eval_point(state) -> x``: the point the simulator evaluates (default ``state["x"]``).
 
 The simulator hands it a :class:`RoundBatch` (the sampled clients, their aggregation
 weights and their minibatches ``[S, K, B, ...]``) and the gradient oracle; algorithms
-never see data sets, models or the simulator.  The shared pieces live here:
-:func:`local_sgd` (K client steps on all S clients at once, as a matrix ``X [S, d]``),
-:func:`pseudo_gradient` and the client learning-rate schedules.
+never see data sets, models or the simulator.  The client side of a round is
+:func:`fedcore.algorithms.client.local_steps` with a client rule; the server side is a
+server optimizer fed by :func:`server_step`.  Here: the protocol, the batch, the
+client learning-rate schedules and the per-client-state helper :func:`with_rows`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
 
 import torch
 from torch import Tensor
@@ -23,10 +26,13 @@ from torch import Tensor
 from fedcore.checks import check_positive, check_range
 from fedcore.params import GradientOracle
 
+if TYPE_CHECKING:
+    from fedcore.algorithms.client import ClientRun
+    from fedcore.server_opt import ServerOptimizer
+
 State = dict[str, Tensor]
 Metrics = dict[str, float]
 Schedule = Callable[[int], float]
-Correction = Callable[[Tensor], Tensor]
 
 
 @dataclass(frozen=True)
@@ -120,31 +126,32 @@ def with_rows(matrix: Tensor, clients: Tensor, rows: Tensor) -> Tensor:
     return updated
 
 
-def local_sgd(
-    x: Tensor,
-    batch: RoundBatch,
-    oracle: GradientOracle,
-    lr: float,
-    correction: Correction | None = None,
-) -> tuple[Tensor, Tensor]:
-    """K steps of client SGD on all S clients from the server model ``x``.
-
-    ``X <- X - eta_l (G(X) + correction(X))`` for k = 1..K, where ``G`` are the
-    per-client minibatch gradients (FedProx's ``mu (X - x)`` and SCAFFOLD's
-    ``c - c_i`` enter as ``correction``).  Returns ``(X_K [S, d], mean loss [S])``.
-    """
-    X = x.expand(batch.clients.numel(), -1).clone()
-    losses = torch.zeros(X.shape[0], dtype=X.dtype, device=X.device)
-    for k in range(batch.local_steps):
-        loss, G = oracle(X, *batch.step(k))
-        if correction is not None:
-            G += correction(X)
-        X.add_(G, alpha=-lr)
-        losses += loss
-        batch.record(X)
-    return X, losses / batch.local_steps
+def server_step(
+    server: ServerOptimizer, server_state: State, x: Tensor, run: ClientRun, batch: RoundBatch,
+) -> tuple[Tensor, State]:
+    """``x_{t+1} = x_t + step``, the step from the server optimizer on the pseudo-gradient
+    ``Delta_t = sum_i w_i (x_i,K - x_t)`` (the weighted direction the clients moved).  The server
+    rule also sees ``x``, each client's move ``[S, d]``, their mean losses and their weights
+    (FedExP and FedLi-LU read them; the FedOpt rules ignore them).  Returns ``(x_{t+1}, state)``."""
+    moves = run.X - x
+    delta = batch.weights @ moves
+    step, server_state = server.update(
+        delta, server_state, x=x, client_moves=moves, client_losses=run.mean_loss, weights=batch.weights,
+    )
+    return x + step, server_state
 
 
-def pseudo_gradient(x: Tensor, X: Tensor, weights: Tensor) -> Tensor:
-    """``Delta_t = sum_i w_i (x_i,K - x_t)``: the weighted direction the clients moved."""
-    return weights @ (X - x)
+class Algorithm(Protocol):
+    """What :func:`fedcore.simulate` drives.  An algorithm may also define ``eval_point(state) -> x``,
+    the point to evaluate (FedExP evaluates the mean of its last two iterates); without it the
+    simulator evaluates ``state["x"]``."""
+
+    name: str
+
+    def init(self, x0: Tensor, num_clients: int) -> State:
+        """The state before the first round (tensors only: it checkpoints with ``torch.save``)."""
+        ...
+
+    def round(self, state: State, batch: RoundBatch, oracle: GradientOracle) -> tuple[State, Metrics]:
+        """One communication round: the new state and the round's metrics (``train_loss``)."""
+        ...

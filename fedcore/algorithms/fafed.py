@@ -31,7 +31,13 @@ last of which is the averaging step.  Choices the paper leaves open, and fedcore
   experiments use ("we choose the fixed step size for STEM and FAFED").
 - Means over clients use the simulator's weights (uniform in the paper; the FAFED
   splits give clients equal sizes, where the two agree).
-- Dropout draws new masks at the two points; the paper's models have no dropout.
+- The two gradients of a step (at ``x_t,i`` and ``x_t-1,i``) use the same dropout masks, as
+  they use the same minibatch; the paper's models have no dropout.
+
+The q - 1 moving steps are the shared client loop (:func:`fedcore.algorithms.client.local_steps`
+with the rule ``storm -> second moment -> eta_t -> A_t^-1``); the q-th step computes ``m`` and ``v``
+in the same loop without moving, and the averaging step (lines 10-12) stays on its own lines in
+:meth:`FAFED.round`, where the paper has it.
 
 No official code exists for FAFED: this is a reconstruction from the paper's text.
 """
@@ -44,6 +50,7 @@ import torch
 from torch import Tensor
 
 from fedcore.algorithms.base import Metrics, RoundBatch, Schedule, State, as_schedule, with_rows
+from fedcore.algorithms.client import chain, divide, local_steps, scale, storm, track_second_moment
 from fedcore.checks import check_positive, check_range
 from fedcore.params import GradientOracle
 
@@ -111,33 +118,26 @@ class FAFED:
     def round(self, state: State, batch: RoundBatch, oracle: GradientOracle) -> tuple[State, Metrics]:
         if int(state["t"]) == 0:
             state = self._initialize(state, batch, oracle)
-        w, t, A, S, q = batch.weights, int(state["t"]), state["A"], batch.clients.numel(), batch.local_steps
-        X = state["x"].expand(S, -1)  # never written in place
-        X_prev = state["x_prev"][batch.clients]
-        M, V = state["m"].expand(S, -1), state["v"].expand(S, -1)
-        losses = torch.zeros(S, dtype=X.dtype, device=X.device)
-        for k in range(q):
-            inputs, targets = batch.step(k)
-            loss, G = oracle(X, inputs, targets)
-            G_prev = oracle(X_prev, inputs, targets)[1]                   # same minibatch B_t,i
-            M = G + (1 - self.alpha_t(t)) * (M - G_prev)                   # eq. (3)
-            if self.adaptive:
-                V = self.beta * V + (1 - self.beta) * G.square()           # eq. (2)
-            losses += loss
-            if k < q - 1:                                                  # line 15, A_t = A_t-1
-                X_prev, X = X, X - self.eta(t) * M / A
-                batch.record(X)
-                t += 1
+        w, t0, S, q = batch.weights, int(state["t"]), batch.clients.numel(), batch.local_steps
+        m_0, v_0 = state["m"].expand(S, -1), state["v"].expand(S, -1)
+        moment = [track_second_moment(self.beta, v_0)] if self.adaptive else []
+        rule = chain(
+            storm(lambda k: self.alpha_t(t0 + k), m_0, state["x_prev"][batch.clients]),  # eq. (3), same B_t,i
+            *moment,                                                                       # eq. (2)
+            scale(lambda k: self.eta(t0 + k)), divide(state["A"]),                         # line 15, A_t = A_t-1
+        )
+        run = local_steps(state["x"], batch, oracle, rule, move_last=False)
+        (M, X), V = run.state[0], (run.state[1] if self.adaptive else v_0)
+        t = t0 + q - 1
         v_bar, m_bar = w @ V, w @ M                                        # lines 10-11
         A = self.preconditioner(v_bar)
         step = self.eta(t) * m_bar / A
-        batch.record(X - step)                                             # the clients' models, not yet averaged
-        x_bar = w @ X - step                                               # line 12
+        batch.record(run.X - step)                                         # the clients' models, not yet averaged
+        x_bar = w @ run.X - step                                           # line 12
         x_prev = with_rows(state["x_prev"], batch.clients, X)  # x_t,i before averaging: next round's x_t-1,i
         new_state = {**state, "x": x_bar, "m": m_bar, "v": v_bar, "A": A, "x_prev": x_prev,
                      "t": torch.tensor(t + 1)}
-        return new_state, {"train_loss": float(w @ losses) / q}
-
+        return new_state, {"train_loss": float(w @ run.loss_sum) / q}
 
 def fafed(lr: float | Schedule, alpha: float | Schedule = 0.1, beta: float = 0.9, rho: float = 0.01) -> FAFED:
     """FAFED (Wu et al., AAAI 2023, Alg. 2): STORM momentum, shared ``A = diag(sqrt(v_bar) + rho)``."""

@@ -10,28 +10,32 @@ pseudo-gradient and hands it to a server optimizer (:mod:`fedcore.server_opt`):
     FedAdagrad / FedAdam / FedYogi   x_{t+1} = x_t + eta m_t / (sqrt(v_t) + tau)   (Alg. 2)
     FedAMS      x_{t+1} = x_t + eta m_t / sqrt(max(v_hat_{t-1}, v_t))  (Wang et al., ICML 2022)
 
-The variants are one class with a different server optimizer, not subclasses.
+The variants are one class with a different server optimizer, not subclasses; FedProx
+(:mod:`fedcore.algorithms.fedprox`) is this class with a client ``correction``.  One round:
+
+    X <- x_t (S rows);  K times: X <- X - eta_l (G(X) + correction)     (client.local_steps)
+    x_{t+1} = x_t + server.update(Delta_t)                              (base.server_step)
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from torch import Tensor
 
 from fedcore import server_opt
-from fedcore.algorithms.base import (
-    Correction,
-    Metrics,
-    RoundBatch,
-    Schedule,
-    State,
-    as_schedule,
-    local_sgd,
-    pseudo_gradient,
-)
+from fedcore.algorithms.base import Metrics, RoundBatch, Schedule, State, as_schedule, server_step
+from fedcore.algorithms.client import ClientRule, chain, learning_rate, local_steps
 from fedcore.params import GradientOracle
 from fedcore.server_opt import ServerOptimizer
+
+
+class Correction(Protocol):
+    """A term added to each client's gradient, given the round's server model ``x``
+    (:class:`fedcore.algorithms.fedprox.Proximal`)."""
+
+    def rule(self, x: Tensor) -> ClientRule: ...
 
 
 @dataclass(frozen=True)
@@ -40,11 +44,13 @@ class FedOpt:
 
     ``client_lr`` is ``eta_l``: a float or a schedule ``t -> eta_l`` (e.g.
     :func:`fedcore.algorithms.base.exp_decay`).  ``server`` defaults to ``sgd(1.0)``: FedAvg.
+    ``correction`` (None: plain SGD) adds a term to the clients' gradients (FedProx).
     """
 
     client_lr: float | Schedule
     server: ServerOptimizer = field(default_factory=server_opt.sgd)
     name: str = "FedOpt"
+    correction: Correction | None = None
 
     def __post_init__(self) -> None:
         as_schedule("client_lr", self.client_lr)
@@ -55,17 +61,12 @@ class FedOpt:
     def init(self, x0: Tensor, num_clients: int) -> State:
         return {"x": x0.detach().clone(), "server": self.server.init(x0)}
 
-    def client_correction(self, state: State, batch: RoundBatch) -> Correction | None:
-        """What is added to each client's gradient (nothing for FedOpt)."""
-        return None
-
     def round(self, state: State, batch: RoundBatch, oracle: GradientOracle) -> tuple[State, Metrics]:
         x = state["x"]
-        correction = self.client_correction(state, batch)
-        X, losses = local_sgd(x, batch, oracle, self.eta_l(batch.t), correction)
-        delta = pseudo_gradient(x, X, batch.weights)
-        step, server = self.server.update(delta, state["server"])
-        return {**state, "x": x + step, "server": server}, {"train_loss": float(batch.weights @ losses)}
+        correction = [self.correction.rule(x)] if self.correction is not None else []
+        run = local_steps(x, batch, oracle, chain(*correction, learning_rate(self.eta_l(batch.t))))
+        x_next, server = server_step(self.server, state["server"], x, run, batch)
+        return {**state, "x": x_next, "server": server}, {"train_loss": float(batch.weights @ run.mean_loss)}
 
 
 def fedavg(client_lr: float | Schedule, server_lr: float = 1.0) -> FedOpt:

@@ -27,6 +27,7 @@ import torch
 from torch import Tensor
 
 from fedcore.algorithms.base import Metrics, RoundBatch, State, with_rows
+from fedcore.algorithms.client import chain, local_steps, scale, scale_by_rms
 from fedcore.checks import check_positive, check_range
 from fedcore.params import GradientOracle
 
@@ -47,18 +48,11 @@ class LocalAdaptive:
         return {"x": x0.detach().clone(), "v": torch.zeros(num_clients, x0.numel(), dtype=x0.dtype, device=x0.device)}
 
     def round(self, state: State, batch: RoundBatch, oracle: GradientOracle) -> tuple[State, Metrics]:
-        X = state["x"].expand(batch.clients.numel(), -1)  # never written in place
-        V = state["v"][batch.clients]
-        losses = torch.zeros(X.shape[0], dtype=X.dtype, device=X.device)
-        for k in range(batch.local_steps):
-            loss, G = oracle(X, *batch.step(k))
-            V = self.beta * V + (1 - self.beta) * G.square()              # line 6
-            X = X - self.lr * torch.where(V > 0, G / V.sqrt(), 0.0)      # lines 8/10
-            losses += loss
-            batch.record(X)
-        metrics = {"train_loss": float(batch.weights @ losses) / batch.local_steps}
-        return {**state, "x": batch.weights @ X, "v": with_rows(state["v"], batch.clients, V)}, metrics
-
+        rule = chain(scale_by_rms(self.beta, state["v"][batch.clients]), scale(self.lr))  # lines 6, 8/10
+        run = local_steps(state["x"], batch, oracle, rule)
+        (V, _) = run.state
+        metrics = {"train_loss": float(batch.weights @ run.loss_sum) / batch.local_steps}
+        return {**state, "x": batch.weights @ run.X, "v": with_rows(state["v"], batch.clients, V)}, metrics
 
 def local_adaptive(lr: float, beta: float = 0.5) -> LocalAdaptive:
     """Naive local-adaptive FedAvg (Wu et al., Algorithm 1), which can diverge (their Theorem 1)."""

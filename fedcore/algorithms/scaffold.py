@@ -14,48 +14,61 @@ With ``c = c_i = 0`` the first round is exactly FedAvg's.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 from torch import Tensor
 
 from fedcore import server_opt
-from fedcore.algorithms.base import Metrics, RoundBatch, Schedule, State, local_sgd, pseudo_gradient, with_rows
-from fedcore.algorithms.fedopt import FedOpt
+from fedcore.algorithms.base import Metrics, RoundBatch, Schedule, State, as_schedule, server_step, with_rows
+from fedcore.algorithms.client import add, chain, learning_rate, local_steps
 from fedcore.checks import check_choice
 from fedcore.params import GradientOracle
+from fedcore.server_opt import ServerOptimizer
+
+
+def control_variates(x0: Tensor, num_clients: int) -> State:
+    """``c = 0`` (server) and ``c_i = 0`` (one row per client, ``[N, d]``)."""
+    return {"c": torch.zeros_like(x0), "c_i": x0.new_zeros(num_clients, x0.numel())}
+
+
+def refresh_control_variates(state: State, clients: Tensor, c_i_new: Tensor) -> State:
+    """``c <- c + (1/N) sum_{i in S} (c_i+ - c_i)`` and the sampled rows ``c_i <- c_i+``
+    (SCAFFOLD; PAdaMFed and SCAFFOLD-M keep the same bookkeeping)."""
+    c_i_old = state["c_i"][clients]
+    num_clients = state["c_i"].shape[0]
+    c = state["c"] + (c_i_new - c_i_old).sum(0) / num_clients  # (S/N) mean_i (c_i+ - c_i)
+    return {"c": c, "c_i": with_rows(state["c_i"], clients, c_i_new)}
 
 
 @dataclass(frozen=True)
-class Scaffold(FedOpt):
-    """SCAFFOLD with control variates ``c`` (server) and ``c_i`` (one row per client)."""
+class Scaffold:
+    """SCAFFOLD with control variates ``c`` (server) and ``c_i`` (one row per client);
+    ``client_lr`` is ``eta_l`` (a float or a schedule), ``server`` steps on ``Delta_t`` (``eta_g``)."""
 
+    client_lr: float | Schedule
+    server: ServerOptimizer = field(default_factory=server_opt.sgd)
+    name: str = "SCAFFOLD"
     option: str = "II"
 
     def __post_init__(self) -> None:
-        super().__post_init__()
+        as_schedule("client_lr", self.client_lr)
         check_choice("option", self.option, ("I", "II"))
 
     def init(self, x0: Tensor, num_clients: int) -> State:
-        state = super().init(x0, num_clients)
-        state["c"] = torch.zeros_like(state["x"])
-        state["c_i"] = torch.zeros(num_clients, x0.numel(), dtype=x0.dtype, device=x0.device)
-        return state
+        return {"x": x0.detach().clone(), "server": self.server.init(x0), **control_variates(x0, num_clients)}
 
     def round(self, state: State, batch: RoundBatch, oracle: GradientOracle) -> tuple[State, Metrics]:
         x, c, c_i = state["x"], state["c"], state["c_i"][batch.clients]
-        eta_l, K = self.eta_l(batch.t), batch.local_steps
-        drift = c - c_i
-        Y, losses = local_sgd(x, batch, oracle, eta_l, lambda Y: drift)
+        eta_l, K = as_schedule("client_lr", self.client_lr)(batch.t), batch.local_steps
+        run = local_steps(x, batch, oracle, chain(add(c - c_i), learning_rate(eta_l)))  # y -= eta_l (g - c_i + c)
         if self.option == "II":
-            c_i_new = c_i - c + (x - Y) / (K * eta_l)
+            c_i_new = c_i - c + (x - run.X) / (K * eta_l)
         else:
             c_i_new = self._full_gradient(x, batch, oracle)
-        step, server = self.server.update(pseudo_gradient(x, Y, batch.weights), state["server"])
-        c_new = c + (c_i_new - c_i).sum(0) / batch.num_clients  # (S/N) mean_i (c_i+ - c_i)
-        c_all = with_rows(state["c_i"], batch.clients, c_i_new)
-        new_state = {**state, "x": x + step, "server": server, "c": c_new, "c_i": c_all}
-        return new_state, {"train_loss": float(batch.weights @ losses)}
+        x_next, server = server_step(self.server, state["server"], x, run, batch)
+        new_state = {**state, "x": x_next, "server": server, **refresh_control_variates(state, batch.clients, c_i_new)}
+        return new_state, {"train_loss": float(batch.weights @ run.mean_loss)}
 
     @staticmethod
     def _full_gradient(x: Tensor, batch: RoundBatch, oracle: GradientOracle) -> Tensor:

@@ -1,0 +1,311 @@
+"""The client side of a round, written once: K local steps on all S clients, and the client rules
+that say what differs between families.
+
+:func:`local_steps` runs, on the matrix ``X [S, d]`` of the sampled clients' models,
+
+    for k = 1..K:
+        loss_k, G_k = oracle(X, minibatch_k)          # [S], [S, d]
+        (D, eta), state = rule.update((G_k, 1), state, step_k)
+        X <- X - eta D                                # eta: one step size, or one per client [S]
+
+and returns the final models, the clients' losses and the rule's final state.  A *client rule*
+is a pair of small functions in the shape optax gives its transforms:
+
+    state = rule.init(X_0)                            # per-client state, tensors [S, ...]
+    (D, eta), state = rule.update((D, eta), state, step)
+
+Rules compose with :func:`chain`, each transforming the direction the previous one produced:
+
+=============================  ==========================================================  =======================
+rule                           update                                                      used by
+=============================  ==========================================================  =======================
+:func:`learning_rate` (eta)    ``eta <- eta * eta_l``                                      every SGD client
+:func:`add` (term)             ``D <- D + term``                                           FedProx, SCAFFOLD
+:func:`momentum` (beta)        ``D <- beta D + (1 - beta) D_prev``                         SCAFFOLD-M, PAdaMFed
+:func:`normalize`              ``D <- D / ||D||`` per client                               PAdaMFed
+:func:`storm` (alpha)          ``m <- D + (1 - alpha)(m - G(x_prev; same minibatch))``     STEM, FAFED, *-VR
+:func:`track_second_moment`    ``v <- beta v + (1 - beta) G^2`` (D unchanged)              FAFED
+:func:`scale_by_rms` (beta)    the same ``v``, ``D <- D / sqrt(v)``                        Wu et al.'s Alg. 1
+:func:`scale`, :func:`divide`  ``D <- s D``, ``D <- D / A``                                FAFED
+:func:`accumulate_gradients`   ``sum <- sum + G`` (D unchanged)                            PAdaMFed's ``c_i``
+:func:`armijo` (c, backtrack)  per client, the largest ``eta`` with sufficient decrease     FedLi-LS
+=============================  ==========================================================  =======================
+
+A rule sees the step (:class:`Step`): the clients' models and gradients, the minibatch, and two
+probes that evaluate another point on the **same minibatch with the same dropout masks**
+(:meth:`Step.gradient_at` for STORM, :meth:`Step.losses_at` for a line search).  ``Step.X`` and
+``Step.G`` are the loop's own buffers, overwritten by the next step: a rule copies what it keeps.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+import torch
+from torch import Tensor
+
+from fedcore.algorithms.base import RoundBatch
+from fedcore.checks import check_int, check_positive, check_range
+from fedcore.params import GradientOracle, RandomState
+
+RuleState = Any  # a tensor, a tuple of tensors, or () for a rule without state
+PerStep = float | Callable[[int], float]  # a constant, or a function of the local step k
+
+
+class Update(NamedTuple):
+    """The move of one local step: ``X <- X - step_size * direction``."""
+
+    direction: Tensor  # [S, d]
+    step_size: float | Tensor  # one for all clients, or one per client [S]
+
+
+class ClientRule(NamedTuple):
+    """``init(X_0 [S, d]) -> state``; ``update(update, state, step) -> (update, state)``."""
+
+    init: Callable[[Tensor], RuleState]
+    update: Callable[[Update, RuleState, Step], tuple[Update, RuleState]]
+
+
+@dataclass
+class Step:
+    """What a client rule sees at local step ``k``: the models ``X [S, d]`` before the step, their
+    minibatch losses ``loss [S]`` and gradients ``G [S, d]``, and the minibatch itself."""
+
+    k: int
+    X: Tensor
+    G: Tensor
+    loss: Tensor
+    inputs: Tensor
+    targets: Tensor
+    oracle: GradientOracle = field(repr=False)
+    random_state: RandomState = field(repr=False)
+    _buffer: list[Tensor] = field(default_factory=list, repr=False)
+
+    def gradient_at(self, Y: Tensor) -> Tensor:
+        """``grad F(Y_i; same minibatch)`` per client, with the dropout masks ``G`` was computed with.
+        The result lives in a buffer that the next call overwrites."""
+        if not self._buffer:
+            self._buffer.append(torch.empty_like(self.G))
+        with self.oracle.replaying(self.random_state):
+            return self.oracle(Y, self.inputs, self.targets, out=self._buffer[0])[1]
+
+    def losses_at(self, Y: Tensor) -> Tensor:
+        """``F(Y_i; same minibatch)`` per client ``[S]``, with the same dropout masks, no gradient."""
+        with self.oracle.replaying(self.random_state):
+            return self.oracle.losses(Y, self.inputs, self.targets)
+
+
+@dataclass
+class ClientRun:
+    """The result of :func:`local_steps`: final models ``X [S, d]``, the sum over the K steps of
+    each client's minibatch loss ``loss_sum [S]``, and the rule's final state."""
+
+    X: Tensor
+    loss_sum: Tensor
+    state: RuleState
+    steps: int
+
+    @property
+    def mean_loss(self) -> Tensor:
+        """Each client's mean minibatch loss over its local steps ``[S]``."""
+        return self.loss_sum / self.steps
+
+
+def local_steps(
+    x: Tensor, batch: RoundBatch, oracle: GradientOracle, rule: ClientRule, *, move_last: bool = True
+) -> ClientRun:
+    """K local steps of ``rule`` on all S sampled clients, each starting from the server model ``x``.
+
+    ``X <- X - eta D`` with ``(D, eta)`` from ``rule`` (a single ``eta`` is applied in one fused pass,
+    ``X.add_(D, alpha=-eta)``; per-client ``eta [S]`` row by row).  The oracle writes every step's
+    gradients into one buffer the loop owns.  Each move is recorded (``batch.record``) for drift
+    plots.  ``move_last=False`` computes the last step's update (and so the rule's state) without
+    moving: FAFED's averaging step takes its place.
+    """
+    S, K = batch.clients.numel(), batch.local_steps
+    X = x.expand(S, -1).clone()
+    G = torch.empty_like(X)
+    state = rule.init(X)
+    loss_sum = torch.zeros(S, dtype=X.dtype, device=X.device)
+    for k in range(K):
+        inputs, targets = batch.step(k)
+        random_state = oracle.random_state()
+        loss, _ = oracle(X, inputs, targets, out=G)
+        step = Step(k, X, G, loss, inputs, targets, oracle, random_state)
+        update, state = rule.update(Update(G, 1.0), state, step)
+        loss_sum += loss
+        if k < K - 1 or move_last:
+            apply(X, update)
+            batch.record(X)
+    return ClientRun(X, loss_sum, state, K)
+
+
+def apply(X: Tensor, update: Update) -> None:
+    """``X <- X - eta D`` in place."""
+    direction, eta = update
+    if isinstance(eta, Tensor):
+        X.sub_(eta.unsqueeze(1) * direction)
+    else:
+        X.add_(direction, alpha=-eta)
+
+
+def _at(value: PerStep, k: int) -> float:
+    return value(k) if callable(value) else value
+
+
+def _stateless(transform: Callable[[Update, Step], Update]) -> ClientRule:
+    return ClientRule(lambda X: (), lambda update, state, step: (transform(update, step), state))
+
+
+def chain(*rules: ClientRule) -> ClientRule:
+    """Apply ``rules`` in order; the state is the tuple of their states."""
+
+    def init(X: Tensor) -> tuple:
+        return tuple(rule.init(X) for rule in rules)
+
+    def update(u: Update, states: tuple, step: Step) -> tuple[Update, tuple]:
+        new_states = []
+        for rule, state in zip(rules, states):
+            u, state = rule.update(u, state, step)
+            new_states.append(state)
+        return u, tuple(new_states)
+
+    return ClientRule(init, update)
+
+
+def learning_rate(eta: PerStep) -> ClientRule:
+    """Multiply the step size by ``eta`` (a float, or a function of the local step k)."""
+    return _stateless(lambda u, step: Update(u.direction, u.step_size * _at(eta, step.k)))
+
+
+def scale(factor: PerStep) -> ClientRule:
+    """``D <- factor D`` (a float, or a function of the local step k)."""
+    return _stateless(lambda u, step: Update(_at(factor, step.k) * u.direction, u.step_size))
+
+
+def divide(A: Tensor) -> ClientRule:
+    """``D <- D / A``: a diagonal preconditioner ``A [d]`` (or ``[S, d]``)."""
+    return _stateless(lambda u, step: Update(u.direction / A, u.step_size))
+
+
+def add(term: Tensor | Callable[[Step], Tensor]) -> ClientRule:
+    """``D <- D + term``: a fixed correction (SCAFFOLD's ``c - c_i``) or one computed from the step
+    (FedProx's ``mu (X - x)``)."""
+    return _stateless(lambda u, step: Update(u.direction + (term(step) if callable(term) else term), u.step_size))
+
+
+def normalize() -> ClientRule:
+    """``D_i <- D_i / ||D_i||`` per client (a zero direction stays zero): PAdaMFed's normalized step."""
+
+    def transform(u: Update, step: Step) -> Update:
+        norms = u.direction.norm(dim=1, keepdim=True)
+        return Update(torch.where(norms > 0, u.direction / norms, 0.0), u.step_size)
+
+    return _stateless(transform)
+
+
+def momentum(beta: float, initial: Tensor) -> ClientRule:
+    """``D_k <- beta D + (1 - beta) D_{k-1}`` with ``D_0 = initial`` (``[S, d]`` or ``[d]``); the state
+    is the last direction (SCAFFOLD-M, PAdaMFed: ``g <- beta (grad - c_i + c) + (1 - beta) g``)."""
+    check_range("beta", beta, 0, 1)
+
+    def update(u: Update, previous: Tensor, step: Step) -> tuple[Update, Tensor]:
+        direction = beta * u.direction + (1 - beta) * previous
+        return Update(direction, u.step_size), direction
+
+    return ClientRule(lambda X: initial, update)
+
+
+def storm(alpha: PerStep, initial: Tensor, previous_points: Tensor) -> ClientRule:
+    """STORM (Cutkosky & Orabona 2019), as STEM and FAFED use it (Wu et al., eq. 3):
+
+        m_k = D_k + (1 - alpha_k) (m_{k-1} - grad F(x_{k-1}; xi_k))
+
+    where ``D_k`` is the incoming direction (the gradient at ``x_k`` on minibatch ``xi_k``, plus any
+    correction added before) and the second gradient is on the **same** minibatch with the same
+    dropout masks at each client's previous point.  ``initial`` is ``m_0``, ``previous_points [S, d]``
+    the clients' previous points at the first step.  State ``(m, x_prev)``; after the last step
+    ``x_prev`` is the last point evaluated.
+    """
+
+    def init(X: Tensor) -> tuple[Tensor, Tensor]:
+        return initial, previous_points.clone()
+
+    def update(u: Update, state: tuple[Tensor, Tensor], step: Step) -> tuple[Update, tuple[Tensor, Tensor]]:
+        m, x_prev = state
+        m = u.direction + (1 - _at(alpha, step.k)) * (m - step.gradient_at(x_prev))
+        x_prev.copy_(step.X)
+        return Update(m, u.step_size), (m, x_prev)
+
+    return ClientRule(init, update)
+
+
+def _second_moment(beta: float, v: Tensor, G: Tensor) -> Tensor:
+    return beta * v + (1 - beta) * G.square()
+
+
+def track_second_moment(beta: float, initial: Tensor) -> ClientRule:
+    """``v_k = beta v_{k-1} + (1 - beta) G_k^2`` in the state, the direction unchanged (FAFED eq. 2)."""
+    check_range("beta", beta, 0, 1)
+    return ClientRule(lambda X: initial, lambda u, v, step: (u, _second_moment(beta, v, step.G)))
+
+
+def scale_by_rms(beta: float, initial: Tensor) -> ClientRule:
+    """``v_k = beta v_{k-1} + (1 - beta) G_k^2``, ``D <- D / sqrt(v_k)`` (0 where ``v = 0``): each client
+    its own Adam-style scaling without momentum (Wu et al., Algorithm 1)."""
+    check_range("beta", beta, 0, 1)
+
+    def update(u: Update, v: Tensor, step: Step) -> tuple[Update, Tensor]:
+        v = _second_moment(beta, v, step.G)
+        return Update(torch.where(v > 0, u.direction / v.sqrt(), 0.0), u.step_size), v
+
+    return ClientRule(lambda X: initial, update)
+
+
+def accumulate_gradients() -> ClientRule:
+    """``sum <- sum + G_k`` in the state, the direction unchanged (PAdaMFed's ``c_i`` is ``sum / K``)."""
+
+    def update(u: Update, total: Tensor, step: Step) -> tuple[Update, Tensor]:
+        return u, total + step.G
+
+    return ClientRule(torch.zeros_like, update)
+
+
+def armijo(
+    c: float = 0.1, backtrack: float = 0.9, eta_max: float = 1.0, growth: float = 1.0,
+    initial: Tensor | None = None, max_backtracks: int = 100,
+) -> ClientRule:
+    """The stochastic Armijo line search (Vaswani et al., NeurIPS 2019), each client its own step:
+    from ``eta = min(eta_max, growth * eta_prev)`` shrink ``eta <- backtrack * eta`` until
+
+        F(X_i - eta_i D_i; xi) <= F(X_i; xi) - c eta_i <G_i, D_i>
+
+    on the same minibatch with the same dropout masks; a client that satisfies it stops backtracking.
+    The step size it sets is ``eta [S]`` (it replaces the incoming one); the state is the last ``eta``
+    (each client's last step size, which FedLi reports).  ``initial`` is ``eta_prev`` at the first step
+    (``eta_max`` when None); ``growth = gamma^(b/n)`` is Vaswani's "reset" heuristic, 1 keeps it.
+    """
+    check_range("c", c, 0, 1, low_closed=False, high_closed=False)
+    check_range("backtrack", backtrack, 0, 1, low_closed=False, high_closed=False)
+    check_positive("eta_max", eta_max)
+    check_positive("growth", growth)
+    check_int("max_backtracks", max_backtracks)
+
+    def init(X: Tensor) -> Tensor:
+        return torch.full((X.shape[0],), eta_max, dtype=X.dtype, device=X.device) if initial is None else initial
+
+    def update(u: Update, eta_prev: Tensor, step: Step) -> tuple[Update, Tensor]:
+        D = u.direction
+        eta = (growth * eta_prev).clamp(max=eta_max)
+        decrease = c * (step.G * D).sum(dim=1)  # c <G, D>; c ||G||^2 for D = G
+        done = torch.zeros_like(eta, dtype=torch.bool)
+        for _ in range(max_backtracks):
+            done |= step.losses_at(step.X - eta.unsqueeze(1) * D) <= step.loss - eta * decrease
+            if bool(done.all()):
+                break
+            eta = torch.where(done, eta, backtrack * eta)
+        return Update(D, eta), eta
+
+    return ClientRule(init, update)
