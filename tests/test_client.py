@@ -210,24 +210,33 @@ def test_armijo_finds_each_clients_largest_backtracked_step() -> None:
     assert etas[1][0] != etas[1][1] and bool((etas[1] < eta_max).all())
 
 
-def test_armijo_holds_on_a_dropout_model_with_the_same_masks() -> None:
-    """With the probes on the same masks the accepted step really satisfies the condition it checked:
-    the loss at the new point, replayed, is below the Armijo bound for every client."""
+def test_armijo_probes_a_dropout_model_with_the_masks_of_its_gradient() -> None:
+    """On a model with dropout the search's probes reuse the masks the gradient was computed with: each
+    client's step equals a hand search in which every probe replays the step's random state, and the
+    accepted step satisfies the Armijo condition under those masks."""
     data = blobs()
     problem = Problem(data, models.make("mlp", (8,), 3, hidden=(16,), dropout=0.5, seed=0))
     oracle = GradientOracle(problem.model, "vmap")
     clients = torch.tensor([0, 3, 5])
     inputs, targets = data.sample_batches(clients, 1, 6, torch.Generator().manual_seed(0))
     batch = RoundBatch.of(0, clients, torch.full((3,), 1 / 3), inputs, targets, data.num_clients)
-    x = problem.x0()
+    x, c, backtrack, eta_max = problem.x0(), 0.1, 0.5, 10.0
     problem.model.module.train()
     torch.manual_seed(3)
     state = oracle.random_state()
-    run = local_steps(x, batch, oracle, client.armijo(c=0.1, backtrack=0.5, eta_max=10.0))
+    run = local_steps(x, batch, oracle, client.armijo(c=c, backtrack=backtrack, eta_max=eta_max))
+    X = x.expand(3, -1)
     with oracle.replaying(state):
-        loss, G = oracle(x.expand(3, -1), inputs[:, 0], targets[:, 0])
-    with oracle.replaying(state):
-        after = oracle.losses(run.X, inputs[:, 0], targets[:, 0])
-    eta = run.state
-    assert bool((after <= loss - 0.1 * eta * G.square().sum(1)).all())
-    assert bool((eta < 10.0).any())  # the search backtracked
+        loss, G = oracle(X, inputs[:, 0], targets[:, 0])
+    expected = []
+    for i in range(3):
+        eta = eta_max
+        while True:
+            with oracle.replaying(state):
+                probe = oracle.losses(X - eta * G, inputs[:, 0], targets[:, 0])[i]
+            if probe <= loss[i] - c * eta * G[i].square().sum():
+                break
+            eta *= backtrack
+        expected.append(eta)
+    torch.testing.assert_close(run.state, torch.tensor(expected), rtol=0, atol=0)
+    assert min(expected) < eta_max  # the search backtracked
