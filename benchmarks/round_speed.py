@@ -14,23 +14,38 @@ on Fashion-MNIST split iid over S clients (all of them take part in every round)
   K = 10.  Its ``BatchableLSTM`` runs the fused LSTM kernel outside vmap (the loop
   variants) and an unrolled recurrence under it (``fedcore-vmap``).  Not run by default.
 
-Variants, all doing the same arithmetic (same model and initial weights, K, B, S,
-client lr 0.05, cross-entropy, dropout ON in all of them: train mode, as in training):
+Variants, all doing the same arithmetic on the same minibatches (same model and initial
+weights, K, B, S, client lr 0.05, cross-entropy, dropout ON in all of them: train mode, as
+in training).  Every variant draws its round as ``simulate`` does: the clients with a CPU
+generator seeded 0, the rows ``[S, K, B]`` of their minibatches in the resident tensors
+with ``FederatedData.sample_indices`` and a generator seeded 1 on the data's device (each
+client walks through a fresh permutation of its samples), so round r of every variant
+steps on the same minibatches, and the time of every variant includes drawing them:
 
 - ``fedcore-loop`` / ``fedcore-vmap``: a real fedcore round, ``fedavg(0.05).round(state,
   batch, oracle)``, with the ``RoundBatch`` formed by ``fedcore.run.sample_round`` as in
-  ``simulate`` (client permutation, weights, the rows of the minibatches; each step's
-  minibatch is gathered inside the round): the time includes forming the batch (its
-  share is printed as ``batch``);
+  ``simulate`` (client permutation, weights, ``sample_indices``; each step's minibatch is
+  gathered inside the round): the time includes forming the batch (its share is printed
+  as ``batch``);
 - ``minimal``: a hand-written sequential loop: one nn.Module reused, its parameters loaded
-  from the flat global vector for each client, minibatches indexed directly from the
-  resident tensors, SGD by hand (``torch._foreach_add_``), weighted average of flat vectors;
+  from the flat global vector for each client, each step's B rows (from ``sample_indices``)
+  gathered from the resident tensors, SGD by hand (``torch._foreach_add_``), weighted
+  average of flat vectors;
 - ``conventional``: how typical research code does it: per client ``copy.deepcopy`` of the
-  global model, a ``DataLoader`` (shuffle, batch B) over the client's ``Subset`` of a
-  ``TensorDataset``, a ``torch.optim.SGD``, then ``state_dict`` averaging;
+  global model, a ``DataLoader`` (batch B) over the client's ``Subset`` of a
+  ``TensorDataset``, a ``torch.optim.SGD``, then ``state_dict`` averaging.  What typical
+  code pays is all still there (deepcopy, optimizer set-up, per-sample ``__getitem__`` and
+  collation in the DataLoader, state_dict arithmetic); only the choice of the minibatches
+  is now shared: instead of ``shuffle=True`` the DataLoader's sampler is the client's K*B
+  positions from ``sample_indices``, in order, so it yields exactly the other variants'
+  minibatches;
 - ``floor``: one model stepping the concatenated batch of all clients (S*B samples) K
-  times, with the same per-step gather of S*B rows: what the round would cost if the
-  clients' models did not differ.
+  times, with the same per-step gather of S*B rows (``sample_indices``' rows, step k of
+  every client): what the round would cost if the clients' models did not differ.  No
+  per-client Python work: the draw and the gathers are tensor operations.
+
+Before the timing, a cheap check (one round of K = 2, and K = 1 for the floor) that the
+variants really see the same minibatches: see ``check_same_minibatches``.
 
 Each variant is warmed up once (one round with K = 1: same shapes), then the variants
 are timed round-robin, the order rotated every repeat, so that load from other
@@ -48,7 +63,7 @@ from __future__ import annotations
 
 import argparse
 import copy
-import itertools
+import dataclasses
 import json
 import os
 import platform
@@ -130,7 +145,9 @@ class Context:
     data: FederatedData
     workload: Workload
     device: torch.device
-    seed: int = 0
+    seed: int = 0  # the model's initial weights
+    sample_seed: int = 0  # the round's draws, as simulate(seed=...): clients seed, minibatches seed + 1
+    train: bool = True  # dropout on (train mode); the minibatch check turns it off
     extra: dict[str, list[float]] = field(default_factory=dict)
 
     @property
@@ -138,22 +155,29 @@ class Context:
         return self.workload.batch_size
 
     def model(self) -> nn.Module:
-        """The workload's model, same initial weights every time, in train mode."""
+        """The workload's model, same initial weights every time, in train mode (or eval for the check)."""
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(self.seed)
-            return self.workload.model().to(self.device).train()
+            return self.workload.model().to(self.device).train(self.train)
 
-    def clients(self, generator: torch.Generator) -> tuple[list[int], Tensor]:
-        """The round's S clients (all of them, in a random order) and weights n_i / sum n_j."""
-        clients = torch.randperm(self.data.num_clients, generator=generator)[: self.workload.clients]
-        sizes = self.data.sizes[clients.to(self.device)].float()
-        return clients.tolist(), sizes / sizes.sum()
+    def generators(self) -> tuple[torch.Generator, torch.Generator]:
+        """The clients' sampler (CPU) and the minibatches' generator (data's device), seeded as in simulate."""
+        sampler = torch.Generator().manual_seed(self.sample_seed)
+        return sampler, torch.Generator(device=self.device).manual_seed(self.sample_seed + 1)
 
-    def permutation(self, client: int, count: int, generator: torch.Generator) -> Tensor:
-        """``count`` row indices of ``client`` drawn without replacement (cycling when it has fewer)."""
-        start, size = int(self.data.offsets[client]), int(self.data.sizes[client])
-        perm = torch.randperm(size, generator=generator).repeat(-(-count // size))[:count]
-        return start + perm.to(self.device)
+    def draw(self, sampler: torch.Generator, generator: torch.Generator, steps: int) -> tuple[Tensor, Tensor, Tensor]:
+        """The round's S clients ``[S]`` (all of them, in a random order), weights n_i / sum n_j ``[S]`` and
+        the rows ``[S, K, B]`` of their minibatches: what ``fedcore.run.sample_round`` draws, tensor ops only."""
+        clients = torch.randperm(self.data.num_clients, generator=sampler)[: self.workload.clients].to(self.device)
+        sizes = self.data.sizes[clients].float()
+        rows = self.data.sample_indices(clients, steps, self.batch, generator)
+        return clients, sizes / sizes.sum(), rows
+
+
+@dataclass(frozen=True)
+class Variant:
+    round: Callable[[int], None]  # one round of `steps` local steps
+    x: Callable[[], Tensor]  # the global model after the last round, flat (for the minibatch check)
 
 
 def _load() -> str:
@@ -165,14 +189,17 @@ def _sync(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
-def fedcore_variant(ctx: Context, backend: str) -> Callable[[int], None]:
+def _flat(module: nn.Module) -> Tensor:
+    return torch.cat([p.detach().reshape(-1) for p in module.parameters()])
+
+
+def fedcore_variant(ctx: Context, backend: str) -> Variant:
     data, S = ctx.data, ctx.workload.clients
     problem = Problem(data, ctx.model())
     algorithm = fedavg(client_lr=LR)
     oracle = GradientOracle(problem.model, backend, ctx.device)
     state = algorithm.init(problem.x0(), data.num_clients)
-    sampler = torch.Generator().manual_seed(ctx.seed)
-    batch_generator = torch.Generator(device=ctx.device).manual_seed(ctx.seed + 1)
+    sampler, batch_generator = ctx.generators()
     batch_times = ctx.extra.setdefault(f"fedcore-{backend}", [])
 
     def one_round(steps: int) -> None:
@@ -181,31 +208,31 @@ def fedcore_variant(ctx: Context, backend: str) -> Callable[[int], None]:
         batch = sample_round(data, 0, S, steps, ctx.batch, "samples", state["x"].dtype, sampler, batch_generator)
         _sync(ctx.device)
         batch_times.append(time.perf_counter() - started)
-        with problem.model.mode(training=True):
+        with problem.model.mode(training=ctx.train):
             state, _ = algorithm.round(state, batch, oracle)
 
-    return one_round
+    return Variant(one_round, lambda: state["x"])
 
 
-def minimal_variant(ctx: Context) -> Callable[[int], None]:
-    """One module reused; parameters loaded from the flat global vector per client."""
+def minimal_variant(ctx: Context) -> Variant:
+    """One module reused; parameters loaded from the flat global vector per client; each step
+    gathers that client's B rows of ``sample_indices`` from the resident tensors."""
     module = ctx.model()
     params = list(module.parameters())
     x = torch.nn.utils.parameters_to_vector(params).detach().clone()
     numels = [p.numel() for p in params]
     inputs, targets = ctx.data.inputs, ctx.data.targets
-    generator = torch.Generator().manual_seed(ctx.seed)
+    sampler, generator = ctx.generators()
 
     def one_round(steps: int) -> None:
         nonlocal x
-        clients, weights = ctx.clients(generator)
+        _, weights, rows = ctx.draw(sampler, generator, steps)
         new_x = torch.zeros_like(x)
-        for client, weight in zip(clients, weights):
+        for client_rows, weight in zip(rows, weights):  # [K, B], []
             with torch.no_grad():
                 torch._foreach_copy_(params, [v.view_as(p) for v, p in zip(x.split(numels), params)])
-            rows = ctx.permutation(client, steps * ctx.batch, generator).view(steps, ctx.batch)
-            for k in range(steps):
-                loss = F.cross_entropy(module(inputs.index_select(0, rows[k])), targets.index_select(0, rows[k]))
+            for step_rows in client_rows:  # [B]
+                loss = F.cross_entropy(module(inputs.index_select(0, step_rows)), targets.index_select(0, step_rows))
                 grads = torch.autograd.grad(loss, params)
                 with torch.no_grad():
                     torch._foreach_add_(params, grads, alpha=-LR)
@@ -213,29 +240,35 @@ def minimal_variant(ctx: Context) -> Callable[[int], None]:
                 new_x += weight * torch.cat([p.reshape(-1) for p in params])
         x = new_x
 
-    return one_round
+    return Variant(one_round, lambda: x)
 
 
-def conventional_variant(ctx: Context) -> Callable[[int], None]:
-    """deepcopy + DataLoader(Subset) + torch.optim.SGD per client, state_dict averaging."""
+def conventional_variant(ctx: Context) -> Variant:
+    """Typical research code: per client deepcopy + DataLoader(Subset) + torch.optim.SGD, state_dict
+    averaging.  It keeps all of that code's overhead (deepcopy, optimizer set-up, the DataLoader's
+    per-sample ``__getitem__`` through Subset and TensorDataset and its collation, state_dict
+    arithmetic); only the minibatch choice is shared with the other variants: the DataLoader's
+    sampler is the client's K*B positions from ``sample_indices`` in order (where typical code
+    has ``shuffle=True``), so its K batches are exactly the other variants' minibatches."""
     global_model = ctx.model()
     dataset = TensorDataset(ctx.data.inputs, ctx.data.targets)
     subsets = [
         Subset(dataset, range(int(start), int(start + size)))
         for start, size in zip(ctx.data.offsets, ctx.data.sizes)
     ]
-    generator = torch.Generator().manual_seed(ctx.seed)
+    offsets = ctx.data.offsets
+    sampler, generator = ctx.generators()
 
     def one_round(steps: int) -> None:
-        clients, _ = ctx.clients(generator)
+        clients, _, rows = ctx.draw(sampler, generator, steps)
+        positions = (rows - offsets[clients].view(-1, 1, 1)).flatten(1)  # [S, K*B] within each client's Subset
         states, sizes = [], []
-        for client in clients:
+        for client, order in zip(clients.tolist(), positions.tolist()):
             local = copy.deepcopy(global_model)
-            local.train()
+            local.train(ctx.train)
             optimizer = torch.optim.SGD(local.parameters(), lr=LR)
-            loader = DataLoader(subsets[client], batch_size=ctx.batch, shuffle=True, generator=generator)
-            batches = itertools.chain.from_iterable(itertools.repeat(loader))  # cycle epochs
-            for _, (xb, yb) in zip(range(steps), batches):
+            loader = DataLoader(subsets[client], batch_size=ctx.batch, sampler=order)  # K batches of B, in order
+            for xb, yb in loader:
                 optimizer.zero_grad()
                 F.cross_entropy(local(xb), yb).backward()
                 optimizer.step()
@@ -245,40 +278,89 @@ def conventional_variant(ctx: Context) -> Callable[[int], None]:
         average = {key: sum(s[key] * (n / total) for s, n in zip(states, sizes)) for key in states[0]}
         global_model.load_state_dict(average)
 
-    return one_round
+    return Variant(one_round, lambda: _flat(global_model))
 
 
-def floor_variant(ctx: Context) -> Callable[[int], None]:
-    """One model, K steps on the concatenated S*B samples (same per-step gather)."""
+def floor_variant(ctx: Context) -> Variant:
+    """One model, K steps on the concatenated S*B samples: step k gathers step k's rows of all
+    clients (``sample_indices``) in one index_select.  No per-client Python work."""
     module = ctx.model()
     params = list(module.parameters())
     inputs, targets = ctx.data.inputs, ctx.data.targets
-    generator = torch.Generator().manual_seed(ctx.seed)
+    sampler, generator = ctx.generators()
 
     def one_round(steps: int) -> None:
-        clients, _ = ctx.clients(generator)
-        rows = torch.stack([ctx.permutation(c, steps * ctx.batch, generator).view(steps, ctx.batch)
-                            for c in clients], 1)
-        for k in range(steps):
-            batch = rows[k].reshape(-1)  # [S*B]
+        _, _, rows = ctx.draw(sampler, generator, steps)
+        for batch in rows.transpose(0, 1).reshape(steps, -1):  # [K, S*B]: a loop over steps, not clients
             loss = F.cross_entropy(module(inputs.index_select(0, batch)), targets.index_select(0, batch))
             grads = torch.autograd.grad(loss, params)
             with torch.no_grad():
                 torch._foreach_add_(params, grads, alpha=-LR)
 
-    return one_round
+    return Variant(one_round, lambda: _flat(module))
 
 
-def make_variant(name: str, ctx: Context) -> Callable[[int], None]:
+def make_variant(name: str, ctx: Context) -> Variant:
     if name.startswith("fedcore-"):
         return fedcore_variant(ctx, name.removeprefix("fedcore-"))
     return {"minimal": minimal_variant, "conventional": conventional_variant, "floor": floor_variant}[name](ctx)
 
 
+CHECK_TOLERANCE, CHECK_CLIENTS = 1e-4, 4
+
+
+def check_same_minibatches(workload: Workload, data: FederatedData, device: torch.device) -> dict:
+    """Do the variants train on the same minibatches?  One round of 4 of the clients from fresh
+    variants (cheap: a few seconds), compared with ``minimal`` (max abs difference of the averaged
+    model, asserted <= 1e-4):
+
+    - every per-client variant (fedcore's, conventional) after one round of K = 2 steps;
+    - the floor after one step (K = 1), when the round's weights are equal (all clients the same
+      size, as in the iid Fashion-MNIST splits): then its one step on the S*B concatenated rows,
+      whose mean loss has gradient (1/S) sum_i g_i, is FedAvg's K = 1 round.  Shakespeare's roles
+      differ in size: there the floor is not compared (it draws its rows with the same code).
+
+    The check runs in eval mode (dropout off; same model and weights otherwise): with dropout on
+    the variants draw different masks (the loops consume torch's global generator in different
+    orders, vmap draws per client batch), so even on the same minibatches their models would differ
+    by far more than the tolerance, and the check could not tell masks from minibatches.  A control,
+    ``minimal`` with other draws (sample seed 100), shows how far apart other minibatches put the
+    model: the check fails if that is not above 10x the tolerance.
+    """
+    workload = dataclasses.replace(workload, clients=min(workload.clients, CHECK_CLIENTS))
+    steps = {name: 1 if name == "floor" else 2 for name in workload.variants}
+
+    def after_one_round(name: str, k: int, sample_seed: int = 0) -> Tensor:
+        variant = make_variant(name, Context(data, workload, device, sample_seed=sample_seed, train=False))
+        variant.round(k)
+        return variant.x().detach().clone()
+
+    reference = {k: after_one_round("minimal", k) for k in sorted(set(steps.values()) | {2})}
+    start = _flat(Context(data, workload, device, train=False).model())
+    report: dict = {"steps": steps, "tolerance": CHECK_TOLERANCE, "max_abs_difference": {},
+                    "update_max_abs": float((reference[2] - start).abs().max())}
+    control = float((after_one_round("minimal", 2, sample_seed=100) - reference[2]).abs().max())
+    report["control_other_minibatches"] = control
+    if not control > 10 * CHECK_TOLERANCE:
+        raise AssertionError(f"{workload.title}: other minibatches move the model by only {control:.2e}")
+    equal_weights = bool((data.sizes == data.sizes[0]).all())
+    for name in workload.variants:
+        if name == "minimal" or (name == "floor" and not equal_weights):
+            continue
+        difference = float((after_one_round(name, steps[name]) - reference[steps[name]]).abs().max())
+        report["max_abs_difference"][name] = difference
+        if not difference <= CHECK_TOLERANCE:
+            raise AssertionError(
+                f"{workload.title}: {name} after one round (K={steps[name]}, eval mode) differs from minimal by "
+                f"{difference:.2e} > {CHECK_TOLERANCE}: not the same minibatches?")
+    return report
+
+
 def run_workload(key: str, workload: Workload, device: torch.device, repeats: int, budget_s: float) -> dict:
     data = workload.data(workload.clients, device)
+    check = check_same_minibatches(workload, data, device)
     ctx = Context(data, workload, device)
-    rounds = {name: make_variant(name, ctx) for name in workload.variants}
+    rounds = {name: make_variant(name, ctx).round for name in workload.variants}
     for one_round in rounds.values():  # warm-up: same shapes, one local step
         one_round(1)
         _sync(device)
@@ -291,10 +373,10 @@ def run_workload(key: str, workload: Workload, device: torch.device, repeats: in
         if r > 0 and time.perf_counter() - started > budget_s:
             break  # a loaded machine: fewer rounds rather than a run of many minutes
         for name in names[r % len(names):] + names[: r % len(names)]:
-            started = time.perf_counter()
+            round_started = time.perf_counter()
             rounds[name](K)
             _sync(device)
-            times[name].append(time.perf_counter() - started)
+            times[name].append(time.perf_counter() - round_started)
     floor = statistics.median(times["floor"])
     results = {}
     for name in names:
@@ -304,7 +386,8 @@ def run_workload(key: str, workload: Workload, device: torch.device, repeats: in
             results[name]["batch_median_s"] = statistics.median(ctx.extra[name])
     model = Problem(data, ctx.model()).model
     return {"title": workload.title, "clients": workload.clients, "dim": model.dim, "batch_size": workload.batch_size,
-            "auto_backend": choose_backend(model, device), "repeats": len(times["floor"]), "variants": results}
+            "auto_backend": choose_backend(model, device), "repeats": len(times["floor"]), "variants": results,
+            "same_minibatches_check": check}
 
 
 def print_table(key: str, result: dict) -> None:
@@ -316,6 +399,10 @@ def print_table(key: str, result: dict) -> None:
         batch = f"{row['batch_median_s']:.3f} s" if "batch_median_s" in row else ""
         print(f"  {name:<14} {row['median_s']:9.3f} {row['ratio_to_floor']:7.2f}x   "
               f"{min(times):.3f}..{max(times):<8.3f} {batch:>14}")
+    check = result["same_minibatches_check"]
+    differences = ", ".join(f"{name} {value:.0e}" for name, value in check["max_abs_difference"].items())
+    print(f"  same minibatches (one round, eval mode; max |x - x_minimal|): {differences}; "
+          f"other minibatches: {check['control_other_minibatches']:.0e}")
     sys.stdout.flush()
 
 
