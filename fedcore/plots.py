@@ -1,11 +1,15 @@
-"""The figures the notebooks share (matplotlib only; the plotting functions return their Axes and show nothing).
+"""The figures the notebooks share: drawing only (matplotlib), they compute nothing.
+
+Each function takes what was computed elsewhere (a History, a path, a trajectory) and returns
+its Axes or Figure, showing nothing; :mod:`fedcore.explore` computes and then calls these.
 
 - :func:`label_distribution`: how a partition deals the labels out (stacked bars per client);
 - :func:`compare`: one metric of several runs against communication rounds;
 - :func:`plot_server_path`: a server optimizer's path over the loss contours of the 2-D
   federated quadratic (:func:`fedcore.toy.server_optimizer_path`);
-- :func:`explore_server_optimizer`: the callback of the notebooks' server-optimizer
-  widget, a plain function that also runs headless;
+- :func:`server_optimizer_panels`: that path beside its loss gap against rounds;
+- :func:`plot_counterexample`, :func:`counterexample_panels`: runs on the FAFED
+  counterexample (:func:`fedcore.counterexample.run`);
 - :func:`savefig`: write a figure into a folder when one is given.
 """
 
@@ -14,6 +18,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -21,12 +26,13 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
-from fedcore import counterexample
-from fedcore.algorithms import fafed, local_adaptive
 from fedcore.checks import check_int
-from fedcore.data.federated import FederatedData
-from fedcore.run import History
-from fedcore.toy import ServerPath, server_optimizer_path
+
+if TYPE_CHECKING:  # annotations only: this module draws and imports nothing that computes
+    from fedcore.counterexample import Trajectory
+    from fedcore.data.federated import FederatedData
+    from fedcore.run import History
+    from fedcore.toy import ServerPath
 
 
 def label_distribution(data: FederatedData, ax: Axes | None = None, max_clients: int = 50) -> Axes:
@@ -119,44 +125,42 @@ def plot_server_path(
     return ax
 
 
-def explore_server_optimizer(
-    optimizer: str = "adam", server_lr: float = 0.1, tau: float = 1e-3, beta1: float = 0.9,
-    rounds: int = 50, reference: bool = True,
-) -> None:
-    """The server-optimizer explorer: path and loss gap of ``optimizer`` on the 2-D quadratic.
+def server_optimizer_panels(path: ServerPath, reference: ServerPath | None = None,
+                            label: str | None = None) -> Figure:
+    """Two panels for a server optimizer's ``path`` on the 2-D quadratic (the explorer's figure).
 
-    Runs :func:`fedcore.toy.server_optimizer_path` and draws two panels: the path over
-    the loss contours and ``f(x_t) - f*`` against rounds (with FedAvg, server SGD at
-    ``eta = 1``, as a grey reference when ``reference``) and puts the final gap in the title.
-    Returns None, so ``ipywidgets.interact`` shows the figure once and nothing else.
+    Left: the path over the loss contours (:func:`plot_server_path`, labelled ``label`` or the
+    optimizer's name).  Right: ``f(x_t) - f*`` against rounds, with ``reference`` (FedAvg's path)
+    dashed grey when given.  The title gives the final gap, or the round the path diverged at.
     """
-    path = server_optimizer_path(optimizer, server_lr, beta1, tau, rounds)
     figure, (left, right) = plt.subplots(1, 2, figsize=(10, 4.2), layout="constrained")
-    plot_server_path(path, left, label=optimizer, color="C1")
+    plot_server_path(path, left, label=label, color="C1")
     left.legend(fontsize="small", loc="lower right")
-    if reference:
-        fedavg = server_optimizer_path("sgd", 1.0, rounds=rounds)
-        right.plot(fedavg.frame.index, fedavg.frame["loss_gap"], color="grey", linestyle="--",
-                   label=f"FedAvg: {fedavg.optimizer}")
+    if reference is not None:
+        right.plot(reference.frame.index, reference.frame["loss_gap"], color="grey", linestyle="--",
+                   label=f"FedAvg: {reference.optimizer}")
     right.plot(path.frame.index, path.frame["loss_gap"], color="C1", label=path.optimizer)
     right.set_yscale("log")
     right.set_xlabel("communication round $t$")
     right.set_ylabel("$f(x_t) - f^*$")
     right.grid(alpha=0.3)
     right.legend(fontsize="small")
+    rounds = int(path.frame.index[-1])  # round 0 is the start
     ending = f"diverged at round {path.diverged_round}" if path.diverged_round else f"after {rounds} rounds"
     figure.suptitle(f"{path.optimizer}: f(x) - f* = {path.final_gap():.3g} {ending}", fontsize="medium")
+    return figure
 
 
-def plot_counterexample(trajectory: counterexample.Trajectory, ax: Axes | None = None, color: str = "C0",
+def plot_counterexample(trajectory: Trajectory, ax: Axes | None = None, color: str = "C0",
                         clients: bool = True) -> Axes:
-    """The mean model (solid) and, when ``clients``, each client's model (thin) of a
+    """The mean model (solid) and, when ``clients``, each client's model (thin; client 1 dotted) of a
     :class:`fedcore.counterexample.Trajectory` against local steps; averaging steps marked."""
     ax = ax if ax is not None else plt.subplots(figsize=(6, 4))[1]
     frame = trajectory.frame
     if clients:
-        for i, style in zip(range(1, counterexample.NUM_CLIENTS + 1), (":", "--", "--")):
-            ax.plot(frame.index, frame[f"client {i}"], color=color, linestyle=style, linewidth=0.8, alpha=0.6)
+        columns = [column for column in frame.columns if column.startswith("client ")]
+        for column, style in zip(columns, (":", "--", "--")):
+            ax.plot(frame.index, frame[column], color=color, linestyle=style, linewidth=0.8, alpha=0.6)
     ax.plot(frame.index, frame["mean"], color=color, linewidth=2, label=trajectory.algorithm)
     server = trajectory.server
     if trajectory.local_steps > 1 and len(server) <= 60:
@@ -168,17 +172,13 @@ def plot_counterexample(trajectory: counterexample.Trajectory, ax: Axes | None =
     return ax
 
 
-def explore_counterexample(eta: float = 0.3, beta: float = 0.5, q: int = 1, rho: float = 0.01,
-                           alpha: float = 0.5, steps: int = 300) -> None:
-    """The counterexample explorer: naive local-adaptive FedAvg (Wu et al., Alg. 1) and FAFED
-    (Alg. 2) with the same ``eta``, ``beta`` and period ``q`` from ``x_0 = 10``, for ``steps``
-    local steps.  Left: the mean model (thick) and the three clients' models (thin; client 1
-    dotted).  Right: the global objective ``f`` at the mean.  Returns None (for ``interact``)."""
-    check_int("steps", steps)
-    rounds = max(1, steps // check_int("q", q))
-    naive = counterexample.run(local_adaptive(eta, beta), rounds, q)
-    fixed = counterexample.run(fafed(eta, alpha=alpha, beta=beta, rho=rho), rounds, q)
-    naive.algorithm, fixed.algorithm = "naive local-adaptive (Alg. 1)", "FAFED (Alg. 2)"
+def counterexample_panels(naive: Trajectory, fixed: Trajectory, eta: float, beta: float) -> Figure:
+    """Two panels comparing two runs on the counterexample (the explorer's figure).
+
+    Left: the mean and the clients' models of ``naive`` (red) and ``fixed`` (blue)
+    (:func:`plot_counterexample`).  Right: the global objective ``f`` at the mean.  The title
+    gives ``eta``, ``beta``, the period ``q`` (``naive.local_steps``) and where each run ends.
+    """
     figure, (left, right) = plt.subplots(1, 2, figsize=(10, 4.2), layout="constrained")
     plot_counterexample(naive, left, "C3")
     plot_counterexample(fixed, left, "C0")
@@ -190,8 +190,9 @@ def explore_counterexample(eta: float = 0.3, beta: float = 0.5, q: int = 1, rho:
     right.set_ylabel("$f(\\bar x_t)$")
     right.grid(alpha=0.3)
     right.legend(fontsize="small")
-    figure.suptitle(f"eta={eta:g}, beta={beta:g}, q={q}: naive ends at x = {naive.final():.3g}, "
+    figure.suptitle(f"eta={eta:g}, beta={beta:g}, q={naive.local_steps}: naive ends at x = {naive.final():.3g}, "
                     f"FAFED at x = {fixed.final():.3g} (optimum 0)", fontsize="medium")
+    return figure
 
 
 def savefig(figure: Figure, name: str, directory: str | os.PathLike | None) -> None:

@@ -69,7 +69,7 @@ import pandas as pd
 from IPython.display import display
 
 import fedcore
-from fedcore import plots, toy
+from fedcore import explore, plots, toy
 
 # %% [markdown]
 # ## 1. Federated optimization
@@ -112,13 +112,16 @@ for rule in (fedcore.server_opt._adagrad_v, fedcore.server_opt._yogi_v, fedcore.
     print(inspect.getsource(rule))
 
 # %% [markdown]
-# and one round of FedOpt (Algorithm 1: $K$ local steps on all sampled clients at once, as a matrix
-# $X \in \mathbb R^{S \times d}$; the pseudo-gradient; the server step). FedAvg, FedAdam and friends are this one
-# class with a different server optimizer:
+# and one round of FedOpt (Algorithm 1): $K$ local steps on all sampled clients at once, as a matrix
+# $X \in \mathbb R^{S \times d}$ (`local_steps`, the client loop every algorithm shares, here with the client
+# rule "SGD with step $\eta_l$"), then the pseudo-gradient and the server step (`server_step`). FedAvg, FedAdam
+# and friends are this one class with a different server optimizer; other families plug another client rule
+# into the same loop (`fedcore.algorithms.client`):
 
 # %%
 print(inspect.getsource(fedcore.algorithms.FedOpt.round))
-print(inspect.getsource(fedcore.algorithms.local_sgd))
+print(inspect.getsource(fedcore.algorithms.client.local_steps))
+print(inspect.getsource(fedcore.algorithms.server_step))
 
 # %% [markdown]
 # ## 2. A federated data set
@@ -214,11 +217,11 @@ pd.DataFrame({
 # optimizer to $\Delta_t$: the run is deterministic, and you see every server model $x_t$.
 #
 # The left panel draws the path $x_0, x_1, \dots$ over the contours of $f$; the right one the loss gap against
-# rounds, beside FedAvg (server SGD with $\eta = 1$) in grey. This is `fedcore.plots.explore_server_optimizer`
+# rounds, beside FedAvg (server SGD with $\eta = 1$) in grey. This is `fedcore.explore.explore_server_optimizer`
 # with fixed values:
 
 # %%
-plots.explore_server_optimizer("adam", server_lr=0.1, tau=1e-3, beta1=0.9)
+explore.explore_server_optimizer("adam", server_lr=0.1, tau=1e-3, beta1=0.9)
 plots.savefig(plt.gcf(), "00_server_optimizer_adam.png", FIGURES)
 
 # %% [markdown]
@@ -235,7 +238,7 @@ plots.savefig(plt.gcf(), "00_server_optimizer_adam.png", FIGURES)
 
 # %%
 explorer = widgets.interactive(
-    plots.explore_server_optimizer,
+    explore.explore_server_optimizer,
     optimizer=widgets.Dropdown(options=toy.SERVER_OPTIMIZERS, value="adam", description="optimizer"),
     server_lr=widgets.FloatLogSlider(value=0.1, base=10, min=-3, max=1, step=0.1, description="η (server lr)"),
     tau=widgets.FloatLogSlider(value=1e-3, base=10, min=-5, max=0, step=0.25, description="τ"),

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 from conftest import blobs
+from torch import Tensor
 
 from fedcore import models
 from fedcore.algorithms import RoundBatch, client
@@ -16,7 +17,7 @@ from fedcore.run import Problem
 BACKENDS = ["loop", "vmap"]
 
 
-def dropout_oracle(backend: str, dropout: float = 0.5) -> tuple[GradientOracle, torch.Tensor, torch.Tensor, torch.Tensor]:
+def dropout_oracle(backend: str, dropout: float = 0.5) -> tuple[GradientOracle, Tensor, Tensor, Tensor]:
     """An MLP with dropout in train mode, 4 clients at different points, one minibatch each."""
     model = FlatModel(models.make("mlp", (8,), 3, hidden=(16,), dropout=dropout, seed=0))
     model.module.train()

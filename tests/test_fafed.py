@@ -250,10 +250,10 @@ def test_explore_counterexample_draws_both_algorithms_headless(q: int) -> None:
 
     import matplotlib.pyplot as plt
 
-    from fedcore import plots
+    from fedcore import explore
 
     plt.close("all")
-    assert plots.explore_counterexample(eta=0.5, beta=0.5, q=q, rho=0.01, steps=40) is None
+    assert explore.explore_counterexample(eta=0.5, beta=0.5, q=q, rho=0.01, steps=40) is None
     figure = plt.gcf()
     trajectories, objective = figure.axes[:2]
     labels = [line.get_label() for line in trajectories.lines]
@@ -263,4 +263,4 @@ def test_explore_counterexample_draws_both_algorithms_headless(q: int) -> None:
     assert naive_end > 10 > fafed_end
     plt.close(figure)
     with pytest.raises(ValueError, match="steps=0 must be >= 1"):
-        plots.explore_counterexample(steps=0)
+        explore.explore_counterexample(steps=0)

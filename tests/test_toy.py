@@ -10,7 +10,7 @@ import pytest
 import torch
 
 import fedcore
-from fedcore import plots, toy
+from fedcore import explore, plots, toy
 from fedcore.data import FederatedData
 
 matplotlib.use("Agg")
@@ -127,7 +127,7 @@ def test_explore_server_optimizer_draws_two_panels_headless():
     plt = matplotlib.pyplot
     plt.close("all")
     for optimizer in toy.SERVER_OPTIMIZERS:
-        assert plots.explore_server_optimizer(optimizer, server_lr=0.1, tau=1e-3, beta1=0.9, rounds=10) is None
+        assert explore.explore_server_optimizer(optimizer, server_lr=0.1, tau=1e-3, beta1=0.9, rounds=10) is None
         figure = plt.gcf()
         path_ax, gap_ax = figure.axes[:2]
         assert len(path_ax.lines) >= 3 and len(gap_ax.lines) == 2
