@@ -17,7 +17,7 @@ import os
 import time
 import warnings
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, fields, is_dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -26,13 +26,14 @@ import torch
 from torch import Tensor, nn
 from tqdm.auto import tqdm
 
+from fedcore import checkpoint as checkpoint_file
 from fedcore.algorithms.base import Algorithm, RoundBatch, State
 from fedcore.checks import check_choice, check_int
 from fedcore.data.federated import FederatedData
-from fedcore.files import atomic_path
+from fedcore.identity import differences, run_identity, uncomparable
 from fedcore.params import FlatModel, GradientOracle, LossFn, evaluate
 
-CHECKPOINT_VERSION = 1
+CHECKPOINT_VERSION = 2
 
 
 class Problem:
@@ -93,17 +94,6 @@ class History:
         return ax
 
 
-def describe(obj: Any) -> Any:
-    """A stable, comparable description of an algorithm's hyperparameters (for checkpoints)."""
-    if is_dataclass(obj):
-        return {f.name: describe(getattr(obj, f.name)) for f in fields(obj)}
-    if hasattr(obj, "name") and callable(getattr(obj, "update", None)):
-        return obj.name  # a ServerOptimizer names its hyperparameters
-    if callable(obj):
-        return getattr(obj, "__qualname__", repr(obj))
-    return obj if isinstance(obj, (int, float, str, bool, type(None))) else repr(obj)
-
-
 def simulate(
     problem: Problem,
     algorithm: Algorithm,
@@ -119,7 +109,7 @@ def simulate(
     progress: bool = True,
     checkpoint: str | os.PathLike | None = None,
     checkpoint_every: int = 10,
-    resume: bool = False,
+    resume: bool | str = False,
     x0: Tensor | None = None,
     callback: Callable[[int, State], None] | None = None,
     trace: bool = False,
@@ -128,7 +118,11 @@ def simulate(
 
     ``weighting`` is ``"samples"`` (``w_i = n_i / sum_S n_j``) or ``"uniform"``.
     With ``checkpoint`` set, the run is saved every ``checkpoint_every`` rounds and at
-    the end; ``resume=True`` continues from that file when it exists.
+    the end (with a checksum, flushed to disk); ``resume=True`` continues from that file when
+    it exists, after checking that it was written by the same run (:mod:`fedcore.identity`:
+    data, model and initial parameters, every hyperparameter, the options, fedcore's version)
+    and holds at most ``rounds`` rounds.  A user's plain function (a lambda schedule) cannot be
+    compared: ``resume="trust"`` resumes anyway, on the caller's word for those parts.
     ``callback(round, state)`` is called after every completed round (to record a
     trajectory or drive a live plot); ``x0`` overrides the model's initial parameters.
     ``trace=True`` keeps every sampled client's model after every local step in
@@ -146,21 +140,24 @@ def simulate(
     check_choice("weighting", weighting, ("samples", "uniform"))
     if not callable(getattr(algorithm, "round", None)) or not callable(getattr(algorithm, "init", None)):
         raise TypeError(f"algorithm={algorithm!r} needs init(x0, num_clients) and round(state, batch, oracle)")
+    if resume not in (False, True, "trust") or not isinstance(resume, (bool, str)):
+        raise ValueError(f"resume={resume!r} not one of False, True, 'trust'")
     if resume and checkpoint is None:
-        raise ValueError("resume=True needs checkpoint=<path>")
+        raise ValueError(f"resume={resume!r} needs checkpoint=<path>")
     if trace and resume:
         raise ValueError("trace=True with resume=True: a resumed run has no trace of the rounds before; "
                          "run from the start to trace it")
 
     oracle = GradientOracle(problem.model, backend, data.device)
     config = {
-        "algorithm": describe(algorithm), "clients_per_round": clients_per_round,
-        "local_steps": local_steps, "batch_size": batch_size, "seed": seed, "weighting": weighting,
-        "num_clients": data.num_clients, "dim": problem.model.dim, "backend": oracle.backend,
+        "clients_per_round": clients_per_round, "local_steps": local_steps, "batch_size": batch_size,
+        "seed": seed, "weighting": weighting, "eval_every": eval_every, "backend": oracle.backend,
     }
     run = _Run(problem, algorithm, oracle, config, seed, x0, callback, trace)
-    if resume and checkpoint is not None and Path(checkpoint).exists():
-        run.load(Path(checkpoint))
+    if checkpoint is not None:
+        run.identity = run_identity(data, problem.model.module, run.start, algorithm, config)
+        if resume and Path(checkpoint).exists():
+            run.load(Path(checkpoint), rounds, trust=resume == "trust")
     return run.loop(rounds, eval_every, weighting, progress, checkpoint, checkpoint_every)
 
 
@@ -221,17 +218,35 @@ class _Run:
         start = problem.x0()
         if x0 is not None:
             start = x0.to(data.device, start.dtype)
+        self.start = start
+        self.identity: dict = {}
         self.state = algorithm.init(start, data.num_clients)
         self.rows: list[dict[str, float]] = []
         self.round = 0
         self.diverged_round: int | None = None
 
-    def load(self, path: Path) -> None:
-        saved = torch.load(path, map_location=self.problem.data.device, weights_only=True)
-        if saved.get("version") != CHECKPOINT_VERSION or saved["config"] != self.config:
+    def load(self, path: Path, rounds: int, trust: bool) -> None:
+        """Continue from ``path`` after checking that it is this run's (see :func:`simulate`)."""
+        unknown = uncomparable(self.identity)
+        if unknown and not trust:
             raise ValueError(
-                f"checkpoint={str(path)!r} was written by a different run: {saved.get('config')} "
-                f"!= {self.config}; delete it or pass resume=False"
+                f"resume=True cannot check {', '.join(unknown)} against checkpoint={str(path)!r}: a plain "
+                "function's code cannot be compared; use fedcore's schedules (constant, exp_decay, storm_step_size, "
+                "storm_momentum) or pass resume='trust' to resume on your word"
+            )
+        saved = checkpoint_file.read(path, self.problem.data.device)
+        found = differences(saved.get("identity"), self.identity)
+        if saved.get("version") != CHECKPOINT_VERSION or found:
+            field, there, here = found[0] if found else ("version", saved.get("version"), CHECKPOINT_VERSION)
+            more = f" (and {len(found) - 1} more: {', '.join(f for f, _, _ in found[1:4])})" if len(found) > 1 else ""
+            raise ValueError(
+                f"checkpoint={str(path)!r} was written by a different run: {field} is {there!r} there and "
+                f"{here!r} here{more}; delete it, pass another checkpoint path, or pass resume=False to start over"
+            )
+        if saved["round"] > rounds:
+            raise ValueError(
+                f"checkpoint={str(path)!r} holds {saved['round']} rounds, more than rounds={rounds}: pass "
+                f"rounds>={saved['round']} to continue it, or another checkpoint path"
             )
         self.state, self.rows, self.round = saved["state"], saved["rows"], saved["round"]
         self.sampler.set_state(saved["sampler"])
@@ -239,13 +254,11 @@ class _Run:
         self.dropout_rng = saved["dropout_rng"]
 
     def save(self, path: Path) -> None:
-        payload = {
-            "version": CHECKPOINT_VERSION, "config": self.config, "state": self.state, "rows": self.rows,
+        checkpoint_file.write(path, {
+            "version": CHECKPOINT_VERSION, "identity": self.identity, "state": self.state, "rows": self.rows,
             "round": self.round, "sampler": self.sampler.get_state(),
             "batch_generator": self.batch_generator.get_state(), "dropout_rng": self.dropout_rng,
-        }
-        with atomic_path(path) as partial:  # a crash never leaves a half-written checkpoint
-            torch.save(payload, partial)
+        })
 
     def batch(self, weighting: str) -> RoundBatch:
         config = self.config

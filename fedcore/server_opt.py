@@ -25,7 +25,7 @@ and ``beta1=0`` for Adagrad without momentum (Flower, Keras).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import torch
 from torch import Tensor
@@ -42,6 +42,7 @@ class ServerOptimizer(NamedTuple):
     init: Callable[[Tensor], State]
     update: Callable[..., tuple[Tensor, State]]
     name: str
+    options: tuple[tuple[str, Any], ...] = ()  # every hyperparameter: what a run's identity compares
 
 
 def sgd(lr: float = 1.0) -> ServerOptimizer:
@@ -54,7 +55,7 @@ def sgd(lr: float = 1.0) -> ServerOptimizer:
     def update(delta: Tensor, state: State, **extras: Tensor) -> tuple[Tensor, State]:
         return lr * delta, state
 
-    return ServerOptimizer(init, update, f"sgd(lr={lr:g})")
+    return ServerOptimizer(init, update, f"sgd(lr={lr:g})", (("rule", "sgd"), ("lr", lr)))
 
 
 def sgdm(lr: float = 1.0, beta: float = 0.9) -> ServerOptimizer:
@@ -69,7 +70,8 @@ def sgdm(lr: float = 1.0, beta: float = 0.9) -> ServerOptimizer:
         m = beta * state["m"] + delta
         return lr * m, {"m": m}
 
-    return ServerOptimizer(init, update, f"sgdm(lr={lr:g}, beta={beta:g})")
+    every = (("rule", "sgdm"), ("lr", lr), ("beta", beta))
+    return ServerOptimizer(init, update, f"sgdm(lr={lr:g}, beta={beta:g})", every)
 
 
 def _adagrad_v(beta2: float) -> SecondMoment:
@@ -125,7 +127,9 @@ def _adaptive(
         return eta_t * m / denominator, {"m": m, "v": v, "t": t}
 
     options = f"lr={lr:g}, beta1={beta1:g}, beta2={beta2:g}, tau={tau:g}"
-    return ServerOptimizer(init, update, f"{name}({options})")
+    every = (("rule", name), ("lr", lr), ("beta1", beta1), ("beta2", beta2), ("tau", tau),
+             ("bias_correction", bias_correction), ("tau_inside_sqrt", tau_inside_sqrt), ("initial_v", initial_v))
+    return ServerOptimizer(init, update, f"{name}({options})", every)
 
 
 def adagrad(
@@ -170,7 +174,8 @@ def amsgrad(lr: float = 0.01, beta1: float = 0.9, beta2: float = 0.99, eps: floa
         v_hat = torch.maximum(state["v_hat"], v)
         return lr * m / v_hat.sqrt(), {"m": m, "v": v, "v_hat": v_hat}
 
-    return ServerOptimizer(init, update, f"amsgrad(lr={lr:g}, beta1={beta1:g}, beta2={beta2:g}, eps={eps:g})")
+    every = (("rule", "amsgrad"), ("lr", lr), ("beta1", beta1), ("beta2", beta2), ("eps", eps))
+    return ServerOptimizer(init, update, f"amsgrad(lr={lr:g}, beta1={beta1:g}, beta2={beta2:g}, eps={eps:g})", every)
 
 
 SERVER_OPTIMIZERS: dict[str, Callable[..., ServerOptimizer]] = {

@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 import torch
 
-from fedcore import algorithms, models
+from fedcore import algorithms, checkpoint, models
 from fedcore.run import Problem, simulate
 
 COLUMNS = ["train_loss", "test_loss", "test_accuracy"]
@@ -80,7 +80,7 @@ def test_divergence_stops_cleanly_and_keeps_history(quadratic, tmp_path) -> None
     assert history.frame.index[-1] == history.diverged_round
     assert history.frame["train_loss"].iloc[1:-1].map(lambda v: v == v and abs(v) < float("inf")).all()
     assert torch.isfinite(history.final_state["x"]).all()  # the last finite state is kept
-    saved = torch.load(path, weights_only=True)
+    saved = checkpoint.read(path)  # the verified format of issue 9 (was a plain torch.load)
     assert saved["round"] == history.diverged_round - 1  # what was written before is not lost
 
 

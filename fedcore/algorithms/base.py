@@ -96,18 +96,35 @@ class RoundBatch:
         return pool.index_select(0, rows.reshape(-1)).view(*rows.shape, *pool.shape[1:])
 
 
-def constant(lr: float) -> Schedule:
-    """``eta_l(t) = lr``."""
-    check_positive("lr", lr)
-    return lambda t: lr
+@dataclass(frozen=True)
+class constant:  # noqa: N801 (a schedule reads as a function: constant(0.1)(t))
+    """``eta_l(t) = lr``.  Schedules are small frozen dataclasses, so a run's identity compares
+    their fields (a checkpoint resumes only into the same schedule)."""
+
+    lr: float
+
+    def __post_init__(self) -> None:
+        check_positive("lr", self.lr)
+
+    def __call__(self, t: int) -> float:
+        return self.lr
 
 
-def exp_decay(lr: float, factor: float = 0.1, every: int = 500) -> Schedule:
+@dataclass(frozen=True)
+class exp_decay:  # noqa: N801
     """Reddi et al.'s ExpDecay of the client learning rate: ``eta_l(t) = lr * factor^(t // every)``."""
-    check_positive("lr", lr)
-    check_range("factor", factor, 0, 1, low_closed=False, high_closed=True)
-    check_positive("every", every)
-    return lambda t: lr * factor ** (t // every)
+
+    lr: float
+    factor: float = 0.1
+    every: int = 500
+
+    def __post_init__(self) -> None:
+        check_positive("lr", self.lr)
+        check_range("factor", self.factor, 0, 1, low_closed=False, high_closed=True)
+        check_positive("every", self.every)
+
+    def __call__(self, t: int) -> float:
+        return self.lr * self.factor ** (t // self.every)
 
 
 def as_schedule(name: str, lr: float | Schedule) -> Schedule:

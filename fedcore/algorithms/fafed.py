@@ -55,17 +55,33 @@ from fedcore.checks import check_positive, check_range
 from fedcore.params import GradientOracle
 
 
-def storm_step_size(scale: float = 1.0, w: float = 1.0) -> Schedule:
+@dataclass(frozen=True)
+class storm_step_size:  # noqa: N801 (a schedule reads as a function)
     """``eta_t = scale / (w + t)^(1/3)`` (FAFED eq. 5 with ``scale = rho h``; STEM's ``kappa``)."""
-    check_positive("scale", scale)
-    check_positive("w", w)
-    return lambda t: scale / (w + t) ** (1 / 3)
+
+    scale: float = 1.0
+    w: float = 1.0
+
+    def __post_init__(self) -> None:
+        check_positive("scale", self.scale)
+        check_positive("w", self.w)
+
+    def __call__(self, t: int) -> float:
+        return self.scale / (self.w + t) ** (1 / 3)
 
 
-def storm_momentum(c: float, step_size: Schedule) -> Schedule:
+@dataclass(frozen=True)
+class storm_momentum:  # noqa: N801
     """``alpha_t+1 = min(1, c eta_t^2)`` (FAFED Theorem 2; STEM)."""
-    check_positive("c", c)
-    return lambda t: min(1.0, c * step_size(max(t - 1, 0)) ** 2)
+
+    c: float
+    step_size: Schedule
+
+    def __post_init__(self) -> None:
+        check_positive("c", self.c)
+
+    def __call__(self, t: int) -> float:
+        return min(1.0, self.c * self.step_size(max(t - 1, 0)) ** 2)
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,63 @@
+"""Checkpoint files that are verified before they are used.
+
+A checkpoint is ``MAGIC``, the SHA-256 of the payload, a newline, then the payload as
+``torch.save`` writes it.  :func:`write` flushes it to disk (file and folder) before the atomic
+rename; :func:`read` refuses a file that is empty, truncated, altered or not a fedcore checkpoint
+with one :class:`CheckpointError` that names the file, what is wrong and what to do.  The payload
+is loaded with ``weights_only=True`` (tensors, numbers, strings, containers), never more.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from fedcore.files import atomic_path
+
+MAGIC = b"fedcore checkpoint 2\n"
+
+
+class CheckpointError(ValueError):
+    """A checkpoint file that cannot be used as it is."""
+
+
+def write(path: str | os.PathLike, payload: dict[str, Any]) -> None:
+    """Write ``payload`` with its checksum, durably and atomically."""
+    buffer = io.BytesIO()
+    torch.save(payload, buffer)
+    data = buffer.getvalue()
+    with atomic_path(path, durable=True) as partial, open(partial, "wb") as file:
+        file.write(MAGIC + hashlib.sha256(data).hexdigest().encode() + b"\n" + data)
+
+
+def read(path: str | os.PathLike, map_location: str | torch.device = "cpu") -> dict[str, Any]:
+    """The payload of a checkpoint written by :func:`write`, after checking it."""
+    path = Path(path)
+    remedy = "delete it (or pass another checkpoint path) and run again, or pass resume=False"
+    try:
+        raw = path.read_bytes()
+    except OSError as error:
+        raise CheckpointError(f"checkpoint={str(path)!r} cannot be read ({error.strerror}); {remedy}") from None
+    if not raw:
+        raise CheckpointError(f"checkpoint={str(path)!r} is empty (0 bytes): it was never written completely; {remedy}")
+    if not raw.startswith(MAGIC):
+        what = "a checkpoint of an older fedcore (no checksum)" if raw.startswith(b"PK") else "not a fedcore checkpoint"
+        raise CheckpointError(f"checkpoint={str(path)!r} is {what} (it starts with {raw[:16]!r}); {remedy}")
+    header, _, data = raw[len(MAGIC):].partition(b"\n")
+    if hashlib.sha256(data).hexdigest().encode() != header:
+        raise CheckpointError(
+            f"checkpoint={str(path)!r} does not match its checksum ({len(raw)} bytes): it was truncated or altered "
+            f"after it was written, so its state cannot be trusted; {remedy}"
+        )
+    try:
+        return torch.load(io.BytesIO(data), map_location=map_location, weights_only=True)
+    except Exception as error:  # noqa: BLE001 -- torch's own advice (weights_only=False) must not reach the user
+        raise CheckpointError(
+            f"checkpoint={str(path)!r} passed its checksum but its payload cannot be loaded as tensors and plain "
+            f"values ({type(error).__name__}); {remedy}"
+        ) from None
