@@ -14,8 +14,9 @@ SCALE   ?= small
 TIMEOUT ?= 3600
 NBVAL_CELL_TIMEOUT ?= 900
 
-# `make test` runs with this scale; notebooks read it as SCALE (FEDCORE_SCALE).
-TEST_ENV := FEDCORE_SCALE=smoke PYTHONDONTWRITEBYTECODE=1
+# `make test` runs with this scale (notebooks read it as SCALE, FEDCORE_SCALE) and without the results
+# store (FEDCORE_STORE=off: tests compute).
+TEST_ENV := FEDCORE_SCALE=smoke FEDCORE_STORE=off PYTHONDONTWRITEBYTECODE=1
 PYTEST   := $(VPY) -m pytest -p no:cacheprovider
 NOTEBOOKS = $(sort $(wildcard notebooks/*.ipynb))
 

@@ -32,6 +32,7 @@ from fedcore.checks import check_choice, check_int
 from fedcore.data.federated import FederatedData
 from fedcore.identity import differences, run_identity, uncomparable
 from fedcore.params import FlatModel, GradientOracle, LossFn, evaluate
+from fedcore.store import Store, run_key
 
 CHECKPOINT_VERSION = 2
 
@@ -59,7 +60,8 @@ class Problem:
 class History:
     """What a run produced: one row per round (``frame``), the final state, how it ended, and with
     ``simulate(..., trace=True)`` one ``(clients [S], models [steps, S, d])`` per round: the sampled
-    clients' models after each local step (the last one before averaging)."""
+    clients' models after each local step (the last one before averaging).  ``stored`` says the run
+    came from a results store (:mod:`fedcore.store`); its ``final_state`` then holds ``x`` only."""
 
     frame: pd.DataFrame
     algorithm: str
@@ -67,6 +69,7 @@ class History:
     final_state: State = field(repr=False)
     diverged_round: int | None = None
     trace: list[tuple[Tensor, Tensor]] | None = field(default=None, repr=False)
+    stored: bool = False
 
     @property
     def diverged(self) -> bool:
@@ -113,6 +116,7 @@ def simulate(
     x0: Tensor | None = None,
     callback: Callable[[int, State], None] | None = None,
     trace: bool = False,
+    store: Store | str | os.PathLike | None = None,
 ) -> History:
     """Run ``algorithm`` for ``rounds`` communication rounds on ``problem``.
 
@@ -127,6 +131,10 @@ def simulate(
     trajectory or drive a live plot); ``x0`` overrides the model's initial parameters.
     ``trace=True`` keeps every sampled client's model after every local step in
     ``History.trace`` (d numbers per client and step: for small models and client drift plots).
+    ``store`` (a :class:`fedcore.store.Store` or a file path) returns a finished run of the same
+    identity and rounds without computing it, and keeps this one when it finishes; a run with a
+    ``callback``, a ``trace`` or a plain-function hyperparameter (which cannot be compared) is
+    neither looked up nor kept.
     """
     data = problem.data
     check_int("rounds", rounds)
@@ -154,11 +162,25 @@ def simulate(
         "seed": seed, "weighting": weighting, "eval_every": eval_every, "backend": oracle.backend,
     }
     run = _Run(problem, algorithm, oracle, config, seed, x0, callback, trace)
-    if checkpoint is not None:
+    if store is not None and not isinstance(store, Store):
+        store = Store(store)
+    if checkpoint is not None or store is not None:
         run.identity = run_identity(data, problem.model.module, run.start, algorithm, config)
-        if resume and Path(checkpoint).exists():
-            run.load(Path(checkpoint), rounds, trust=resume == "trust")
-    return run.loop(rounds, eval_every, weighting, progress, checkpoint, checkpoint_every)
+    key = None
+    if store is not None and callback is None and not trace and not uncomparable(run.identity):
+        key = run_key(run.identity, rounds)
+        entry = store.get(key)
+        if entry is not None:
+            return History(entry["frame"], entry["algorithm"], entry["backend"], {"x": entry["x"]},
+                           entry["diverged_round"], stored=True)
+    if checkpoint is not None and resume and Path(checkpoint).exists():
+        run.load(Path(checkpoint), rounds, trust=resume == "trust")
+    history = run.loop(rounds, eval_every, weighting, progress, checkpoint, checkpoint_every)
+    if store is not None and key is not None:
+        store.put(key, run.identity, rounds, {"frame": history.frame, "algorithm": history.algorithm,
+                                              "backend": history.backend, "x": history.final_state["x"],
+                                              "diverged_round": history.diverged_round})
+    return history
 
 
 def sweep(problem: Problem, build: Callable[..., Any], grid: dict[str, Sequence[Any]], **options: Any) -> pd.DataFrame:
@@ -167,15 +189,22 @@ def sweep(problem: Problem, build: Callable[..., Any], grid: dict[str, Sequence[
     ``sweep(problem, lambda client_lr: fedavg(client_lr), {"client_lr": [0.01, 0.1, 1]}, rounds=50, ...)``
     returns one row per point with the final train loss, final and best test accuracy, and
     ``diverged_round`` (NaN when the run did not diverge): a divergence is a result, not a crash.
+    A point whose hyperparameters ``build`` refuses (a negative learning rate) is a row with its
+    ``error``.  With ``store=`` (see :func:`simulate`) each point is kept as it finishes, so an
+    interrupted sweep, run again, computes only the points it had not finished.
     """
-    if not grid:
-        raise ValueError("grid={} is empty: give at least one hyperparameter and its values")
+    _check_grid(grid)
     rows = []
     for values in itertools.product(*grid.values()):
         point = dict(zip(grid, values))
+        try:
+            algorithm = build(**point)
+        except (ValueError, TypeError) as error:
+            rows.append({**point, "error": str(error)})
+            continue
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
-            history = simulate(problem, build(**point), **options)
+            history = simulate(problem, algorithm, **options)
         frame = history.frame
         rows.append({
             **point,
@@ -185,6 +214,15 @@ def sweep(problem: Problem, build: Callable[..., Any], grid: dict[str, Sequence[
             "diverged_round": history.diverged_round if history.diverged else math.nan,
         })
     return pd.DataFrame(rows)
+
+
+def _check_grid(grid: Any) -> None:
+    if not isinstance(grid, dict) or not grid:
+        raise ValueError(f"grid={grid!r} is empty or not a dict: give {{hyperparameter: [values, ...]}}")
+    for name, values in grid.items():
+        if isinstance(values, (str, bytes)) or not isinstance(values, Sequence) or len(values) == 0:
+            raise ValueError(f"grid[{name!r}]={values!r} must be a non-empty list of values, "
+                             f"e.g. {{{name!r}: [{values!r}]}}")
 
 
 def sample_round(
