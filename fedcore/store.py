@@ -96,7 +96,8 @@ class Store:
         """Keep ``entry`` (``frame`` a DataFrame; tensors and plain values otherwise) under ``key``."""
         buffer = io.BytesIO()
         frame = entry["frame"]  # numbers only: kept as float64 tensors, exactly
-        index, values = torch.from_numpy(frame.index.to_numpy()), torch.from_numpy(frame.to_numpy("float64"))
+        index = torch.from_numpy(frame.index.to_numpy().copy())
+        values = torch.from_numpy(frame.to_numpy("float64", copy=True))
         table = (list(frame.columns), index, values)
         torch.save({**entry, "frame": table}, buffer)
         payload = buffer.getvalue()
@@ -110,9 +111,10 @@ class Store:
             db.execute("DELETE FROM runs WHERE key = ?", (key,))
 
 
-def default_store() -> Store | None:
-    """The notebooks' store: ``FEDCORE_STORE`` (a file path, or ``off``), else ``build/store.sqlite``."""
-    setting = os.environ.get("FEDCORE_STORE", "").strip()
+def default_store(setting: str | None = None) -> Store | None:
+    """The notebooks' store: ``setting`` (a notebook's ``STORE`` parameter) or else ``FEDCORE_STORE``: a
+    file path, or ``off`` for none; empty or unset: ``build/store.sqlite`` beside the package."""
+    setting = (os.environ.get("FEDCORE_STORE", "") if setting is None else str(setting)).strip()
     if setting.lower() in ("off", "0", "false", "no", "none"):
         return None
     return Store(setting or DEFAULT_PATH)

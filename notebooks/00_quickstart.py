@@ -28,7 +28,9 @@
 # **Parameters.** The next cell holds everything a reader may want to change. `SCALE` picks the size of the
 # experiment: `smoke` (CI, well under a minute), `small` (a laptop CPU, minutes: what you see here) or `paper`
 # (a CNN and more rounds, for a GPU: pass `-p DEVICE cuda`). Rerun with other values with papermill, e.g.
-# `papermill 00_quickstart.ipynb out.ipynb -p SCALE smoke -p SEED 1`.
+# `papermill 00_quickstart.ipynb out.ipynb -p SCALE smoke -p SEED 1`. Finished training runs are kept in a results
+# store (`fedcore.store`), so a rerun with the same settings reads them back instead of training again;
+# `-p STORE off` recomputes.
 
 # %% tags=["parameters"]
 import os
@@ -43,6 +45,7 @@ FEDADAM_SERVER_LR = 0.01  # eta
 FEDADAM_TAU = 1e-3  # tau, FedAdam's adaptivity
 ROUNDS = None  # None: the scale's number of rounds
 PROGRESS = False  # tqdm progress bars during training
+STORE = os.environ.get("FEDCORE_STORE", "")  # results store: "" build/store.sqlite, "off" none, or a file path
 FIGURES = os.environ.get("FEDCORE_FIGURES")  # a folder to save the figures into (None: don't save)
 
 # %%
@@ -70,6 +73,7 @@ from IPython.display import display
 
 import fedcore
 from fedcore import explore, plots, toy
+from fedcore.store import default_store
 
 # %% [markdown]
 # ## 1. Federated optimization
@@ -179,7 +183,7 @@ print(problem)
 
 # %%
 histories = {
-    name: fedcore.simulate(problem, algorithm, **settings, seed=SEED, progress=PROGRESS)
+    name: fedcore.simulate(problem, algorithm, **settings, seed=SEED, progress=PROGRESS, store=default_store(STORE))
     for name, algorithm in algorithms.items()
 }
 

@@ -38,7 +38,10 @@
 #
 # **Parameters.** `SCALE` is `smoke` (CI, about a minute), `small` (a 2-core CPU, about 15 minutes: what you see
 # here) or `paper` (more rounds, for a GPU). Rerun with, e.g.,
-# `papermill 04_fafed.ipynb out.ipynb -p SCALE small -p SEED 1 -p ROUNDS 100`.
+# `papermill 04_fafed.ipynb out.ipynb -p SCALE small -p SEED 1 -p ROUNDS 100`. Finished training runs are kept
+# in a results store (`fedcore.store`, keyed by everything that determines a run: data, model, every
+# hyperparameter, seed, rounds and fedcore's own source), so a rerun recomputes only what changed;
+# `-p STORE off` recomputes everything.
 
 # %% tags=["parameters"]
 import os
@@ -53,6 +56,7 @@ RHO = 0.01  # FAFED's rho (A = sqrt(v_bar) + rho); the paper: 0.01
 ROUNDS = None  # None: the scale's number of rounds
 TUNE = False  # True: search the grids on each setting (10 rounds per point at small; about 1.5 h on 2 CPU cores)
 PROGRESS = False  # tqdm progress bars during training
+STORE = os.environ.get("FEDCORE_STORE", "")  # results store: "" build/store.sqlite, "off" none, or a file path
 FIGURES = os.environ.get("FEDCORE_FIGURES")  # a folder to save the figures into (None: don't save)
 # Per algorithm, chosen from the paper's grids by a 10-round search on the moderate setting (section 4): client
 # step size in {0.001, 0.01, 0.02, 0.05, 0.1}, server lr in {10^-1.5, 10^-2, 10^-2.5}, momentum alpha and FAFED's
@@ -76,6 +80,7 @@ from IPython.display import display
 
 from fedcore import algorithms, counterexample, explore, plots
 from fedcore.experiments import fafed as experiment
+from fedcore.store import default_store
 
 # %% [markdown]
 # The experiment's settings, grids, baselines, tuning and the paper's claims live in
@@ -324,7 +329,8 @@ experiment.grid_table()
 
 # %%
 builders = experiment.make_builders(rho=RHO)
-common = dict(num_clients=NUM_CLIENTS, seed=SEED, progress=PROGRESS, max_local_steps=settings["max_local_steps"])
+common = dict(num_clients=NUM_CLIENTS, seed=SEED, progress=PROGRESS, max_local_steps=settings["max_local_steps"],
+              store=default_store(STORE))
 if TUNE:
     chosen = experiment.tune(datasets, settings["tune_rounds"], builders=builders, **common)
 else:
@@ -338,6 +344,8 @@ experiment.hyperparameter_table(chosen)
 # %%
 histories = experiment.run_all(datasets, chosen, settings["rounds"], settings["eval_every"], builders=builders,
                                **common)
+stored = sum(history.stored for runs in histories.values() for history in runs.values())
+print(f"{stored} of {sum(map(len, histories.values()))} runs read from the results store, the others computed")
 
 # %%
 figure, axes = plt.subplots(2, 3, figsize=(15, 7.5), layout="constrained", sharex=True)

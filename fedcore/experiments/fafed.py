@@ -26,6 +26,7 @@ from fedcore import algorithms, models
 from fedcore.checks import check_choice
 from fedcore.data import load_fashion_mnist
 from fedcore.run import Problem, simulate, sweep
+from fedcore.store import Store
 
 if TYPE_CHECKING:
     from fedcore.data import FederatedData
@@ -85,16 +86,16 @@ def scale_settings(scale: str, rounds: int | None = None) -> dict[str, Any]:
 
 
 def options(setting: str, rounds: int, eval_every: int, *, num_clients: int, seed: int, progress: bool = False,
-            max_local_steps: int | None = None) -> dict[str, Any]:
+            max_local_steps: int | None = None, store: Store | None = None) -> dict[str, Any]:
     """``simulate``'s options for ``setting``: all ``num_clients`` clients, uniform weights, its ``b``
-    and ``q`` (``q`` capped at ``max_local_steps`` when that is given)."""
+    and ``q`` (``q`` capped at ``max_local_steps`` when that is given), the results ``store``."""
     spec = SETTINGS[check_choice("setting", setting, SETTINGS)]
     local_steps = spec["local_steps"]
     if max_local_steps:
         local_steps = min(local_steps, max_local_steps)
     return dict(rounds=rounds, clients_per_round=num_clients, local_steps=local_steps,
                 batch_size=spec["batch_size"], eval_every=eval_every, weighting="uniform",
-                seed=seed, progress=progress)
+                seed=seed, progress=progress, store=store)
 
 
 def problem(data: FederatedData, seed: int) -> Problem:
@@ -112,7 +113,7 @@ def tune(
     datasets: Mapping[str, FederatedData], rounds: int, *, num_clients: int, seed: int, progress: bool = False,
     max_local_steps: int | None = None, grids: Mapping[str, Mapping[str, list[float]]] = GRIDS,
     builders: Mapping[str, Builder] = BUILDERS, make_problem: Callable[[FederatedData, int], Problem] = problem,
-    report: Callable[[str], None] | None = print,
+    report: Callable[[str], None] | None = print, store: Store | None = None,
 ) -> dict[str, dict[str, dict[str, float]]]:
     """``{setting: {algorithm: hyperparameters}}``: per setting and algorithm, the point of its grid
     with the lowest final training loss after ``rounds`` rounds (``fedcore.sweep``).
@@ -124,7 +125,7 @@ def tune(
         for name, grid in grids.items():
             results = sweep(make_problem(data, seed), builders[name], dict(grid),
                             **options(setting, rounds, 10**6, num_clients=num_clients, seed=seed,
-                                      progress=progress, max_local_steps=max_local_steps))
+                                      progress=progress, max_local_steps=max_local_steps, store=store))
             best = results.sort_values("final_train_loss").iloc[0]
             chosen[setting][name] = {key: float(best[key]) for key in grid}
             if report is not None:
@@ -136,13 +137,15 @@ def run_all(
     datasets: Mapping[str, FederatedData], chosen: Mapping[str, Mapping[str, Mapping[str, float]]], rounds: int,
     eval_every: int, *, num_clients: int, seed: int, progress: bool = False, max_local_steps: int | None = None,
     builders: Mapping[str, Builder] = BUILDERS, make_problem: Callable[[FederatedData, int], Problem] = problem,
+    store: Store | None = None,
 ) -> dict[str, dict[str, History]]:
     """``{setting: {algorithm: History}}``: every algorithm of ``builders`` with its ``chosen``
-    hyperparameters on every setting, each from the same initial model and minibatches (``seed``)."""
+    hyperparameters on every setting, each from the same initial model and minibatches (``seed``);
+    a run already in ``store`` is read from it, not recomputed."""
     return {
         setting: {name: simulate(make_problem(data, seed), builders[name](**chosen[setting][name]),
                                  **options(setting, rounds, eval_every, num_clients=num_clients, seed=seed,
-                                           progress=progress, max_local_steps=max_local_steps))
+                                           progress=progress, max_local_steps=max_local_steps, store=store))
                   for name in builders}
         for setting, data in datasets.items()
     }
