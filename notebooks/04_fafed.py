@@ -36,7 +36,7 @@
 # No official code exists for FAFED: `fedcore.algorithms.fafed` is a reconstruction from the paper's text, and its
 # docstring names every choice the paper leaves open.
 #
-# **Parameters.** `SCALE` is `smoke` (CI, about a minute), `small` (a 2-core CPU, about 15 minutes: what you see
+# **Parameters.** `SCALE` is `smoke` (CI, about a minute), `small` (a 2-core CPU, about 10 minutes: what you see
 # here) or `paper` (more rounds, for a GPU). Rerun with, e.g.,
 # `papermill 04_fafed.ipynb out.ipynb -p SCALE small -p SEED 1 -p ROUNDS 100`. Finished training runs are kept
 # in a results store (`fedcore.store`, keyed by everything that determines a run: data, model, every
