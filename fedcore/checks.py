@@ -7,8 +7,18 @@ argument, the value it got and what is allowed, e.g. ``beta1=1.2 not in [0, 1)``
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Iterable
 from typing import Any
+
+
+def _scalar(value: Any) -> Any:
+    """A 0-d tensor or a numpy scalar as the Python number it holds (anything else unchanged)."""
+    if type(value).__module__ == "torch" and getattr(value, "dim", lambda: 1)() == 0:
+        return value.item()
+    if type(value).__module__ == "numpy" and hasattr(value, "item") and getattr(value, "ndim", 1) == 0:
+        return value.item()
+    return value
 
 
 def _interval(low: float, high: float, low_closed: bool, high_closed: bool) -> str:
@@ -16,8 +26,9 @@ def _interval(low: float, high: float, low_closed: bool, high_closed: bool) -> s
 
 
 def check_number(name: str, value: Any) -> float:
-    """``value`` must be a finite real number (bools are refused)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+    """``value`` must be a finite real number (bools are refused; numpy and 0-d torch scalars are numbers)."""
+    value = _scalar(value)
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise TypeError(f"{name}={value!r} must be a number, got {type(value).__name__}")
     if not math.isfinite(value):
         raise ValueError(f"{name}={value!r} must be finite")
@@ -51,12 +62,38 @@ def check_positive(name: str, value: Any) -> float:
 
 
 def check_int(name: str, value: Any, low: int = 1, high: int | None = None) -> int:
-    """``value`` must be an int in ``[low, high]``."""
-    if isinstance(value, bool) or not isinstance(value, int):
+    """``value`` must be an int in ``[low, high]`` (numpy and 0-d torch integers count)."""
+    value = _scalar(value)
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise TypeError(f"{name}={value!r} must be an int, got {type(value).__name__}")
     if value < low or (high is not None and value > high):
         allowed = f">= {low}" if high is None else f"in [{low}, {high}]"
         raise ValueError(f"{name}={value!r} must be {allowed}")
+    return int(value)
+
+
+def check_device(name: str, device: Any) -> Any:
+    """``device`` must name a device this machine has (``device='gpu'``: not a device; ``'cuda'`` without
+    a GPU: not available), so that nothing is loaded before the error."""
+    import torch
+
+    available = ["cpu"] + [f"cuda:{i}" for i in range(torch.cuda.device_count())]
+    try:
+        parsed = torch.device(device)
+    except (RuntimeError, TypeError):
+        raise ValueError(f"{name}={device!r} is not a device; this machine has {available}") from None
+    if parsed.type == "cuda" and (not torch.cuda.is_available() or (parsed.index or 0) >= torch.cuda.device_count()):
+        raise ValueError(f"{name}={device!r} is not available here; this machine has {available}")
+    if parsed.type not in ("cpu", "cuda") and not getattr(torch, parsed.type).is_available():
+        raise ValueError(f"{name}={device!r} is not available here; this machine has {available}")
+    return device
+
+
+def check_bool(name: str, value: Any) -> bool:
+    """``value`` must be True or False (numpy bools count)."""
+    value = _scalar(value)
+    if not isinstance(value, bool):
+        raise TypeError(f"{name}={value!r} must be True or False, got {type(value).__name__}")
     return value
 
 

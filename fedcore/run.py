@@ -28,7 +28,7 @@ from tqdm.auto import tqdm
 
 from fedcore import checkpoint as checkpoint_file
 from fedcore.algorithms.base import Algorithm, RoundBatch, State
-from fedcore.checks import check_choice, check_int
+from fedcore.checks import check_bool, check_choice, check_int
 from fedcore.data.federated import FederatedData
 from fedcore.identity import differences, run_identity, uncomparable
 from fedcore.params import FlatModel, GradientOracle, LossFn, evaluate
@@ -48,6 +48,28 @@ class Problem:
         self.data = data
         self.model = model if isinstance(model, FlatModel) else FlatModel(model, loss)
         self.model.to(data.device)
+        self._check_model()
+
+    def _check_model(self) -> None:
+        """One forward pass on one sample: the model must take the data's inputs, give one output per
+        class, and its loss must accept the targets (the message names both shapes)."""
+        data, model = self.data, self.model
+        inputs, targets = data.inputs[:1], data.targets[:1]
+        shapes = f"inputs {tuple(data.inputs.shape[1:])} per sample, targets {tuple(data.targets.shape[1:])}"
+        try:
+            with torch.no_grad(), model.mode(training=False):
+                outputs = model.forward(model.x0().to(data.device), inputs)
+        except Exception as error:  # noqa: BLE001 -- any failure here is the model not fitting the data
+            raise ValueError(f"model does not accept the data ({shapes}): {type(error).__name__}: {error}") from None
+        if data.num_classes is not None and outputs.shape[-1] != data.num_classes:
+            raise ValueError(f"model gives {outputs.shape[-1]} outputs per sample (output shape {tuple(outputs.shape)})"
+                             f" but the data has num_classes={data.num_classes} ({shapes})")
+        try:
+            with torch.no_grad():
+                model.loss_fn(outputs, targets)
+        except Exception as error:  # noqa: BLE001
+            raise ValueError(f"the loss does not accept the model's output {tuple(outputs.shape)} with the data's "
+                             f"targets ({shapes}, {data.targets.dtype}): {type(error).__name__}: {error}") from None
 
     def x0(self) -> Tensor:
         return self.model.x0().to(self.data.device)
@@ -77,6 +99,8 @@ class History:
 
     def final(self, metric: str = "test_accuracy") -> float:
         """The last recorded value of ``metric`` (NaN rows skipped)."""
+        if metric not in self.frame:
+            raise ValueError(f"metric={metric!r} not one of {list(self.frame.columns)}")
         column = self.frame[metric].dropna()
         return float(column.iloc[-1]) if len(column) else math.nan
 
@@ -137,15 +161,26 @@ def simulate(
     neither looked up nor kept.
     """
     data = problem.data
-    check_int("rounds", rounds)
-    check_int("clients_per_round", clients_per_round)
+    rounds = check_int("rounds", rounds)
+    clients_per_round = check_int("clients_per_round", clients_per_round)
     if clients_per_round > data.num_clients:
         raise ValueError(f"clients_per_round={clients_per_round} > num_clients={data.num_clients}")
-    check_int("local_steps", local_steps)
-    check_int("batch_size", batch_size)
-    check_int("eval_every", eval_every)
-    check_int("checkpoint_every", checkpoint_every)
+    local_steps = check_int("local_steps", local_steps)
+    batch_size = check_int("batch_size", batch_size)
+    eval_every = check_int("eval_every", eval_every)
+    checkpoint_every = check_int("checkpoint_every", checkpoint_every)
     check_choice("weighting", weighting, ("samples", "uniform"))
+    seed = check_int("seed", seed, 0)
+    progress, trace = check_bool("progress", progress), check_bool("trace", trace)
+    if callback is not None and not callable(callback):
+        raise TypeError(f"callback={callback!r} must be a function (round, state) -> None, or None")
+    if x0 is not None:
+        dim = problem.model.dim
+        if not isinstance(x0, Tensor) or x0.shape != (dim,):
+            shape = tuple(x0.shape) if isinstance(x0, Tensor) else type(x0).__name__
+            raise ValueError(f"x0 has shape {shape}; expected a tensor of shape ({dim},), the model's parameters")
+        if not bool(torch.isfinite(x0).all()):
+            raise ValueError(f"x0 has {int((~torch.isfinite(x0)).sum())} non-finite entries; a start must be finite")
     if not callable(getattr(algorithm, "round", None)) or not callable(getattr(algorithm, "init", None)):
         raise TypeError(f"algorithm={algorithm!r} needs init(x0, num_clients) and round(state, batch, oracle)")
     if resume not in (False, True, "trust") or not isinstance(resume, (bool, str)):

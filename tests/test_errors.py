@@ -71,3 +71,59 @@ def test_bad_argument_is_named(call, error, message) -> None:
 
 def test_enough_cases() -> None:
     assert len(CASES) >= 15
+
+
+# ---- issue 9, part 4 (first batch): models that do not fit the data, devices, entry checks ----------
+
+
+def classification(num_classes: int = 10) -> FederatedData:
+    generator = torch.Generator().manual_seed(0)
+    inputs = torch.randn(12, 1, 6, 6, generator=generator)
+    targets = torch.arange(12) % num_classes
+    return FederatedData(inputs, targets, torch.tensor([6, 6]), inputs[:4], targets[:4], num_classes)
+
+
+def ran(**overrides):
+    return simulate_with(**overrides)
+
+
+MORE_CASES = [
+    (lambda: Problem(classification(10), models.mlp((1, 6, 6), 5)), ValueError,
+     r"model gives 5 outputs per sample .* num_classes=10 \(inputs \(1, 6, 6\) per sample"),
+    (lambda: Problem(classification(10), models.mlp((1, 8, 8), 10)), ValueError,
+     r"model does not accept the data \(inputs \(1, 6, 6\) per sample"),
+    (lambda: Problem(classification(10), models.mlp((1, 6, 6), 10), loss="mse"), ValueError,
+     r"the loss does not accept the model's output \(1, 10\)"),
+    (lambda: __import__("fedcore").data.load_fashion_mnist(device="gpu"), ValueError,
+     r"device='gpu' is not a device; this machine has \['cpu'"),
+    (lambda: __import__("fedcore").data.load_fashion_mnist(device="cuda:7"), ValueError,
+     r"device='cuda:7' is not (available here|a device); this machine has"),
+    (lambda: ran(seed=-1), ValueError, r"seed=-1 must be >= 0"),
+    (lambda: ran(seed="0"), TypeError, r"seed='0' must be an int"),
+    (lambda: ran(progress="yes"), TypeError, r"progress='yes' must be True or False"),
+    (lambda: ran(callback=3), TypeError, r"callback=3 must be a function"),
+    (lambda: ran(x0=torch.zeros(5, dtype=torch.float64)), ValueError, r"x0 has shape \(5,\); expected .*\(3,\)"),
+    (lambda: ran(x0=[0.0, 0.0, 0.0]), ValueError, r"x0 has shape list; expected a tensor of shape \(3,\)"),
+    (lambda: ran(x0=torch.tensor([0.0, float("nan"), 0.0], dtype=torch.float64)), ValueError,
+     r"x0 has 1 non-finite entries"),
+    (lambda: ran(resume="yes", checkpoint="x.pt"), ValueError, r"resume='yes' not one of False, True, 'trust'"),
+    (lambda: ran().final("accuracy"), ValueError, r"metric='accuracy' not one of \['test_loss', 'train_loss'"),
+]
+
+
+@pytest.mark.parametrize("call, error, message", MORE_CASES, ids=[c[2][:40] for c in MORE_CASES])
+def test_more_bad_arguments_are_named(call, error, message) -> None:
+    with pytest.raises(error, match=message):
+        call()
+
+
+def test_numpy_and_torch_scalars_are_numbers() -> None:
+    """Wherever a number is taken, numpy and 0-d torch scalars are accepted (and a 1-element list is not)."""
+    import numpy as np
+
+    history = simulate_with(rounds=np.int64(2), clients_per_round=torch.tensor(2), seed=np.int32(1),
+                            algorithm=algorithms.fedavg(client_lr=np.float32(0.1)), progress=np.bool_(False))
+    assert len(history.frame) == 3
+    assert server_opt.adam(lr=torch.tensor(0.01)) is not None
+    with pytest.raises(TypeError, match=r"rounds=\[2\] must be an int"):
+        simulate_with(rounds=[2])

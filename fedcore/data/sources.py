@@ -25,7 +25,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from fedcore.checks import check_choice
+from fedcore.checks import check_choice, check_device
 from fedcore.data.federated import FederatedData
 from fedcore.data.leaf_synthetic import leaf_synthetic
 from fedcore.data.partition import partition as split_rows
@@ -239,6 +239,7 @@ def load_fashion_mnist(
     ``"dirichlet"``, ``classes_per_client``, ``s``).  Files are found by
     :func:`find_fashion_mnist`; decoded arrays are cached in memory per process.
     """
+    check_device("device", device)
     folder = find_fashion_mnist(root, download)
     train_x, train_y, test_x, test_y = _decoded_fashion_mnist(str(folder.resolve()))
     mean, std = NORMALIZATION["fashion_mnist"]
@@ -281,6 +282,7 @@ def load_torchvision(
     imported only here.  EMNIST's images are transposed upright.
     """
     check_choice("name", name, TORCHVISION_CLASSES)
+    check_device("device", device)
     root = Path(root or os.environ.get("FEDCORE_DATA") or DATA_DIR / "raw")
     train_x, train_y, class_names = _torchvision_split(name, root, True, download, emnist_split)
     test_x, test_y, _ = _torchvision_split(name, root, False, download, emnist_split)
