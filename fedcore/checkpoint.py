@@ -26,13 +26,42 @@ class CheckpointError(ValueError):
     """A checkpoint file that cannot be used as it is."""
 
 
-def write(path: str | os.PathLike, payload: dict[str, Any]) -> None:
-    """Write ``payload`` with its checksum, durably and atomically."""
+def pack(payload: dict[str, Any]) -> bytes:
+    """``payload`` as ``torch.save`` bytes behind ``MAGIC`` and their SHA-256 (checkpoints and the store)."""
     buffer = io.BytesIO()
     torch.save(payload, buffer)
     data = buffer.getvalue()
+    return MAGIC + hashlib.sha256(data).hexdigest().encode() + b"\n" + data
+
+
+def unpack(raw: bytes, what: str, remedy: str, map_location: str | torch.device = "cpu") -> dict[str, Any]:
+    """The payload of :func:`pack`'s bytes after checking them; a :class:`CheckpointError` that starts
+    with ``what`` (e.g. ``checkpoint='run.pt'``) and ends with ``remedy`` otherwise."""
+    if not raw:
+        raise CheckpointError(f"{what} is empty (0 bytes): it was never written completely; {remedy}")
+    if not raw.startswith(MAGIC):
+        kind = "a checkpoint of an older fedcore (no checksum)" if raw.startswith(b"PK") else "not a fedcore checkpoint"
+        raise CheckpointError(f"{what} is {kind} (it starts with {raw[:16]!r}); {remedy}")
+    header, _, data = raw[len(MAGIC):].partition(b"\n")
+    if hashlib.sha256(data).hexdigest().encode() != header:
+        raise CheckpointError(
+            f"{what} does not match its checksum ({len(raw)} bytes): it was truncated or altered "
+            f"after it was written, so its state cannot be trusted; {remedy}"
+        )
+    try:
+        return torch.load(io.BytesIO(data), map_location=map_location, weights_only=True)
+    except Exception as error:  # noqa: BLE001 -- torch's own advice (weights_only=False) must not reach the user
+        raise CheckpointError(
+            f"{what} passed its checksum but its payload cannot be loaded as tensors and plain "
+            f"values ({type(error).__name__}); {remedy}"
+        ) from None
+
+
+def write(path: str | os.PathLike, payload: dict[str, Any]) -> None:
+    """Write ``payload`` with its checksum, durably and atomically."""
+    raw = pack(payload)
     with atomic_path(path, durable=True) as partial, open(partial, "wb") as file:
-        file.write(MAGIC + hashlib.sha256(data).hexdigest().encode() + b"\n" + data)
+        file.write(raw)
 
 
 def read(path: str | os.PathLike, map_location: str | torch.device = "cpu") -> dict[str, Any]:
@@ -43,21 +72,4 @@ def read(path: str | os.PathLike, map_location: str | torch.device = "cpu") -> d
         raw = path.read_bytes()
     except OSError as error:
         raise CheckpointError(f"checkpoint={str(path)!r} cannot be read ({error.strerror}); {remedy}") from None
-    if not raw:
-        raise CheckpointError(f"checkpoint={str(path)!r} is empty (0 bytes): it was never written completely; {remedy}")
-    if not raw.startswith(MAGIC):
-        what = "a checkpoint of an older fedcore (no checksum)" if raw.startswith(b"PK") else "not a fedcore checkpoint"
-        raise CheckpointError(f"checkpoint={str(path)!r} is {what} (it starts with {raw[:16]!r}); {remedy}")
-    header, _, data = raw[len(MAGIC):].partition(b"\n")
-    if hashlib.sha256(data).hexdigest().encode() != header:
-        raise CheckpointError(
-            f"checkpoint={str(path)!r} does not match its checksum ({len(raw)} bytes): it was truncated or altered "
-            f"after it was written, so its state cannot be trusted; {remedy}"
-        )
-    try:
-        return torch.load(io.BytesIO(data), map_location=map_location, weights_only=True)
-    except Exception as error:  # noqa: BLE001 -- torch's own advice (weights_only=False) must not reach the user
-        raise CheckpointError(
-            f"checkpoint={str(path)!r} passed its checksum but its payload cannot be loaded as tensors and plain "
-            f"values ({type(error).__name__}); {remedy}"
-        ) from None
+    return unpack(raw, f"checkpoint={str(path)!r}", remedy, map_location)

@@ -4,8 +4,9 @@ A :class:`Store` is one SQLite file (the standard library's ``sqlite3``; no serv
 its identity (:func:`fedcore.identity.run_identity`: data content, model and initial parameters, the
 algorithm with every hyperparameter, the options, fedcore's version), its number of rounds and a hash
 of fedcore's own source (:func:`source_hash`), so a changed hyperparameter, seed, data set or line of
-fedcore misses.  An entry holds the history frame, how the run ended and the final model ``x``, with a
-checksum: an entry that does not match it is dropped and the run recomputed.
+fedcore misses.  An entry holds the history frame, how the run ended and the final model ``x``, packed with
+its checksum as a checkpoint is (:func:`fedcore.checkpoint.pack`): an entry that fails the check is
+dropped and the run recomputed.
 
 ``simulate(..., store=Store(path))`` reads and writes it; :func:`default_store` is the notebooks'
 store, ``build/store.sqlite`` beside the package (git-ignored), or the file ``FEDCORE_STORE`` names;
@@ -15,7 +16,6 @@ store, ``build/store.sqlite`` beside the package (git-ignored), or the file ``FE
 from __future__ import annotations
 
 import hashlib
-import io
 import json
 import os
 import sqlite3
@@ -27,6 +27,8 @@ from typing import Any
 
 import pandas as pd
 import torch
+
+from fedcore.checkpoint import pack, unpack
 
 PACKAGE = Path(__file__).resolve().parent
 DEFAULT_PATH = PACKAGE.parent / "build" / "store.sqlite"
@@ -59,7 +61,7 @@ class Store:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with self._connect() as db:
             db.execute("CREATE TABLE IF NOT EXISTS runs (key TEXT PRIMARY KEY, identity TEXT, rounds INTEGER, "
-                       "created REAL, checksum TEXT, payload BLOB)")
+                       "created REAL, payload BLOB)")
 
     def _connect(self) -> sqlite3.Connection:
         return sqlite3.connect(self.path, timeout=30)
@@ -75,36 +77,29 @@ class Store:
         """The entry under ``key`` (``frame``, ``algorithm``, ``backend``, ``diverged_round``, ``x``), or None.
         An entry whose bytes do not match its checksum, or cannot be read, is deleted (with a warning)."""
         with self._connect() as db:
-            row = db.execute("SELECT checksum, payload FROM runs WHERE key = ?", (key,)).fetchone()
+            row = db.execute("SELECT payload FROM runs WHERE key = ?", (key,)).fetchone()
         if row is None:
             return None
-        checksum, payload = row
         try:
-            if hashlib.sha256(payload).hexdigest() != checksum:
-                raise ValueError("checksum mismatch")
-            entry = torch.load(io.BytesIO(payload), weights_only=True)
+            entry = unpack(row[0], f"entry {key[:12]}", "it is recomputed")
             columns, index, values = entry["frame"]
             entry["frame"] = pd.DataFrame(values.numpy(), index=pd.Index(index.numpy(), name="round"), columns=columns)
         except Exception as error:  # noqa: BLE001 -- any damage means: recompute
-            warnings.warn(f"store {str(self.path)!r}: entry {key[:12]} is corrupt ({error}); it is recomputed",
-                          RuntimeWarning, stacklevel=3)
+            warnings.warn(f"store {str(self.path)!r}: entry {key[:12]} is corrupt ({error})", RuntimeWarning,
+                          stacklevel=3)
             self.delete(key)
             return None
         return entry
 
     def put(self, key: str, identity: dict, rounds: int, entry: dict[str, Any]) -> None:
         """Keep ``entry`` (``frame`` a DataFrame; tensors and plain values otherwise) under ``key``."""
-        buffer = io.BytesIO()
         frame = entry["frame"]  # numbers only: kept as float64 tensors, exactly
         index = torch.from_numpy(frame.index.to_numpy().copy())
         values = torch.from_numpy(frame.to_numpy("float64", copy=True))
-        table = (list(frame.columns), index, values)
-        torch.save({**entry, "frame": table}, buffer)
-        payload = buffer.getvalue()
+        payload = pack({**entry, "frame": (list(frame.columns), index, values)})  # with its checksum
         with self._connect() as db:
-            db.execute("INSERT OR REPLACE INTO runs VALUES (?, ?, ?, ?, ?, ?)",
-                       (key, json.dumps(identity, sort_keys=True), rounds, time.time(),
-                        hashlib.sha256(payload).hexdigest(), payload))
+            db.execute("INSERT OR REPLACE INTO runs VALUES (?, ?, ?, ?, ?)",
+                       (key, json.dumps(identity, sort_keys=True), rounds, time.time(), payload))
 
     def delete(self, key: str) -> None:
         with self._connect() as db:
