@@ -52,7 +52,7 @@ SEED = 0  # data partition, model initialization and minibatches
 NUM_CLIENTS = 20  # the paper's 20 worker nodes, all taking part in every round (cross-silo)
 ETA = 0.1  # the counterexample's step size (the paper's 0.1)
 BETA = 0.5  # the counterexample's second-moment decay (the paper's 0.5)
-RHO = 0.01  # FAFED's rho (A = sqrt(v_bar) + rho); the paper: 0.01
+RHO = 0.01  # FAFED's rho, the floor added to sqrt(v_bar) in its preconditioner A; the paper: 0.01
 ROUNDS = None  # None: the scale's number of rounds
 TUNE = False  # True: search the grids on each setting (10 rounds per point at small; about 1.5 h on 2 CPU cores)
 PROGRESS = False  # tqdm progress bars during training

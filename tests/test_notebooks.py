@@ -113,3 +113,16 @@ def test_committed_notebook_was_executed_without_errors(ipynb: Path):
         assert not errors, f"{ipynb.name}, code cell {index}: {errors[0].ename}: {errors[0].evalue}"
         if "NBVAL_CHECK_OUTPUT" in cell.source:
             assert cell.outputs, f"{ipynb.name}, code cell {index} is checked by nbval but has no output"
+
+
+@pytest.mark.parametrize("ipynb", IPYNBS, ids=_ids(IPYNBS))
+def test_papermill_lists_every_parameter(ipynb: Path):
+    """``papermill --help-notebook`` (papermill.inspect_notebook) infers each name the parameters cell
+    assigns: a comment it cannot parse (an ``=`` in it, say) would hide a parameter from the reader."""
+    import papermill
+
+    first = _code_cells(nbformat.read(ipynb, as_version=4))[0]
+    assigned = {target.id for node in ast.parse(first.source).body if isinstance(node, ast.Assign)
+                for target in node.targets if isinstance(target, ast.Name)}
+    inferred = set(papermill.inspect_notebook(str(ipynb)))
+    assert assigned <= inferred, f"{ipynb.name}: papermill does not list {sorted(assigned - inferred)}"
