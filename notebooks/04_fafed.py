@@ -141,7 +141,8 @@ print(f"SCALE={SCALE}: {settings}")
 # 2 and 3 have $-2$. Then $v_{t,i} = (1 - \beta^t)\, g_i^2$, and every client moves by
 # $\eta\, \mathrm{sign}(g_i) / \sqrt{1 - \beta^t}$: **the same distance, whatever the size of its gradient**.
 # Client 1 moves towards 0, clients 2 and 3 away from it, and the mean moves away by
-# $\eta / (3\sqrt{1 - \beta^t})$ every step, for every $\eta$ and $\beta$.
+# $\eta / (3\sqrt{1 - \beta^t})$ every step, for every $\eta$ and $\beta$, as long as every client stays on the
+# linear pieces ($|x| > 1$; a large step can carry client 1 past 0, see the explorer below).
 #
 # fedcore runs the real algorithms on this problem (`fedcore.counterexample`: a one-parameter model whose three
 # clients each hold one sample selecting $f_1$ or $f_2$). The first step with the paper's $\eta = 0.1$,
@@ -223,7 +224,7 @@ explorer = widgets.interactive(
     explore.explore_counterexample,
     eta=widgets.FloatLogSlider(value=0.3, base=10, min=-2, max=0, step=0.1, description="η"),
     beta=widgets.FloatSlider(value=0.5, min=0.0, max=0.99, step=0.01, description="β"),
-    q=widgets.IntSlider(value=1, min=1, max=20, description="q"),
+    q=widgets.IntSlider(value=5, min=1, max=20, description="q"),  # starts where the preview above is
     rho=widgets.FloatLogSlider(value=RHO, base=10, min=-4, max=0, step=0.25, description="ρ"),
     alpha=widgets.FloatSlider(value=0.5, min=0.05, max=1.0, step=0.05, description="α"),
     steps=widgets.IntSlider(value=300, min=50, max=1000, step=50, description="steps"),
