@@ -32,6 +32,7 @@ from fedcore.checkpoint import pack, unpack
 
 PACKAGE = Path(__file__).resolve().parent
 DEFAULT_PATH = PACKAGE.parent / "build" / "store.sqlite"
+COLUMNS = ("key", "identity", "rounds", "created", "payload")
 
 
 @cache
@@ -60,6 +61,11 @@ class Store:
                              f"{str(self.path / 'runs.sqlite')!r}")
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with self._connect() as db:
+            columns = [row[1] for row in db.execute("PRAGMA table_info(runs)")]
+            if columns and columns != list(COLUMNS):  # written by another fedcore: its entries would miss anyway
+                warnings.warn(f"store {str(self.path)!r} has another layout ({columns}); its runs are dropped",
+                              RuntimeWarning, stacklevel=2)
+                db.execute("DROP TABLE runs")
             db.execute("CREATE TABLE IF NOT EXISTS runs (key TEXT PRIMARY KEY, identity TEXT, rounds INTEGER, "
                        "created REAL, payload BLOB)")
 

@@ -133,3 +133,15 @@ def test_default_store_follows_the_environment(tmp_path, monkeypatch) -> None:
     assert store.default_store().path == tmp_path / "default.sqlite"
     with pytest.raises(ValueError, match="is a folder"):
         Store(tmp_path)
+
+
+def test_a_store_of_another_layout_is_dropped_not_an_error(tmp_path) -> None:
+    path = tmp_path / "old.sqlite"
+    with sqlite3.connect(path) as db:
+        db.execute("CREATE TABLE runs (key TEXT PRIMARY KEY, identity TEXT, rounds INTEGER, created REAL, "
+                   "checksum TEXT, payload BLOB)")
+        db.execute("INSERT INTO runs VALUES ('k', '{}', 1, 0, 'x', x'00')")
+    with pytest.warns(RuntimeWarning, match="has another layout"):
+        runs = Store(path)
+    assert len(runs) == 0
+    assert simulate(problem(), algorithms.fedavg(0.1), store=runs, **OPTIONS) is not None and len(runs) == 1
