@@ -26,6 +26,7 @@ evaluation and evaluate the others inside :meth:`GradientOracle.replaying`.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import NamedTuple
@@ -269,7 +270,8 @@ def evaluate(
     """Mean loss and (for class targets) accuracy of the model at ``x``, in eval mode.
 
     The accuracy leaves out targets in ``ignore_classes`` (e.g. Shakespeare's
-    out-of-vocabulary and padding ids); the loss counts every target.
+    out-of-vocabulary and padding ids); the loss counts every target.  With no test samples
+    (``test_fraction=0``) both are NaN: nothing was measured.
     """
     check_int("batch_size", batch_size)
     ignored = torch.as_tensor(list(ignore_classes), dtype=torch.long, device=targets.device)
@@ -285,7 +287,7 @@ def evaluate(
                 kept = ~torch.isin(batch_t, ignored)
                 correct += int(((outputs.argmax(-1) == batch_t) & kept).sum())
                 scored += int(kept.sum())
-    metrics = {"test_loss": total_loss / max(count, 1)}
+    metrics = {"test_loss": total_loss / count if count else math.nan}
     if not targets.is_floating_point():
-        metrics["test_accuracy"] = correct / max(scored, 1)
+        metrics["test_accuracy"] = correct / scored if scored else math.nan
     return metrics

@@ -292,13 +292,30 @@ def test_fashion_mnist_env_var_and_missing_files(tmp_path, monkeypatch):
     monkeypatch.setattr(sources, "DATA_DIR", tmp_path / "no-repo-data")
     monkeypatch.delenv("FEDCORE_DATA", raising=False)
     with pytest.raises(FileNotFoundError, match="dataset-fashion-mnist") as error:
+        load_fashion_mnist(num_clients=2, partition="iid")  # no folder named: the defaults, listed
+    assert "no-debian" in str(error.value) and "no-repo-data" in str(error.value)
+    # a named folder that does not exist, or lacks the files, is an error naming it (no fall back)
+    with pytest.raises(FileNotFoundError, match=r"root='.*nowhere' is not an existing folder"):
         load_fashion_mnist(num_clients=2, partition="iid", root=tmp_path / "nowhere")
-    assert "nowhere" in str(error.value) and "no-debian" in str(error.value)
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(FileNotFoundError, match=r"root='.*empty' holds no Fashion-MNIST") as error:
+        load_fashion_mnist(num_clients=2, partition="iid", root=tmp_path / "empty")
+    assert "no-debian" not in str(error.value)
+    with pytest.raises(TypeError, match=r"root=5 must be a folder path"):
+        load_fashion_mnist(num_clients=2, partition="iid", root=5)
+    monkeypatch.setenv("FEDCORE_DATA", str(tmp_path / "typo"))
+    with pytest.raises(FileNotFoundError, match=r"FEDCORE_DATA='.*typo' is not an existing folder"):
+        load_fashion_mnist(num_clients=2, partition="iid")
     write_fake_fashion_mnist(tmp_path / "env")
     monkeypatch.setenv("FEDCORE_DATA", str(tmp_path / "env"))
     data = load_fashion_mnist(num_clients=2, partition="shards", classes_per_client=5)
     assert data.info["source"] == str(tmp_path / "env")
     assert data.info["partition_kwargs"] == {"classes_per_client": 5}
+    # the real copy in Debian's folder is not used when the named folder lacks the files
+    monkeypatch.setattr(sources, "DEBIAN_FASHION_MNIST", tmp_path / "env")
+    monkeypatch.setenv("FEDCORE_DATA", str(tmp_path / "empty"))
+    with pytest.raises(FileNotFoundError, match=r"FEDCORE_DATA='.*empty' holds no Fashion-MNIST"):
+        load_fashion_mnist(num_clients=2, partition="iid")
 
 
 @pytest.mark.skipif(not sources.DEBIAN_FASHION_MNIST.is_dir(),
@@ -342,8 +359,11 @@ def test_from_arrays_mnist_shaped_and_fake_torchvision_mnist(tmp_path):
     write_fake_fashion_mnist(tmp_path / "MNIST" / "raw", compress=False)
     data = load_torchvision("mnist", num_clients=4, partition="iid", root=tmp_path)
     assert data.inputs.shape == (40, 1, 28, 28) and data.num_classes == 10
+    (tmp_path / "empty").mkdir()
     with pytest.raises(FileNotFoundError, match="download=True"):
         load_torchvision("cifar10", num_clients=4, partition="iid", root=tmp_path / "empty")
+    with pytest.raises(FileNotFoundError, match=r"root='.*typo' is not an existing folder"):
+        load_torchvision("cifar10", num_clients=4, partition="iid", root=tmp_path / "typo")
 
 
 # ---------------------------------------------------------------- LEAF Synthetic

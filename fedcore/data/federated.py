@@ -9,6 +9,7 @@ Python copies.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -39,10 +40,32 @@ class FederatedData:
     offsets: Tensor = field(init=False)
 
     def __post_init__(self) -> None:
+        for name in ("inputs", "targets", "sizes", "test_inputs", "test_targets"):
+            if not isinstance(getattr(self, name), Tensor):
+                raise TypeError(f"{name}={type(getattr(self, name)).__name__} must be a torch.Tensor")
+        if self.num_classes is not None:
+            self.num_classes = check_int("num_classes", self.num_classes, 2)
         if self.inputs.shape[0] != self.targets.shape[0]:
             raise ValueError(
                 f"inputs has {self.inputs.shape[0]} rows but targets has {self.targets.shape[0]}"
             )
+        if self.test_inputs.shape[0] != self.test_targets.shape[0]:
+            raise ValueError(f"test_inputs has {self.test_inputs.shape[0]} rows but test_targets has "
+                             f"{self.test_targets.shape[0]}")
+        if self.test_inputs.shape[1:] != self.inputs.shape[1:] or self.test_targets.shape[1:] != self.targets.shape[1:]:
+            raise ValueError(f"test samples are shaped {tuple(self.test_inputs.shape[1:])} -> "
+                             f"{tuple(self.test_targets.shape[1:])}, training samples "
+                             f"{tuple(self.inputs.shape[1:])} -> {tuple(self.targets.shape[1:])}: they must agree")
+        if self.num_classes is not None and self.targets.is_floating_point():
+            raise ValueError(f"targets are {self.targets.dtype} but num_classes={self.num_classes}: class targets "
+                             "are integer ids (use .long()), or pass num_classes=None for regression")
+        if self.sizes.dim() != 1 or self.sizes.is_floating_point() or self.sizes.is_complex():
+            raise ValueError(f"sizes must be a 1-d integer tensor of client sample counts, got "
+                             f"{self.sizes.dtype} of shape {tuple(self.sizes.shape)}")
+        for name in ("inputs", "test_inputs", "targets", "test_targets"):
+            values = getattr(self, name)
+            if values.is_floating_point() and not bool(torch.isfinite(values).all()):
+                raise ValueError(f"{name} has {int((~torch.isfinite(values)).sum())} non-finite entries (NaN or inf)")
         if int(self.sizes.sum()) != self.inputs.shape[0]:
             raise ValueError(f"sizes sum to {int(self.sizes.sum())}, not {self.inputs.shape[0]} rows")
         if bool((self.sizes <= 0).any()):
@@ -67,11 +90,33 @@ class FederatedData:
         name: str = "data",
         info: dict | None = None,
     ) -> FederatedData:
-        """Reorder ``inputs``/``targets`` so each client's rows (``client_indices[i]``) are contiguous."""
+        """Reorder ``inputs``/``targets`` so each client's rows (``client_indices[i]``) are contiguous.
+
+        Each row belongs to at most one client (a row given to two is refused); rows no client
+        holds are left out, with a warning that says how many.
+        """
+        if not isinstance(client_indices, Sequence) or isinstance(client_indices, (str, bytes, Tensor)):
+            raise TypeError(f"client_indices={type(client_indices).__name__} must be a list of index tensors, "
+                            "one per client")
         if len(client_indices) == 0:
             raise ValueError("client_indices is empty: a federation needs at least one client")
-        order = torch.cat([torch.as_tensor(idx, dtype=torch.long) for idx in client_indices])
-        sizes = torch.tensor([len(idx) for idx in client_indices], dtype=torch.long)
+        num_rows = targets.shape[0] if isinstance(targets, Tensor) else len(targets)
+        indices = [_client_rows(i, idx, num_rows) for i, idx in enumerate(client_indices)]
+        order = torch.cat(indices)
+        owners = torch.full((num_rows,), -1, dtype=torch.long)
+        for client, rows in enumerate(indices):
+            taken = owners[rows] >= 0
+            if bool(taken.any()) or rows.unique().numel() != rows.numel():
+                row = int(rows[taken][0]) if bool(taken.any()) else int(rows[rows.bincount().argmax()])
+                first = int(owners[row]) if owners[row] >= 0 else client
+                raise ValueError(f"row {row} is given to client {first} and client {client} (client_indices[{client}]"
+                                 "): each row belongs to at most one client")
+            owners[rows] = client
+        unassigned = int((owners < 0).sum())
+        if unassigned:
+            warnings.warn(f"{unassigned} of {num_rows} rows are held by no client and left out of training",
+                          UserWarning, stacklevel=2)
+        sizes = torch.tensor([idx.numel() for idx in indices], dtype=torch.long)
         return cls(
             inputs[order], targets[order], sizes, test_inputs, test_targets, num_classes, name,
             dict(info or {}),
@@ -165,3 +210,16 @@ class FederatedData:
             f"and {self.test_targets.shape[0]} test samples, input {tuple(self.inputs.shape[1:])}, "
             f"client sizes {int(sizes.min())}..{int(sizes.max())} (mean {sizes.mean():.1f}))"
         )
+
+
+def _client_rows(client: int, rows: object, num_rows: int) -> Tensor:
+    """``client_indices[client]`` as a 1-d long tensor of rows in ``[0, num_rows)``."""
+    tensor = torch.as_tensor(rows).cpu()
+    if tensor.numel() and (tensor.is_floating_point() or tensor.is_complex() or tensor.dtype == torch.bool):
+        raise TypeError(f"client_indices[{client}] holds {tensor.dtype} values; row indices are integers")
+    tensor = tensor.long().reshape(-1)
+    if tensor.numel() and (int(tensor.min()) < 0 or int(tensor.max()) >= num_rows):
+        bad = int(tensor.min()) if int(tensor.min()) < 0 else int(tensor.max())
+        raise ValueError(f"client_indices[{client}] holds row {bad}, outside [0, {num_rows}) (the data has "
+                         f"{num_rows} rows)")
+    return tensor

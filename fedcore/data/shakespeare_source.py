@@ -22,7 +22,7 @@ import tarfile
 import tempfile
 from pathlib import Path
 
-from fedcore.data.paths import DATA_DIR
+from fedcore.data.paths import DATA_DIR, named_folder
 
 __all__ = [
     "POEMS",
@@ -44,12 +44,13 @@ POEMS = frozenset({"lovers_complaint", "passionate_pilgrim", "phoenix_and_the_tu
 
 
 def data_folder(root: str | Path | None = None) -> Path:
-    """``root`` if given, else ``$FEDCORE_DATA/shakespeare``, else ``<repo>/data/shakespeare``."""
-    if root is not None:
-        return Path(root)
-    if os.environ.get("FEDCORE_DATA"):
-        return Path(os.environ["FEDCORE_DATA"]) / "shakespeare"
-    return DATA_DIR / "shakespeare"
+    """``root`` if given, else ``$FEDCORE_DATA/shakespeare``, else ``<repo>/data/shakespeare``.
+
+    A folder named by ``root`` or ``$FEDCORE_DATA`` must exist (:func:`~fedcore.data.paths.named_folder`)."""
+    named = named_folder(root)
+    if named is None:
+        return DATA_DIR / "shakespeare"
+    return named[0] if root is not None else named[0] / "shakespeare"
 
 
 def _sha256(path: Path) -> str:

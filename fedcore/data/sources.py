@@ -1,8 +1,9 @@
 """Data set loaders that return :class:`~fedcore.data.FederatedData`.
 
 - :func:`load_fashion_mnist` reads the four IDX files itself (gzip + numpy), from
-  ``root``, ``$FEDCORE_DATA``, the Debian package ``dataset-fashion-mnist``
-  (``/usr/share/datasets/fashion-mnist/``) or a torchvision download, in that order.
+  ``root`` or ``$FEDCORE_DATA`` when one is named (then nowhere else), otherwise the Debian
+  package ``dataset-fashion-mnist`` (``/usr/share/datasets/fashion-mnist/``) or
+  ``<repo>/data/raw``; or a torchvision download.
 - :func:`load_torchvision` wraps torchvision's MNIST, Fashion-MNIST, CIFAR-10/100 and
   EMNIST for users who have the files or internet.
 - :func:`from_arrays` is the pure conversion both use: images to normalized NCHW
@@ -16,7 +17,6 @@ from __future__ import annotations
 
 import functools
 import gzip
-import os
 import zlib
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -25,11 +25,11 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from fedcore.checks import check_choice, check_device
+from fedcore.checks import check_bool, check_choice, check_device
 from fedcore.data.federated import FederatedData
 from fedcore.data.leaf_synthetic import leaf_synthetic
 from fedcore.data.partition import partition as split_rows
-from fedcore.data.paths import DATA_DIR
+from fedcore.data.paths import DATA_DIR, named_folder
 from fedcore.data.shakespeare import load_shakespeare
 
 DEBIAN_FASHION_MNIST = Path("/usr/share/datasets/fashion-mnist")
@@ -122,13 +122,12 @@ def _read_idx_pair(folder: Path, images_stem: str, labels_stem: str) -> tuple[Te
 # ---------------------------------------------------------------- Fashion-MNIST files
 
 
-def _fashion_mnist_folders(root: str | Path | None) -> list[Path]:
-    """Where to look, in order: root, $FEDCORE_DATA, Debian's package, <repo>/data/raw."""
-    bases = [Path(root)] if root is not None else []
-    if os.environ.get("FEDCORE_DATA"):
-        bases.append(Path(os.environ["FEDCORE_DATA"]))
-    bases += [DEBIAN_FASHION_MNIST, DATA_DIR / "raw"]
-    return [folder for base in bases for folder in (base, base / "FashionMNIST" / "raw")]
+def _fashion_mnist_folders(root: str | Path | None) -> tuple[list[Path], str | None]:
+    """Where to look, and how the folder was named: only ``root`` (or ``$FEDCORE_DATA``) when one is
+    named; otherwise Debian's package, then ``<repo>/data/raw``.  Each with its torchvision layout."""
+    named = named_folder(root)
+    bases = [named[0]] if named else [DEBIAN_FASHION_MNIST, DATA_DIR / "raw"]
+    return [folder for base in bases for folder in (base, base / "FashionMNIST" / "raw")], named and named[1]
 
 
 def _has_fashion_mnist(folder: Path) -> bool:
@@ -137,23 +136,29 @@ def _has_fashion_mnist(folder: Path) -> bool:
 
 
 def find_fashion_mnist(root: str | Path | None = None, download: bool = False) -> Path:
-    """The first folder holding the four Fashion-MNIST IDX files (see module docstring)."""
-    folders = _fashion_mnist_folders(root)
+    """The first folder holding the four Fashion-MNIST IDX files (see module docstring).
+
+    A folder named by ``root=`` or ``$FEDCORE_DATA`` is the only place looked in (and where
+    ``download=True`` puts the files): it must exist, and lacking the files is an error naming it.
+    """
+    check_bool("download", download)
+    folders, named = _fashion_mnist_folders(root)
     for folder in folders:
         if _has_fashion_mnist(folder):
             return folder
     if download:
         from torchvision.datasets import FashionMNIST
 
+        target = folders[0] if named else DATA_DIR / "raw"
         for train in (True, False):
-            FashionMNIST(root=str(DATA_DIR / "raw"), train=train, download=True)
-        return DATA_DIR / "raw" / "FashionMNIST" / "raw"
+            FashionMNIST(root=str(target), train=train, download=True)
+        return target / "FashionMNIST" / "raw"
     looked = "\n  ".join(str(folder) for folder in folders)
+    where = f"{named} holds no" if named else "No"
     raise FileNotFoundError(
-        "Fashion-MNIST IDX files (train-images-idx3-ubyte[.gz] and the three others) not "
-        f"found; looked in:\n  {looked}\nGet them with `sudo apt-get install "
-        "dataset-fashion-mnist`, or pass download=True (needs internet), or root=<folder "
-        "holding the four files>, or set FEDCORE_DATA to such a folder."
+        f"{where} Fashion-MNIST IDX files (train-images-idx3-ubyte[.gz] and the three others); looked in:\n  "
+        f"{looked}\nGet them with `sudo apt-get install dataset-fashion-mnist`, or pass download=True (needs "
+        "internet), or root=<folder holding the four files>, or set FEDCORE_DATA to such a folder."
     )
 
 
@@ -278,12 +283,14 @@ def load_torchvision(
     """MNIST, Fashion-MNIST, EMNIST (``emnist_split``, default byclass: 62 classes),
     CIFAR-10 or CIFAR-100 through torchvision, normalized by :data:`NORMALIZATION`.
 
-    ``root`` defaults to ``$FEDCORE_DATA`` or ``<repo>/data/raw``.  torchvision is
+    ``root`` defaults to ``$FEDCORE_DATA`` or ``<repo>/data/raw``; a named folder must exist.  torchvision is
     imported only here.  EMNIST's images are transposed upright.
     """
     check_choice("name", name, TORCHVISION_CLASSES)
     check_device("device", device)
-    root = Path(root or os.environ.get("FEDCORE_DATA") or DATA_DIR / "raw")
+    check_bool("download", download)
+    named = named_folder(root)
+    root = named[0] if named else DATA_DIR / "raw"
     train_x, train_y, class_names = _torchvision_split(name, root, True, download, emnist_split)
     test_x, test_y, _ = _torchvision_split(name, root, False, download, emnist_split)
     mean, std = NORMALIZATION[name]

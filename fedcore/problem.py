@@ -1,0 +1,101 @@
+"""What a run is about and what it produced: :class:`Problem` (a federated data set and the model
+trained on it, checked against each other) and :class:`History` (one row per round, the final state,
+how the run ended)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+import torch
+from torch import Tensor, nn
+
+from fedcore.algorithms.base import State
+from fedcore.data.federated import FederatedData
+from fedcore.params import FlatModel, LossFn
+
+
+class Problem:
+    """A federated data set and the model trained on it (``loss`` follows the data by default)."""
+
+    def __init__(self, data: FederatedData, model: nn.Module | FlatModel, loss: str | LossFn | None = None):
+        if not isinstance(data, FederatedData):
+            raise TypeError(f"data={type(data).__name__} must be a FederatedData")
+        if loss is None:
+            loss = "mse" if data.num_classes is None else "cross_entropy"
+        self.data = data
+        self.model = model if isinstance(model, FlatModel) else FlatModel(model, loss)
+        self.model.to(data.device)
+        self._check_model()
+
+    def _check_model(self) -> None:
+        """One forward pass on one sample: the model must take the data's inputs, give one output per
+        class, and its loss must accept the targets (the message names both shapes)."""
+        data, model = self.data, self.model
+        inputs, targets = data.inputs[:1], data.targets[:1]
+        shapes = f"inputs {tuple(data.inputs.shape[1:])} per sample, targets {tuple(data.targets.shape[1:])}"
+        try:
+            with torch.no_grad(), model.mode(training=False):
+                outputs = model.forward(model.x0().to(data.device), inputs)
+        except Exception as error:  # noqa: BLE001 -- any failure here is the model not fitting the data
+            raise ValueError(f"model does not accept the data ({shapes}): {type(error).__name__}: {error}") from None
+        if data.num_classes is not None and outputs.shape[-1] != data.num_classes:
+            raise ValueError(f"model gives {outputs.shape[-1]} outputs per sample (output shape {tuple(outputs.shape)})"
+                             f" but the data has num_classes={data.num_classes} ({shapes})")
+        try:
+            with torch.no_grad():
+                model.loss_fn(outputs, targets)
+        except Exception as error:  # noqa: BLE001
+            raise ValueError(f"the loss does not accept the model's output {tuple(outputs.shape)} with the data's "
+                             f"targets ({shapes}, {data.targets.dtype}): {type(error).__name__}: {error}") from None
+
+    def x0(self) -> Tensor:
+        return self.model.x0().to(self.data.device)
+
+    def __repr__(self) -> str:
+        return f"Problem({self.data!r}, model with d={self.model.dim})"
+
+
+@dataclass
+class History:
+    """What a run produced: one row per round (``frame``), the final state, how it ended, and with
+    ``simulate(..., trace=True)`` one ``(clients [S], models [steps, S, d])`` per round: the sampled
+    clients' models after each local step (the last one before averaging).  ``stored`` says the run
+    came from a results store (:mod:`fedcore.store`); its ``final_state`` then holds ``x`` only."""
+
+    frame: pd.DataFrame
+    algorithm: str
+    backend: str
+    final_state: State = field(repr=False)
+    diverged_round: int | None = None
+    trace: list[tuple[Tensor, Tensor]] | None = field(default=None, repr=False)
+    stored: bool = False
+
+    @property
+    def diverged(self) -> bool:
+        return self.diverged_round is not None
+
+    def final(self, metric: str = "test_accuracy") -> float:
+        """The last recorded value of ``metric`` (NaN rows skipped)."""
+        if metric not in self.frame:
+            raise ValueError(f"metric={metric!r} not one of {list(self.frame.columns)}")
+        column = self.frame[metric].dropna()
+        return float(column.iloc[-1]) if len(column) else math.nan
+
+    def plot(self, metric: str = "train_loss", ax: Any = None, label: str | None = None, **style: Any) -> Any:
+        """``metric`` against communication rounds on ``ax`` (a new figure if None)."""
+        import matplotlib.pyplot as plt
+
+        if metric not in self.frame:
+            raise ValueError(f"metric={metric!r} not one of {list(self.frame.columns)}")
+        if ax is None:
+            _, ax = plt.subplots(figsize=(5, 3.5))
+        column = self.frame[metric].dropna()
+        ax.plot(column.index, column.values, label=label or self.algorithm, **style)
+        ax.set_xlabel("communication round")
+        ax.set_ylabel(metric.replace("_", " "))
+        if self.diverged:
+            ax.axvline(self.diverged_round, color="grey", linestyle=":", linewidth=1)
+        return ax
