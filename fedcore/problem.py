@@ -63,7 +63,8 @@ class History:
     """What a run produced: one row per round (``frame``), the final state, how it ended, and with
     ``simulate(..., trace=True)`` one ``(clients [S], models [steps, S, d])`` per round: the sampled
     clients' models after each local step (the last one before averaging).  ``stored`` says the run
-    came from a results store (:mod:`fedcore.store`); its ``final_state`` then holds ``x`` only."""
+    came from a results store (:mod:`fedcore.store`); its ``final_state`` then holds ``x`` only.
+    A run that diverged (``diverged_round``) says why in ``diverged_because``."""
 
     frame: pd.DataFrame
     algorithm: str
@@ -72,6 +73,9 @@ class History:
     diverged_round: int | None = None
     trace: list[tuple[Tensor, Tensor]] | None = field(default=None, repr=False)
     stored: bool = False
+    diverged_because: str | None = None
+    """Why the run stopped early: ``"train_loss=nan is not finite"``, ``"the model is not finite"`` or
+    ``"train_loss=812.4 > diverge_above=100"`` (None when it ran all its rounds)."""
 
     @property
     def diverged(self) -> bool:

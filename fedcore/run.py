@@ -28,9 +28,10 @@ from tqdm.auto import tqdm
 
 from fedcore import checkpoint as checkpoint_file
 from fedcore.algorithms.base import Algorithm, RoundBatch, State
-from fedcore.checks import check_bool, check_choice, check_int
+from fedcore.checks import check_bool, check_choice, check_int, check_number
 from fedcore.data.federated import FederatedData
 from fedcore.identity import differences, run_identity, uncomparable
+from fedcore.memory import check_fits
 from fedcore.params import GradientOracle, evaluate
 from fedcore.problem import History, Problem
 from fedcore.store import Store, run_key
@@ -58,6 +59,7 @@ def simulate(
     callback: Callable[[int, State], None] | None = None,
     trace: bool = False,
     store: Store | str | os.PathLike | None = None,
+    diverge_above: float | None = None,
 ) -> History:
     """Run ``algorithm`` for ``rounds`` communication rounds on ``problem``.
 
@@ -72,6 +74,10 @@ def simulate(
     trajectory or drive a live plot); ``x0`` overrides the model's initial parameters.
     ``trace=True`` keeps every sampled client's model after every local step in
     ``History.trace`` (d numbers per client and step: for small models and client drift plots).
+    A run diverges at the first round whose training loss or model is not finite, or (with
+    ``diverge_above``) whose training loss exceeds that bound: it stops there, warns, and keeps its
+    history, state and checkpoint up to the round before (``History.diverged_round`` and
+    ``History.diverged_because`` say where and why).
     ``store`` (a :class:`fedcore.store.Store` or a file path) returns a finished run of the same
     identity and rounds without computing it, and keeps this one when it finishes; a run with a
     ``callback``, a ``trace`` or a plain-function hyperparameter (which cannot be compared) is
@@ -89,6 +95,8 @@ def simulate(
     check_choice("weighting", weighting, ("samples", "uniform"))
     seed = check_int("seed", seed, 0)
     progress, trace = check_bool("progress", progress), check_bool("trace", trace)
+    if diverge_above is not None:
+        diverge_above = check_number("diverge_above", diverge_above)
     if callback is not None and not callable(callback):
         raise TypeError(f"callback={callback!r} must be a function (round, state) -> None, or None")
     if x0 is not None:
@@ -111,10 +119,14 @@ def simulate(
     if data.test_targets.shape[0] == 0:
         warnings.warn(f"{data.name} has no test samples (test_fraction=0?): test metrics are NaN, not measured",
                       UserWarning, stacklevel=2)
+    start = problem.x0() if x0 is None else x0
+    check_fits(algorithm, start, data.num_clients, clients_per_round, local_steps, batch_size,
+               data.inputs[:1].nbytes + data.targets[:1].nbytes, data.device)
     oracle = GradientOracle(problem.model, backend, data.device)
     config = {
         "clients_per_round": clients_per_round, "local_steps": local_steps, "batch_size": batch_size,
         "seed": seed, "weighting": weighting, "eval_every": eval_every, "backend": oracle.backend,
+        "diverge_above": diverge_above,
     }
     run = _Run(problem, algorithm, oracle, config, seed, x0, callback, trace)
     if store is not None and not isinstance(store, Store):
@@ -127,14 +139,15 @@ def simulate(
         entry = store.get(key)
         if entry is not None:
             return History(entry["frame"], entry["algorithm"], entry["backend"], {"x": entry["x"]},
-                           entry["diverged_round"], stored=True)
+                           entry["diverged_round"], stored=True, diverged_because=entry.get("diverged_because"))
     if checkpoint is not None and resume and Path(checkpoint).exists():
         run.load(Path(checkpoint), rounds, trust=resume == "trust")
     history = run.loop(rounds, eval_every, weighting, progress, checkpoint, checkpoint_every)
     if store is not None and key is not None:
         store.put(key, run.identity, rounds, {"frame": history.frame, "algorithm": history.algorithm,
                                               "backend": history.backend, "x": history.final_state["x"],
-                                              "diverged_round": history.diverged_round})
+                                              "diverged_round": history.diverged_round,
+                                              "diverged_because": history.diverged_because})
     return history
 
 
@@ -217,6 +230,7 @@ class _Run:
         self.rows: list[dict[str, float]] = []
         self.round = 0
         self.diverged_round: int | None = None
+        self.diverged_because: str | None = None
 
     def load(self, path: Path, rounds: int, trust: bool) -> None:
         """Continue from ``path`` after checking that it is this run's (see :func:`simulate`)."""
@@ -285,7 +299,19 @@ class _Run:
                     self.save(path)
         frame = pd.DataFrame(self.rows).set_index("round")
         return History(frame, getattr(self.algorithm, "name", type(self.algorithm).__name__),
-                       self.oracle.backend, self.state, self.diverged_round, self.trace)
+                       self.oracle.backend, self.state, self.diverged_round, self.trace,
+                       diverged_because=self.diverged_because)
+
+    def divergence(self, train_loss: float, x: Tensor) -> str | None:
+        """Why this round counts as diverged, or None."""
+        bound = self.config["diverge_above"]
+        if not math.isfinite(train_loss):
+            return f"train_loss={train_loss} is not finite"
+        if not bool(torch.isfinite(x).all()):
+            return "the model is not finite"
+        if bound is not None and train_loss > bound:
+            return f"train_loss={train_loss:.6g} > diverge_above={bound:g}"
+        return None
 
     def step(self, weighting: str, eval_every: int, rounds: int) -> dict[str, float]:
         started = time.perf_counter()
@@ -293,12 +319,13 @@ class _Run:
         with self.problem.model.mode(training=True):
             state, metrics = self.algorithm.round(self.state, batch, self.oracle)
         row = {"round": self.round + 1, **metrics, "seconds": time.perf_counter() - started}
-        if not (math.isfinite(metrics.get("train_loss", 0.0)) and bool(torch.isfinite(state["x"]).all())):
-            self.diverged_round = self.round + 1  # state, round and checkpoint stay at the last finite round
+        because = self.divergence(metrics.get("train_loss", 0.0), state["x"])
+        if because is not None:
+            self.diverged_round, self.diverged_because = self.round + 1, because  # the rest stays at the round before
             self.rows.append(row)
             warnings.warn(
                 f"{getattr(self.algorithm, 'name', 'run')} diverged at round {self.diverged_round} "
-                f"(train_loss={metrics.get('train_loss')}); history and state kept up to round {self.round}",
+                f"({because}); history and state kept up to round {self.round}",
                 RuntimeWarning, stacklevel=4,
             )
             return row

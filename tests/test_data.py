@@ -405,3 +405,22 @@ def test_label_skew_by_hand():
     even = FederatedData(torch.zeros(4, 1), torch.tensor([0, 1, 0, 1]), torch.tensor([2, 2]), torch.zeros(1, 1),
                          torch.zeros(1, dtype=torch.long), num_classes=2)
     assert even.label_skew() == 0.0
+
+
+def test_from_partition_leaves_out_unassigned_rows_and_says_how_many() -> None:
+    inputs, targets = torch.arange(12.0).view(6, 2), torch.arange(6.0)
+    with pytest.warns(UserWarning, match="2 of 6 rows are held by no client"):
+        data = FederatedData.from_partition(inputs, targets, [torch.tensor([4, 0]), [5, 2]], inputs, targets)
+    assert data.sizes.tolist() == [2, 2] and data.targets.tolist() == [4.0, 0.0, 5.0, 2.0]
+    assert torch.equal(data.client(1)[0], inputs[[5, 2]])
+
+
+def test_load_fashion_mnist_with_all_defaults_works(monkeypatch, tmp_path) -> None:
+    """``load_fashion_mnist()``: 20 clients, Dirichlet(0.5) label skew (the loaders' default alpha)."""
+    write_fake_fashion_mnist(tmp_path, n_train=600)
+    monkeypatch.setenv("FEDCORE_DATA", str(tmp_path))
+    data = load_fashion_mnist()
+    assert data.num_clients == 20 and data.info["partition"] == "dirichlet"
+    assert data.info["partition_kwargs"] == {"alpha": 0.5}
+    assert load_fashion_mnist(alpha=5.0).info["partition_kwargs"] == {"alpha": 5.0}
+

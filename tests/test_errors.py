@@ -127,3 +127,78 @@ def test_numpy_and_torch_scalars_are_numbers() -> None:
     assert server_opt.adam(lr=torch.tensor(0.01)) is not None
     with pytest.raises(TypeError, match=r"rounds=\[2\] must be an int"):
         simulate_with(rounds=[2])
+
+
+# ---- issue 9, part 4 (second batch): schedules, partitions, data folders, memory, divergence ---------
+
+
+def fedavg_with(schedule):
+    return lambda: algorithms.fedavg(client_lr=schedule)
+
+
+def partition_of(client_indices, rows: int = 6):
+    inputs = torch.randn(rows, 2)
+    return FederatedData.from_partition(inputs, torch.zeros(rows), client_indices, inputs, torch.zeros(rows))
+
+
+def huge_federation() -> Problem:
+    """20000 one-sample clients and a 1.2M-parameter CNN: SCAFFOLD's c_i alone would need 96 GB."""
+    inputs = torch.zeros(20000, 1, 28, 28)
+    targets = torch.arange(20000) % 10
+    return Problem(FederatedData(inputs, targets, torch.ones(20000, dtype=torch.long), inputs[:4], targets[:4], 10),
+                   models.cnn((1, 28, 28), 10))
+
+
+SCHEDULE_AND_DATA_CASES = [
+    (fedavg_with(lambda t: -0.1), ValueError,
+     r"client_lr=<function .*> gives -0.1 at round 0: client_lr=-0.1 must be > 0"),
+    (fedavg_with(lambda t: 0.0), ValueError, r"gives 0.0 at round 0"),
+    (fedavg_with(lambda t: float("inf")), ValueError, r"gives inf at round 0: client_lr=inf must be finite"),
+    (fedavg_with(lambda t: "0.1"), ValueError, r"gives '0.1' at round 0: client_lr='0.1' must be a number"),
+    (fedavg_with(lambda: 0.1), TypeError, r"must be a number or a function of the round t; calling it at t=0 raised"),
+    (lambda: algorithms.scaffold(client_lr=lambda t: -1.0), ValueError, r"client_lr=.* gives -1.0 at round 0"),
+    (lambda: algorithms.fafed(lr=lambda t: float("nan")), ValueError, r"lr=.* gives nan at step 0"),
+    (lambda: algorithms.fafed(lr=0.1, alpha=lambda t: 1.5), ValueError,
+     r"alpha=.* gives 1.5 at step 0: alpha=1.5 not in \(0, 1\]"),
+    (lambda: simulate_with(rounds=5, algorithm=algorithms.fedavg(client_lr=lambda t: 0.1 if t < 3 else -0.1)),
+     ValueError, r"gives -0.1 at round 3"),
+    (lambda: algorithms.constant(-0.5), ValueError, r"lr=-0.5 must be > 0"),
+    (lambda: algorithms.exp_decay(0.1, every=0), ValueError, r"every=0 must be > 0"),
+    (lambda: partition_of([torch.tensor([0, 1, 2]), torch.tensor([2, 3, 4, 5])]), ValueError,
+     r"row 2 is given to client 0 and client 1 \(client_indices\[1\]\): each row belongs to at most one client"),
+    (lambda: partition_of([torch.tensor([0, 1, 1]), torch.tensor([2, 3, 4, 5])]), ValueError,
+     r"row 1 is given to client 0 and client 0"),
+    (lambda: partition_of([torch.tensor([0, 1, 6]), torch.tensor([2])]), ValueError,
+     r"client_indices\[0\] holds row 6, outside \[0, 6\)"),
+    (lambda: partition_of([torch.tensor([-1, 0])]), ValueError, r"client_indices\[0\] holds row -1, outside \[0, 6\)"),
+    (lambda: partition_of([torch.tensor([0.0, 1.0])]), TypeError, r"client_indices\[0\] holds torch.float32 values"),
+    (lambda: partition_of(torch.arange(6)), TypeError, r"client_indices=Tensor must be a list of index tensors"),
+    (lambda: FederatedData(torch.zeros(3, 2), torch.zeros(3), torch.tensor([3]), torch.zeros(2, 2), torch.zeros(1)),
+     ValueError, r"test_inputs has 2 rows but test_targets has 1"),
+    (lambda: FederatedData(torch.zeros(3, 2), torch.zeros(3), torch.tensor([3]), torch.zeros(1, 5), torch.zeros(1)),
+     ValueError, r"test samples are shaped \(5,\) -> \(\), training samples \(2,\) -> \(\)"),
+    (lambda: FederatedData(torch.zeros(3, 2), torch.zeros(3), torch.tensor([3]), torch.zeros(1, 2), torch.zeros(1), 3),
+     ValueError, r"targets are torch.float32 but num_classes=3"),
+    (lambda: FederatedData(torch.zeros(3, 2), torch.zeros(3), torch.tensor([3.0]), torch.zeros(1, 2), torch.zeros(1)),
+     ValueError, r"sizes must be a 1-d integer tensor"),
+    (lambda: FederatedData(torch.full((3, 2), float("nan")), torch.zeros(3), torch.tensor([3]), torch.zeros(1, 2),
+                           torch.zeros(1)), ValueError, r"inputs has 6 non-finite entries"),
+    (lambda: FederatedData([[0.0]], torch.zeros(1), torch.tensor([1]), torch.zeros(1, 1), torch.zeros(1)),
+     TypeError, r"inputs=list must be a torch.Tensor"),
+    (lambda: FederatedData(torch.zeros(2, 2), torch.zeros(2, dtype=torch.long), torch.tensor([2]), torch.zeros(1, 2),
+                           torch.zeros(1, dtype=torch.long), 1), ValueError, r"num_classes=1 must be >= 2"),
+    (lambda: simulate(huge_federation(), algorithms.scaffold(client_lr=0.1), 1, 2, 1, 1, progress=False),
+     MemoryError, r"SCAFFOLD's state needs 96 GB \(num_clients=20000 x d=1199882, 4.8 MB per client\) but cpu has "
+                  r".* free: use fewer clients, a smaller model"),
+    (lambda: simulate_with(batch_size=10**9), MemoryError,
+     r"one round needs at least 176 GB \(clients_per_round=2 x local_steps=1 x batch_size=1000000000 row indices"),
+    (lambda: simulate_with(diverge_above="high"), TypeError, r"diverge_above='high' must be a number"),
+    (lambda: simulate_with(diverge_above=float("nan")), ValueError, r"diverge_above=nan must be finite"),
+]
+
+
+@pytest.mark.parametrize("call, error, message", SCHEDULE_AND_DATA_CASES,
+                         ids=[c[2][:40] for c in SCHEDULE_AND_DATA_CASES])
+def test_schedules_partitions_and_sizes_are_checked(call, error, message) -> None:
+    with pytest.raises(error, match=message):
+        call()

@@ -84,6 +84,57 @@ def test_divergence_stops_cleanly_and_keeps_history(quadratic, tmp_path) -> None
     assert saved["round"] == history.diverged_round - 1  # what was written before is not lost
 
 
+def test_diverge_above_stops_at_the_first_round_over_the_bound(quadratic, tmp_path) -> None:
+    """With diverge_above, the first round whose train loss exceeds the bound ends the run; the reason is
+    recorded, and history, state and checkpoint stay at the round before (same as a non-finite loss)."""
+    problem = Problem(quadratic, models.linear_regression((5,)).double())
+    options = dict(rounds=60, clients_per_round=10, local_steps=5, batch_size=20, progress=False)
+    free = simulate(problem, algorithms.fedavg(client_lr=2.0), **options)
+    losses = free.frame["train_loss"].dropna()
+    bound = float(losses.iloc[len(losses) // 2])  # a value the loss passes partway through the run
+    first_over = int(losses.index[(losses > bound).argmax()])
+    assert 1 < first_over < 60 and not free.diverged
+    path = tmp_path / "bounded.pt"
+    with pytest.warns(RuntimeWarning, match=rf"diverged at round {first_over} \(train_loss=.* > diverge_above="):
+        bounded = simulate(problem, algorithms.fedavg(client_lr=2.0), diverge_above=bound, checkpoint=path,
+                           checkpoint_every=1, **options)
+    assert bounded.diverged_round == first_over and bounded.diverged_because.endswith(f"diverge_above={bound:g}")
+    assert (bounded.frame["train_loss"].iloc[1:-1] <= bound).all()
+    assert checkpoint.read(path)["round"] == first_over - 1
+    assert free.diverged_because is None
+
+
+def test_no_test_set_gives_nan_test_metrics_said_once(tiny_classification) -> None:
+    """test_fraction=0 (no test samples): the test metrics are NaN (not measured), never 0.0, and one
+    warning says so."""
+    from fedcore.data import FederatedData
+
+    data = tiny_classification
+    empty = FederatedData(data.inputs, data.targets, data.sizes, data.test_inputs[:0], data.test_targets[:0],
+                          data.num_classes)
+    with pytest.warns(UserWarning, match="no test samples") as caught:
+        history = run(empty, rounds=3)
+    assert sum("no test samples" in str(w.message) for w in caught) == 1
+    assert history.frame["test_accuracy"].isna().all() and history.frame["test_loss"].isna().all()
+    assert history.frame["train_loss"].iloc[1:].notna().all()
+
+
+def test_a_run_that_cannot_fit_is_refused_before_allocating(tiny_classification) -> None:
+    """The state's size is measured on the meta device (FAFED: x, m, v, A and t, plus N previous client
+    models); a run needing more than the memory available is refused with the sizes."""
+    from fedcore.memory import check_fits, state_bytes
+
+    x0 = torch.zeros(1000)
+    fafed = algorithms.fafed(lr=0.1)
+    assert state_bytes(fafed, x0, 50) == (4 * 1000 + 50 * 1000) * 4 + 8
+    assert state_bytes(algorithms.fedavg(client_lr=0.1), x0, 50) == 1000 * 4
+    check_fits(fafed, x0, 50, 5, 2, 8, 100, torch.device("cpu"), available=300_000)  # 216 kB + 1 kB: fits
+    with pytest.raises(MemoryError, match=r"FAFED's state needs 216 kB \(num_clients=50 x d=1000, 4.32 kB per client"):
+        check_fits(fafed, x0, 50, 5, 2, 8, 100, torch.device("cpu"), available=200_000)
+    with pytest.raises(MemoryError, match=r"one round needs at least 9.92 MB .* use a smaller batch_size"):
+        check_fits(fafed, x0, 50, 5, 2, 8000, 100, torch.device("cpu"), available=2_000_000)
+
+
 def test_uniform_weighting_differs_from_sample_weighting(tiny_classification) -> None:
     by_samples = run(tiny_classification, weighting="samples")
     uniform = run(tiny_classification, weighting="uniform")

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import torch
 from torch import Tensor
@@ -127,12 +127,25 @@ class exp_decay:  # noqa: N801
         return self.lr * self.factor ** (t // self.every)
 
 
-def as_schedule(name: str, lr: float | Schedule) -> Schedule:
-    """A float becomes a constant schedule; a callable is taken as it is."""
-    if callable(lr):
-        return lr
-    check_positive(name, lr)
-    return constant(lr)
+def schedule_at(
+    name: str, schedule: float | Schedule, t: int, unit: str = "round",
+    check: Callable[[str, Any], float] = check_positive,
+) -> float:
+    """The value of ``schedule`` (a number, or a function of ``t``) at ``t``, checked by ``check``
+    (default: a finite number > 0).  Algorithms call it at ``t = 0`` when they are built, so a
+    negative, zero or non-finite step is refused before a run starts, and at every ``t`` they use,
+    so a schedule that goes bad later names the ``unit`` (round or step) where it did."""
+    if not callable(schedule):
+        return check(name, schedule)
+    try:
+        value = schedule(t)
+    except Exception as error:  # noqa: BLE001 -- a user's function failing is reported as theirs
+        raise TypeError(f"{name}={schedule!r} must be a number or a function of the {unit} t; calling it at "
+                        f"t={t} raised {type(error).__name__}: {error}") from None
+    try:
+        return check(name, value)
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"{name}={schedule!r} gives {value!r} at {unit} {t}: {error}") from None
 
 
 def with_rows(matrix: Tensor, clients: Tensor, rows: Tensor) -> Tensor:

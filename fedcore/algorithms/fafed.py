@@ -49,7 +49,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from fedcore.algorithms.base import Metrics, RoundBatch, Schedule, State, as_schedule, with_rows
+from fedcore.algorithms.base import Metrics, RoundBatch, Schedule, State, schedule_at, with_rows
 from fedcore.algorithms.client import chain, divide, local_steps, scale, storm, track_second_moment
 from fedcore.checks import check_positive, check_range
 from fedcore.params import GradientOracle
@@ -84,6 +84,10 @@ class storm_momentum:  # noqa: N801
         return min(1.0, self.c * self.step_size(max(t - 1, 0)) ** 2)
 
 
+def _momentum(name: str, value: float) -> float:
+    return check_range(name, value, 0, 1, low_closed=False, high_closed=True)
+
+
 @dataclass(frozen=True)
 class FAFED:
     """FAFED (``adaptive=True``) or STEM (``adaptive=False``) with step ``lr`` (eta_t) and
@@ -97,17 +101,15 @@ class FAFED:
     name: str = "FAFED"
 
     def __post_init__(self) -> None:
-        as_schedule("lr", self.lr)
-        if not callable(self.alpha):
-            check_range("alpha", self.alpha, 0, 1, low_closed=False, high_closed=True)
+        self.eta(0), self.alpha_t(0)
         check_range("beta", self.beta, 0, 1)
         check_positive("rho", self.rho)
 
     def eta(self, t: int) -> float:
-        return as_schedule("lr", self.lr)(t)
+        return schedule_at("lr", self.lr, t, "step")
 
     def alpha_t(self, t: int) -> float:
-        return self.alpha(t) if callable(self.alpha) else self.alpha
+        return schedule_at("alpha", self.alpha, t, "step", _momentum)
 
     def init(self, x0: Tensor, num_clients: int) -> State:
         zeros = torch.zeros_like(x0)

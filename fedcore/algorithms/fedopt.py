@@ -25,7 +25,7 @@ from typing import Protocol
 from torch import Tensor
 
 from fedcore import server_opt
-from fedcore.algorithms.base import Metrics, RoundBatch, Schedule, State, as_schedule, server_step
+from fedcore.algorithms.base import Metrics, RoundBatch, Schedule, State, schedule_at, server_step
 from fedcore.algorithms.client import ClientRule, chain, learning_rate, local_steps
 from fedcore.params import GradientOracle
 from fedcore.server_opt import ServerOptimizer
@@ -53,10 +53,10 @@ class FedOpt:
     correction: Correction | None = None
 
     def __post_init__(self) -> None:
-        as_schedule("client_lr", self.client_lr)
+        schedule_at("client_lr", self.client_lr, 0)
 
     def eta_l(self, t: int) -> float:
-        return as_schedule("client_lr", self.client_lr)(t)
+        return schedule_at("client_lr", self.client_lr, t)
 
     def init(self, x0: Tensor, num_clients: int) -> State:
         return {"x": x0.detach().clone(), "server": self.server.init(x0)}

@@ -20,7 +20,7 @@ import torch
 from torch import Tensor
 
 from fedcore import server_opt
-from fedcore.algorithms.base import Metrics, RoundBatch, Schedule, State, as_schedule, server_step, with_rows
+from fedcore.algorithms.base import Metrics, RoundBatch, Schedule, State, schedule_at, server_step, with_rows
 from fedcore.algorithms.client import add, chain, learning_rate, local_steps
 from fedcore.checks import check_choice
 from fedcore.params import GradientOracle
@@ -52,7 +52,7 @@ class Scaffold:
     option: str = "II"
 
     def __post_init__(self) -> None:
-        as_schedule("client_lr", self.client_lr)
+        schedule_at("client_lr", self.client_lr, 0)
         check_choice("option", self.option, ("I", "II"))
 
     def init(self, x0: Tensor, num_clients: int) -> State:
@@ -60,7 +60,7 @@ class Scaffold:
 
     def round(self, state: State, batch: RoundBatch, oracle: GradientOracle) -> tuple[State, Metrics]:
         x, c, c_i = state["x"], state["c"], state["c_i"][batch.clients]
-        eta_l, K = as_schedule("client_lr", self.client_lr)(batch.t), batch.local_steps
+        eta_l, K = schedule_at("client_lr", self.client_lr, batch.t), batch.local_steps
         run = local_steps(x, batch, oracle, chain(add(c - c_i), learning_rate(eta_l)))  # y -= eta_l (g - c_i + c)
         if self.option == "II":
             c_i_new = c_i - c + (x - run.X) / (K * eta_l)
