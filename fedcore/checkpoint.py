@@ -12,12 +12,13 @@ from __future__ import annotations
 import hashlib
 import io
 import os
-from pathlib import Path
+import pickle
 from typing import Any
 
 import torch
 
-from fedcore.files import atomic_path
+from fedcore.checks import check_path
+from fedcore.files import atomic_path, writable_file
 
 MAGIC = b"fedcore checkpoint 2\n"
 
@@ -29,7 +30,11 @@ class CheckpointError(ValueError):
 def pack(payload: dict[str, Any]) -> bytes:
     """``payload`` as ``torch.save`` bytes behind ``MAGIC`` and their SHA-256 (checkpoints and the store)."""
     buffer = io.BytesIO()
-    torch.save(payload, buffer)
+    try:
+        torch.save(payload, buffer)
+    except (pickle.PicklingError, AttributeError, TypeError) as error:
+        raise TypeError(f"the payload cannot be written ({type(error).__name__}: {error}): a checkpoint holds "
+                        "tensors and plain values (numbers, strings, lists, dicts), not functions or objects") from None
     data = buffer.getvalue()
     return MAGIC + hashlib.sha256(data).hexdigest().encode() + b"\n" + data
 
@@ -59,6 +64,7 @@ def unpack(raw: bytes, what: str, remedy: str, map_location: str | torch.device 
 
 def write(path: str | os.PathLike, payload: dict[str, Any]) -> None:
     """Write ``payload`` with its checksum, durably and atomically."""
+    path = writable_file("path", path)
     raw = pack(payload)
     with atomic_path(path, durable=True) as partial, open(partial, "wb") as file:
         file.write(raw)
@@ -66,7 +72,7 @@ def write(path: str | os.PathLike, payload: dict[str, Any]) -> None:
 
 def read(path: str | os.PathLike, map_location: str | torch.device = "cpu") -> dict[str, Any]:
     """The payload of a checkpoint written by :func:`write`, after checking it."""
-    path = Path(path)
+    path = check_path("path", path)
     remedy = "delete it (or pass another checkpoint path) and run again, or pass resume=False"
     try:
         raw = path.read_bytes()

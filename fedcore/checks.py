@@ -97,6 +97,47 @@ def check_bool(name: str, value: Any) -> bool:
     return value
 
 
+def check_path(name: str, value: Any) -> Any:
+    """``value`` must be a file path (``str`` or ``os.PathLike``); returns it as a ``pathlib.Path``."""
+    import os
+    from pathlib import Path
+
+    if not isinstance(value, (str, os.PathLike)) or value == "":
+        raise TypeError(f"{name}={value!r} must be a file path (str or pathlib.Path), got {type(value).__name__}")
+    return Path(value)
+
+
+SEED_LIMIT = 2**62
+"""Seeds are ints in ``[0, 2**62]``: torch's generators take 64-bit seeds and a run uses seed, seed+1, seed+2."""
+
+
+def check_seed(name: str, value: Any) -> int:
+    """``value`` must be an int in ``[0, 2**62]`` (numpy and 0-d torch integers count)."""
+    seed = check_int(name, value, 0)
+    if seed > SEED_LIMIT:
+        raise ValueError(f"{name}={value!r} must be <= 2**62 (torch's generators take 64-bit seeds; a run uses "
+                         "seed, seed + 1 and seed + 2)")
+    return seed
+
+
+def check_function(name: str, value: Any, *arguments: str) -> Any:
+    """``value`` must be callable with the positional ``arguments`` (``callback(round, state)``); a
+    function whose signature cannot take them is refused now, not when it is first called."""
+    import inspect
+
+    signature = ", ".join(arguments)
+    if not callable(value):
+        raise TypeError(f"{name}={value!r} must be a function ({signature}), got {type(value).__name__}")
+    try:
+        inspect.signature(value).bind(*arguments)
+    except TypeError:
+        raise TypeError(f"{name}={value!r} must take {len(arguments)} positional argument(s) ({signature}); its "
+                        f"signature is {inspect.signature(value)}") from None
+    except ValueError:  # a builtin without a signature: taken on trust
+        pass
+    return value
+
+
 def check_choice(name: str, value: Any, choices: Iterable[str]) -> str:
     """``value`` must be one of ``choices`` (``partition='zipf' not one of ['dirichlet', ...]``)."""
     allowed = sorted(choices)

@@ -50,6 +50,15 @@ def available_bytes(device: torch.device) -> int | None:
         return None
 
 
+def check_allocation(what: str, count: float, device: Any = "cpu", remedy: str = "") -> None:
+    """Raise ``MemoryError`` when ``count`` bytes for ``what`` exceed the free memory of ``device``
+    (a data set about to be generated, say), before anything is allocated."""
+    free = available_bytes(torch.device(device))
+    if free is not None and count > free:
+        raise MemoryError(f"{what} needs {readable(count)} but {torch.device(device)} has {readable(free)} free"
+                          + (f": {remedy}" if remedy else ""))
+
+
 def tensor_bytes(state: Any) -> int:
     """Bytes of every tensor in a (nested) state."""
     if isinstance(state, Tensor):

@@ -96,6 +96,8 @@ class History:
             raise ValueError(f"metric={metric!r} not one of {list(self.frame.columns)}")
         if ax is None:
             _, ax = plt.subplots(figsize=(5, 3.5))
+        elif not callable(getattr(ax, "plot", None)):
+            raise TypeError(f"ax={ax!r} must be a matplotlib Axes, or None for a new figure")
         column = self.frame[metric].dropna()
         ax.plot(column.index, column.values, label=label or self.algorithm, **style)
         ax.set_xlabel("communication round")

@@ -28,8 +28,9 @@ from tqdm.auto import tqdm
 
 from fedcore import checkpoint as checkpoint_file
 from fedcore.algorithms.base import Algorithm, RoundBatch, State
-from fedcore.checks import check_bool, check_choice, check_int, check_number
+from fedcore.checks import check_bool, check_choice, check_function, check_int, check_positive, check_seed
 from fedcore.data.federated import FederatedData
+from fedcore.files import writable_file
 from fedcore.identity import differences, run_identity, uncomparable
 from fedcore.memory import check_fits
 from fedcore.params import GradientOracle, evaluate
@@ -83,6 +84,9 @@ def simulate(
     ``callback``, a ``trace`` or a plain-function hyperparameter (which cannot be compared) is
     neither looked up nor kept.
     """
+    if not isinstance(problem, Problem):
+        hint = ": wrap it as Problem(data, model)" if isinstance(problem, FederatedData) else ""
+        raise TypeError(f"problem={type(problem).__name__} must be a fedcore.Problem{hint}")
     data = problem.data
     rounds = check_int("rounds", rounds)
     clients_per_round = check_int("clients_per_round", clients_per_round)
@@ -90,15 +94,20 @@ def simulate(
         raise ValueError(f"clients_per_round={clients_per_round} > num_clients={data.num_clients}")
     local_steps = check_int("local_steps", local_steps)
     batch_size = check_int("batch_size", batch_size)
+    if batch_size > data.inputs.shape[0]:
+        raise ValueError(f"batch_size={batch_size} > {data.inputs.shape[0]}, the training samples of the whole "
+                         f"federation; a minibatch is drawn from one client (largest: {int(data.sizes.max())} samples)")
     eval_every = check_int("eval_every", eval_every)
     checkpoint_every = check_int("checkpoint_every", checkpoint_every)
     check_choice("weighting", weighting, ("samples", "uniform"))
-    seed = check_int("seed", seed, 0)
+    seed = check_seed("seed", seed)
     progress, trace = check_bool("progress", progress), check_bool("trace", trace)
     if diverge_above is not None:
-        diverge_above = check_number("diverge_above", diverge_above)
-    if callback is not None and not callable(callback):
-        raise TypeError(f"callback={callback!r} must be a function (round, state) -> None, or None")
+        diverge_above = check_positive("diverge_above", diverge_above)
+    if callback is not None:
+        check_function("callback", callback, "round", "state")
+    if checkpoint is not None:
+        checkpoint = writable_file("checkpoint", checkpoint)
     if x0 is not None:
         dim = problem.model.dim
         if not isinstance(x0, Tensor) or x0.shape != (dim,):
@@ -161,7 +170,10 @@ def sweep(problem: Problem, build: Callable[..., Any], grid: dict[str, Sequence[
     ``error``.  With ``store=`` (see :func:`simulate`) each point is kept as it finishes, so an
     interrupted sweep, run again, computes only the points it had not finished.
     """
+    if not callable(build):
+        raise TypeError(f"build={build!r} must be a function (**hyperparameters) -> algorithm")
     _check_grid(grid)
+    _check_grid_names(build, grid)
     rows = []
     for values in itertools.product(*grid.values()):
         point = dict(zip(grid, values))
@@ -182,6 +194,22 @@ def sweep(problem: Problem, build: Callable[..., Any], grid: dict[str, Sequence[
             "diverged_round": history.diverged_round if history.diverged else math.nan,
         })
     return pd.DataFrame(rows)
+
+
+def _check_grid_names(build: Callable[..., Any], grid: dict[str, Sequence[Any]]) -> None:
+    """Every grid key is an argument of ``build`` (a typo would otherwise make every row an error)."""
+    import inspect
+
+    try:
+        parameters = inspect.signature(build).parameters
+    except ValueError:
+        return
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
+        return
+    unknown = [name for name in grid if name not in parameters]
+    if unknown:
+        raise ValueError(f"grid keys {unknown} are not arguments of build{inspect.signature(build)}; the grid's keys "
+                         f"must be among {list(parameters)}")
 
 
 def _check_grid(grid: Any) -> None:

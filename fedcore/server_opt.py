@@ -30,7 +30,7 @@ from typing import Any, NamedTuple
 import torch
 from torch import Tensor
 
-from fedcore.checks import check_choice, check_positive, check_range
+from fedcore.checks import check_bool, check_choice, check_positive, check_range
 
 State = dict[str, Tensor]
 SecondMoment = Callable[[Tensor, Tensor], Tensor]
@@ -112,6 +112,7 @@ def _adaptive(
     check_positive("tau", tau)
     check_choice("bias_correction", bias_correction, ("none", "keras", "flower"))
     check_choice("initial_v", initial_v, ("tau^2", "zero"))
+    tau_inside_sqrt = check_bool("tau_inside_sqrt", tau_inside_sqrt)
     next_v = second_moment(beta2)
     v0 = tau**2 if initial_v == "tau^2" else 0.0
 

@@ -29,6 +29,7 @@ import pandas as pd
 import torch
 
 from fedcore.checkpoint import pack, unpack
+from fedcore.files import writable_file
 
 PACKAGE = Path(__file__).resolve().parent
 DEFAULT_PATH = PACKAGE.parent / "build" / "store.sqlite"
@@ -55,11 +56,14 @@ class Store:
     """Finished runs in one SQLite file: :meth:`get` a run by key, :meth:`put` one."""
 
     def __init__(self, path: str | os.PathLike) -> None:
-        self.path = Path(path).expanduser()
-        if self.path.is_dir():
-            raise ValueError(f"store={str(self.path)!r} is a folder; give a file path, e.g. "
-                             f"{str(self.path / 'runs.sqlite')!r}")
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = writable_file("store", path)
+        try:
+            self._create()
+        except sqlite3.DatabaseError as error:
+            raise ValueError(f"store={str(self.path)!r} is not a fedcore results store (sqlite: {error}): delete it, "
+                             "pass another path, or store=None (FEDCORE_STORE=off) to run without one") from None
+
+    def _create(self) -> None:
         with self._connect() as db:
             columns = [row[1] for row in db.execute("PRAGMA table_info(runs)")]
             if columns and columns != list(COLUMNS):  # written by another fedcore: its entries would miss anyway

@@ -78,13 +78,13 @@ def test_builders_build_the_named_algorithms_with_the_given_hyperparameters():
 
 
 def _tiny_data(num_clients: int = 4, seed: int = 0) -> FederatedData:
-    """Gaussian blobs of 3 classes, 24 rows per client."""
+    """Gaussian blobs of 3 classes, 30 rows per client (the federation holds more than FAFED's batch of 100)."""
     generator = torch.Generator().manual_seed(seed)
     centers = 2 * torch.randn(3, 6, generator=generator)
-    labels = torch.arange(24 * num_clients) % 3
+    labels = torch.arange(30 * num_clients) % 3
     test_labels = torch.arange(30) % 3
     return FederatedData(centers[labels] + torch.randn(len(labels), 6, generator=generator), labels,
-                         torch.full((num_clients,), 24), centers[test_labels] + torch.randn(30, 6, generator=generator),
+                         torch.full((num_clients,), 30), centers[test_labels] + torch.randn(30, 6, generator=generator),
                          test_labels, 3, "blobs")
 
 

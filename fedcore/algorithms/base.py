@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import torch
 from torch import Tensor
 
-from fedcore.checks import check_positive, check_range
+from fedcore.checks import check_int, check_positive, check_range
 from fedcore.params import GradientOracle
 
 if TYPE_CHECKING:
@@ -121,7 +121,7 @@ class exp_decay:  # noqa: N801
     def __post_init__(self) -> None:
         check_positive("lr", self.lr)
         check_range("factor", self.factor, 0, 1, low_closed=False, high_closed=True)
-        check_positive("every", self.every)
+        check_int("every", self.every)
 
     def __call__(self, t: int) -> float:
         return self.lr * self.factor ** (t // self.every)

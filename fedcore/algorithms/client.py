@@ -47,7 +47,7 @@ import torch
 from torch import Tensor
 
 from fedcore.algorithms.base import RoundBatch
-from fedcore.checks import check_int, check_positive, check_range
+from fedcore.checks import check_int, check_number, check_positive, check_range
 from fedcore.params import GradientOracle, RandomState
 
 RuleState = Any  # a tensor, a tuple of tensors, or () for a rule without state
@@ -155,6 +155,13 @@ def _at(value: PerStep, k: int) -> float:
     return value(k) if callable(value) else value
 
 
+def _per_step(name: str, value: PerStep, positive: bool = True) -> PerStep:
+    """A per-step value: a function of k (taken as it is) or a finite number (> 0 for a step size)."""
+    if callable(value):
+        return value
+    return check_positive(name, value) if positive else check_number(name, value)
+
+
 def _stateless(transform: Callable[[Update, Step], Update]) -> ClientRule:
     return ClientRule(lambda X: (), lambda update, state, step: (transform(update, step), state))
 
@@ -177,11 +184,13 @@ def chain(*rules: ClientRule) -> ClientRule:
 
 def learning_rate(eta: PerStep) -> ClientRule:
     """Multiply the step size by ``eta`` (a float, or a function of the local step k)."""
+    eta = _per_step("eta", eta)
     return _stateless(lambda u, step: Update(u.direction, u.step_size * _at(eta, step.k)))
 
 
 def scale(factor: PerStep) -> ClientRule:
     """``D <- factor D`` (a float, or a function of the local step k)."""
+    factor = _per_step("factor", factor, positive=False)
     return _stateless(lambda u, step: Update(_at(factor, step.k) * u.direction, u.step_size))
 
 

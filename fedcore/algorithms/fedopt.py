@@ -27,6 +27,7 @@ from torch import Tensor
 from fedcore import server_opt
 from fedcore.algorithms.base import Metrics, RoundBatch, Schedule, State, schedule_at, server_step
 from fedcore.algorithms.client import ClientRule, chain, learning_rate, local_steps
+from fedcore.checks import check_positive
 from fedcore.params import GradientOracle
 from fedcore.server_opt import ServerOptimizer
 
@@ -69,31 +70,36 @@ class FedOpt:
         return {**state, "x": x_next, "server": server}, {"train_loss": float(batch.weights @ run.mean_loss)}
 
 
+def server_learning_rate(server_lr: float) -> float:
+    """``server_lr`` checked under its own name (the server optimizer calls it ``lr``)."""
+    return check_positive("server_lr", server_lr)
+
+
 def fedavg(client_lr: float | Schedule, server_lr: float = 1.0) -> FedOpt:
     """FedAvg: ``x_{t+1} = x_t + eta Delta_t`` (``server_lr = 1``: McMahan et al. 2017)."""
-    return FedOpt(client_lr, server_opt.sgd(server_lr), "FedAvg")
+    return FedOpt(client_lr, server_opt.sgd(server_learning_rate(server_lr)), "FedAvg")
 
 
 def fedavgm(client_lr: float | Schedule, server_lr: float = 1.0, beta: float = 0.9) -> FedOpt:
     """FedAvgM (Hsu et al. 2019): ``m_t = beta m_{t-1} + Delta_t``, ``x_{t+1} = x_t + eta m_t``."""
-    return FedOpt(client_lr, server_opt.sgdm(server_lr, beta), "FedAvgM")
+    return FedOpt(client_lr, server_opt.sgdm(server_learning_rate(server_lr), beta), "FedAvgM")
 
 
 def fedadagrad(client_lr: float | Schedule, server_lr: float = 0.1, **options) -> FedOpt:
     """FedAdagrad (Reddi et al., Alg. 2); ``options`` go to :func:`fedcore.server_opt.adagrad`."""
-    return FedOpt(client_lr, server_opt.adagrad(server_lr, **options), "FedAdagrad")
+    return FedOpt(client_lr, server_opt.adagrad(server_learning_rate(server_lr), **options), "FedAdagrad")
 
 
 def fedadam(client_lr: float | Schedule, server_lr: float = 0.01, **options) -> FedOpt:
     """FedAdam (Reddi et al., Alg. 2); ``options`` go to :func:`fedcore.server_opt.adam`."""
-    return FedOpt(client_lr, server_opt.adam(server_lr, **options), "FedAdam")
+    return FedOpt(client_lr, server_opt.adam(server_learning_rate(server_lr), **options), "FedAdam")
 
 
 def fedyogi(client_lr: float | Schedule, server_lr: float = 0.01, **options) -> FedOpt:
     """FedYogi (Reddi et al., Alg. 2); ``options`` go to :func:`fedcore.server_opt.yogi`."""
-    return FedOpt(client_lr, server_opt.yogi(server_lr, **options), "FedYogi")
+    return FedOpt(client_lr, server_opt.yogi(server_learning_rate(server_lr), **options), "FedYogi")
 
 
 def fedams(client_lr: float | Schedule, server_lr: float = 0.01, **options) -> FedOpt:
     """FedAMS (Wang, Lin & Chen, ICML 2022); ``options`` go to :func:`fedcore.server_opt.amsgrad`."""
-    return FedOpt(client_lr, server_opt.amsgrad(server_lr, **options), "FedAMS")
+    return FedOpt(client_lr, server_opt.amsgrad(server_learning_rate(server_lr), **options), "FedAMS")

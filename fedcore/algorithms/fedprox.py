@@ -14,7 +14,7 @@ from torch import Tensor
 from fedcore import server_opt
 from fedcore.algorithms.base import Schedule
 from fedcore.algorithms.client import ClientRule, add
-from fedcore.algorithms.fedopt import FedOpt
+from fedcore.algorithms.fedopt import FedOpt, server_learning_rate
 from fedcore.checks import check_range
 
 
@@ -34,4 +34,4 @@ class Proximal:
 
 def fedprox(client_lr: float | Schedule, mu: float = 0.01, server_lr: float = 1.0) -> FedOpt:
     """FedProx with server SGD at ``server_lr`` (1 in the paper): FedOpt with :class:`Proximal` clients."""
-    return FedOpt(client_lr, server_opt.sgd(server_lr), "FedProx", Proximal(mu))
+    return FedOpt(client_lr, server_opt.sgd(server_learning_rate(server_lr)), "FedProx", Proximal(mu))

@@ -22,6 +22,7 @@ from torch import Tensor
 from fedcore import server_opt
 from fedcore.algorithms.base import Metrics, RoundBatch, Schedule, State, schedule_at, server_step, with_rows
 from fedcore.algorithms.client import add, chain, learning_rate, local_steps
+from fedcore.algorithms.fedopt import server_learning_rate
 from fedcore.checks import check_choice
 from fedcore.params import GradientOracle
 from fedcore.server_opt import ServerOptimizer
@@ -79,4 +80,4 @@ class Scaffold:
 
 def scaffold(client_lr: float | Schedule, server_lr: float = 1.0, option: str = "II") -> Scaffold:
     """SCAFFOLD with server SGD at ``server_lr`` (``eta_g``) and control-variate ``option``."""
-    return Scaffold(client_lr, server_opt.sgd(server_lr), "SCAFFOLD", option)
+    return Scaffold(client_lr, server_opt.sgd(server_learning_rate(server_lr)), "SCAFFOLD", option)

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import torch
 from torch import Tensor
 
-from fedcore.checks import check_int
+from fedcore.checks import check_device, check_int
 
 
 @dataclass
@@ -66,15 +66,19 @@ class FederatedData:
             values = getattr(self, name)
             if values.is_floating_point() and not bool(torch.isfinite(values).all()):
                 raise ValueError(f"{name} has {int((~torch.isfinite(values)).sum())} non-finite entries (NaN or inf)")
+        if self.sizes.numel() == 0:
+            raise ValueError("sizes is empty: a federation needs at least one client")
         if int(self.sizes.sum()) != self.inputs.shape[0]:
             raise ValueError(f"sizes sum to {int(self.sizes.sum())}, not {self.inputs.shape[0]} rows")
         if bool((self.sizes <= 0).any()):
             empty = torch.nonzero(self.sizes <= 0).flatten().tolist()
             raise ValueError(f"clients {empty[:10]} have no samples; every client needs at least one")
-        if self.num_classes is not None and self.targets.numel():
-            low, high = int(self.targets.min()), int(self.targets.max())
-            if low < 0 or high >= self.num_classes:
-                raise ValueError(f"targets span [{low}, {high}], outside num_classes={self.num_classes}")
+        for name in ("targets", "test_targets"):
+            values = getattr(self, name)
+            if self.num_classes is not None and values.numel():
+                low, high = int(values.min()), int(values.max())
+                if low < 0 or high >= self.num_classes:
+                    raise ValueError(f"{name} span [{low}, {high}], outside num_classes={self.num_classes}")
         self.sizes = self.sizes.to(device=self.inputs.device, dtype=torch.long)
         self.offsets = torch.cumsum(self.sizes, 0) - self.sizes
 
@@ -132,6 +136,7 @@ class FederatedData:
 
     def to(self, device: str | torch.device) -> FederatedData:
         """A copy with every tensor on ``device``."""
+        check_device("device", device)
         return FederatedData(
             self.inputs.to(device),
             self.targets.to(device),
@@ -173,6 +178,11 @@ class FederatedData:
         Returns ``(inputs [S, K, B, ...], targets [S, K, B, ...])``, gathered at the rows
         of :meth:`sample_indices` (the simulator keeps the rows and gathers step by step).
         """
+        clients = torch.as_tensor(clients, device=self.device) if isinstance(clients, (list, tuple)) else clients
+        if not isinstance(clients, Tensor) or clients.is_floating_point() or clients.dim() != 1:
+            raise TypeError(f"clients={clients!r} must be a 1-d integer tensor of client ids")
+        if clients.numel() == 0 or int(clients.min()) < 0 or int(clients.max()) >= self.num_clients:
+            raise ValueError(f"clients={clients.tolist()[:10]} must be non-empty ids in [0, {self.num_clients - 1}]")
         rows = self.sample_indices(clients, steps, batch_size, generator)
         flat = rows.reshape(-1)
         return (

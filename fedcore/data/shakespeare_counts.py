@@ -49,7 +49,7 @@ def describe(
 ) -> dict[str, Any]:
     """:func:`summary` of ``load_shakespeare(seq_len=..., ...)`` (all clients) without building
     the windows: counted from the cached corpus in milliseconds."""
-    check_selection(None, seq_len, min_lines, test_fraction, stride, 0)
+    check_selection(None, seq_len, min_lines, test_fraction, stride, 0, plays)
     corpus = load_corpus(root, download)
     kept, cuts = select_roles(corpus, None, seq_len, min_lines, test_fraction, plays, 0)
     lengths = (corpus["offsets"][1:] - corpus["offsets"][:-1]).tolist()

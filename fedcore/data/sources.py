@@ -25,9 +25,10 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from fedcore.checks import check_bool, check_choice, check_device
+from fedcore.checks import check_bool, check_choice, check_device, check_path
 from fedcore.data.federated import FederatedData
 from fedcore.data.leaf_synthetic import leaf_synthetic
+from fedcore.data.partition import check_partition_kwargs
 from fedcore.data.partition import partition as split_rows
 from fedcore.data.paths import DATA_DIR, named_folder
 from fedcore.data.shakespeare import load_shakespeare
@@ -53,6 +54,7 @@ NORMALIZATION: dict[str, tuple[tuple[float, ...], tuple[float, ...]]] = {
     "cifar10": ((0.4914, 0.4822, 0.4465), (0.2470, 0.2435, 0.2616)),
     "cifar100": ((0.5071, 0.4865, 0.4409), (0.2673, 0.2564, 0.2762)),
 }
+EMNIST_SPLITS = ("balanced", "byclass", "bymerge", "digits", "letters", "mnist")
 TORCHVISION_CLASSES = {
     "mnist": "MNIST", "fashion_mnist": "FashionMNIST", "emnist": "EMNIST",
     "cifar10": "CIFAR10", "cifar100": "CIFAR100",
@@ -87,7 +89,7 @@ def read_idx(path: str | Path, kind: str | None = None) -> np.ndarray:
     A wrong magic number or a size that disagrees with the header raises
     ``ValueError`` naming the file.
     """
-    path = Path(path)
+    path = check_path("path", path)
     data = _read_bytes(path)
     magic = int.from_bytes(data[:4], "big") if len(data) >= 8 else None
     if magic not in IDX_MAGIC.values():
@@ -254,6 +256,8 @@ def load_fashion_mnist(
     :func:`find_fashion_mnist`; decoded arrays are cached in memory per process.
     """
     check_device("device", device)
+    check_partition_kwargs(partition, {**LOADER_PARTITION_DEFAULTS.get(partition, {}), **partition_kwargs},
+                           load_fashion_mnist)
     folder = find_fashion_mnist(root, download)
     train_x, train_y, test_x, test_y = _decoded_fashion_mnist(str(folder.resolve()))
     mean, std = NORMALIZATION["fashion_mnist"]
@@ -298,6 +302,9 @@ def load_torchvision(
     check_choice("name", name, TORCHVISION_CLASSES)
     check_device("device", device)
     check_bool("download", download)
+    check_choice("emnist_split", emnist_split, EMNIST_SPLITS)
+    check_partition_kwargs(partition, {**LOADER_PARTITION_DEFAULTS.get(partition, {}), **partition_kwargs},
+                           load_torchvision)
     named = named_folder(root)
     root = named[0] if named else DATA_DIR / "raw"
     train_x, train_y, class_names = _torchvision_split(name, root, True, download, emnist_split)

@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import torch
 
-from fedcore.checks import check_int, check_range
+from fedcore.checks import check_bool, check_int, check_range, check_seed
 from fedcore.data.federated import FederatedData
+from fedcore.memory import check_allocation
 
 
 def federated_quadratic(
@@ -36,6 +37,14 @@ def federated_quadratic(
     check_int("samples_per_client", samples_per_client, dim)
     check_range("heterogeneity", heterogeneity, 0)
     check_range("noise", noise, 0)
+    check_bool("shared_design", shared_design)
+    check_seed("seed", seed)
+    if dtype not in (torch.float32, torch.float64):
+        raise TypeError(f"dtype={dtype!r} not one of [torch.float32, torch.float64] (the optimum is solved in it)")
+    numbers = num_clients * samples_per_client * (dim + 1) * (1 if shared_design else 2)
+    check_allocation(f"federated_quadratic(num_clients={num_clients}, dim={dim}, samples_per_client="
+                     f"{samples_per_client})", numbers * dtype.itemsize,
+                     remedy="use fewer clients, fewer samples per client or a smaller dim")
     generator = torch.Generator().manual_seed(seed)
     draw = lambda *shape: torch.randn(*shape, generator=generator, dtype=dtype)  # noqa: E731
     center = draw(dim)
