@@ -138,6 +138,23 @@ def check_function(name: str, value: Any, *arguments: str) -> Any:
     return value
 
 
+def check_keywords(function: Any, given: Iterable[str], label: str, exclude: Iterable[str] = ()) -> None:
+    """The keyword arguments ``given`` to ``function`` are ones it takes, and none it needs is missing:
+    ``make('fedadam', beta3=1)`` -> ``make('fedadam') got unknown argument(s) ['beta3']; it takes [...]``."""
+    import inspect
+
+    parameters = {name: p for name, p in inspect.signature(function).parameters.items() if name not in exclude}
+    named = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    allowed = [name for name, p in parameters.items() if p.kind in named]
+    given = set(given)
+    unknown = sorted(given - set(allowed))
+    if unknown and not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
+        raise TypeError(f"{label} got unknown argument(s) {unknown}; it takes {allowed}")
+    missing = [name for name, p in parameters.items() if p.kind in named and p.default is p.empty and name not in given]
+    if missing:
+        raise TypeError(f"{label} needs argument(s) {missing}; it takes {allowed}")
+
+
 def check_choice(name: str, value: Any, choices: Iterable[str]) -> str:
     """``value`` must be one of ``choices`` (``partition='zipf' not one of ['dirichlet', ...]``)."""
     allowed = sorted(choices)

@@ -30,7 +30,7 @@ from typing import Any, NamedTuple
 import torch
 from torch import Tensor
 
-from fedcore.checks import check_bool, check_choice, check_positive, check_range
+from fedcore.checks import check_bool, check_choice, check_keywords, check_positive, check_range
 
 State = dict[str, Tensor]
 SecondMoment = Callable[[Tensor, Tensor], Tensor]
@@ -186,4 +186,6 @@ SERVER_OPTIMIZERS: dict[str, Callable[..., ServerOptimizer]] = {
 
 def make(name: str, **hyperparameters: float) -> ServerOptimizer:
     """A server optimizer by name: ``make("adam", lr=0.03, tau=1e-3)``."""
-    return SERVER_OPTIMIZERS[check_choice("server optimizer", name, SERVER_OPTIMIZERS)](**hyperparameters)
+    factory = SERVER_OPTIMIZERS[check_choice("server optimizer", name, SERVER_OPTIMIZERS)]
+    check_keywords(factory, hyperparameters, f"make({name!r})")
+    return factory(**hyperparameters)

@@ -304,3 +304,20 @@ def test_a_corrupt_store_file_or_folder_path_is_named(tmp_path) -> None:
 def test_every_table_counts() -> None:
     """Issue 9 asks for at least 80 bad-input cases in this file."""
     assert len(CASES) + len(MORE_CASES) + len(SCHEDULE_AND_DATA_CASES) + len(FUZZ_CASES) >= 80
+
+
+KEYWORD_CASES = [
+    (lambda: algorithms.fedadam(client_lr=0.1, beta3=1), TypeError,
+     r"fedadam\(client_lr, server_lr, \*\*options\) got unknown argument\(s\) \['beta3'\]; it takes \['beta1'"),
+    (lambda: algorithms.make("fedadam"), TypeError, r"make\('fedadam'\) needs argument\(s\) \['client_lr'\]"),
+    (lambda: algorithms.make("scaffold", client_lr=0.1, mu=0.1), TypeError,
+     r"make\('scaffold'\) got unknown argument\(s\) \['mu'\]; it takes \['client_lr', 'server_lr', 'option'\]"),
+    (lambda: server_opt.make("adam", momentum=0.9), TypeError,
+     r"make\('adam'\) got unknown argument\(s\) \['momentum'\]; it takes \['lr', 'beta1'"),
+]
+
+
+@pytest.mark.parametrize("call, error, message", KEYWORD_CASES, ids=[c[2][:40] for c in KEYWORD_CASES])
+def test_unknown_and_missing_keywords_name_what_is_taken(call, error, message) -> None:
+    with pytest.raises(error, match=message):
+        call()

@@ -22,7 +22,7 @@ from fedcore.algorithms.fedopt import (
 from fedcore.algorithms.fedprox import Proximal, fedprox
 from fedcore.algorithms.local_adaptive import LocalAdaptive, local_adaptive
 from fedcore.algorithms.scaffold import Scaffold, control_variates, refresh_control_variates, scaffold
-from fedcore.checks import check_choice
+from fedcore.checks import check_choice, check_keywords
 
 ALGORITHMS: dict[str, Callable[..., Algorithm]] = {
     "fedavg": fedavg,
@@ -41,7 +41,9 @@ ALGORITHMS: dict[str, Callable[..., Algorithm]] = {
 
 def make(name: str, **hyperparameters) -> Algorithm:
     """An algorithm by name: ``make("scaffold", client_lr=0.05)``."""
-    return ALGORITHMS[check_choice("algorithm", name, ALGORITHMS)](**hyperparameters)
+    factory = ALGORITHMS[check_choice("algorithm", name, ALGORITHMS)]
+    check_keywords(factory, hyperparameters, f"make({name!r})")
+    return factory(**hyperparameters)
 
 
 __all__ = [

@@ -27,7 +27,7 @@ from torch import Tensor
 from fedcore import server_opt
 from fedcore.algorithms.base import Metrics, RoundBatch, Schedule, State, schedule_at, server_step
 from fedcore.algorithms.client import ClientRule, chain, learning_rate, local_steps
-from fedcore.checks import check_positive
+from fedcore.checks import check_keywords, check_positive
 from fedcore.params import GradientOracle
 from fedcore.server_opt import ServerOptimizer
 
@@ -75,6 +75,13 @@ def server_learning_rate(server_lr: float) -> float:
     return check_positive("server_lr", server_lr)
 
 
+def _with_options(client_lr: float | Schedule, optimizer, server_lr: float, options: dict, name: str) -> FedOpt:
+    """FedOpt with ``optimizer(server_lr, **options)``, the options checked by name first
+    (``fedadam(beta3=1)`` says which options FedAdam takes)."""
+    check_keywords(optimizer, options, f"{name.lower()}(client_lr, server_lr, **options)", exclude=("lr",))
+    return FedOpt(client_lr, optimizer(server_learning_rate(server_lr), **options), name)
+
+
 def fedavg(client_lr: float | Schedule, server_lr: float = 1.0) -> FedOpt:
     """FedAvg: ``x_{t+1} = x_t + eta Delta_t`` (``server_lr = 1``: McMahan et al. 2017)."""
     return FedOpt(client_lr, server_opt.sgd(server_learning_rate(server_lr)), "FedAvg")
@@ -87,19 +94,19 @@ def fedavgm(client_lr: float | Schedule, server_lr: float = 1.0, beta: float = 0
 
 def fedadagrad(client_lr: float | Schedule, server_lr: float = 0.1, **options) -> FedOpt:
     """FedAdagrad (Reddi et al., Alg. 2); ``options`` go to :func:`fedcore.server_opt.adagrad`."""
-    return FedOpt(client_lr, server_opt.adagrad(server_learning_rate(server_lr), **options), "FedAdagrad")
+    return _with_options(client_lr, server_opt.adagrad, server_lr, options, "FedAdagrad")
 
 
 def fedadam(client_lr: float | Schedule, server_lr: float = 0.01, **options) -> FedOpt:
     """FedAdam (Reddi et al., Alg. 2); ``options`` go to :func:`fedcore.server_opt.adam`."""
-    return FedOpt(client_lr, server_opt.adam(server_learning_rate(server_lr), **options), "FedAdam")
+    return _with_options(client_lr, server_opt.adam, server_lr, options, "FedAdam")
 
 
 def fedyogi(client_lr: float | Schedule, server_lr: float = 0.01, **options) -> FedOpt:
     """FedYogi (Reddi et al., Alg. 2); ``options`` go to :func:`fedcore.server_opt.yogi`."""
-    return FedOpt(client_lr, server_opt.yogi(server_learning_rate(server_lr), **options), "FedYogi")
+    return _with_options(client_lr, server_opt.yogi, server_lr, options, "FedYogi")
 
 
 def fedams(client_lr: float | Schedule, server_lr: float = 0.01, **options) -> FedOpt:
     """FedAMS (Wang, Lin & Chen, ICML 2022); ``options`` go to :func:`fedcore.server_opt.amsgrad`."""
-    return FedOpt(client_lr, server_opt.amsgrad(server_learning_rate(server_lr), **options), "FedAMS")
+    return _with_options(client_lr, server_opt.amsgrad, server_lr, options, "FedAMS")
