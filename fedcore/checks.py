@@ -143,7 +143,11 @@ def check_keywords(function: Any, given: Iterable[str], label: str, exclude: Ite
     ``make('fedadam', beta3=1)`` -> ``make('fedadam') got unknown argument(s) ['beta3']; it takes [...]``."""
     import inspect
 
-    parameters = {name: p for name, p in inspect.signature(function).parameters.items() if name not in exclude}
+    try:
+        signature = inspect.signature(function)
+    except (TypeError, ValueError):  # no signature to read (a builtin): taken on trust
+        return
+    parameters = {name: p for name, p in signature.parameters.items() if name not in exclude}
     named = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
     allowed = [name for name, p in parameters.items() if p.kind in named]
     given = set(given)

@@ -11,8 +11,20 @@ from __future__ import annotations
 
 from fedcore import counterexample, plots
 from fedcore.algorithms import fafed, local_adaptive
-from fedcore.checks import check_int
+from fedcore.checks import check_bool, check_int, check_positive, check_range
 from fedcore.toy import server_optimizer_path
+
+MAX_STEPS = 10_000
+"""The most rounds (server-optimizer explorer) or local steps (counterexample explorer) one call runs: a
+widget reruns on every change, and 10,000 steps already take about 30 s (two runs, every step traced) and
+draw more points than a figure can show apart; the notebooks' sliders stop at 1,000."""
+
+
+def _check_steps(name: str, value: int) -> int:
+    if check_int(name, value) > MAX_STEPS:
+        raise ValueError(f"{name}={value} > {MAX_STEPS}: an explorer reruns on every widget change and draws every "
+                         f"step; run fedcore.counterexample.run or fedcore.toy.server_optimizer_path for longer runs")
+    return value
 
 
 def explore_server_optimizer(
@@ -26,6 +38,8 @@ def explore_server_optimizer(
     ``f(x_t) - f*`` against rounds (with FedAvg, server SGD at ``eta = 1``, as a grey reference
     when ``reference``), the final gap in the title.
     """
+    _check_steps("rounds", rounds)
+    check_bool("reference", reference)
     path = server_optimizer_path(optimizer, server_lr, beta1, tau, rounds)
     fedavg = server_optimizer_path("sgd", 1.0, rounds=rounds) if reference else None
     plots.server_optimizer_panels(path, fedavg, label=optimizer)
@@ -40,8 +54,14 @@ def explore_counterexample(eta: float = 0.3, beta: float = 0.5, q: int = 1, rho:
     Draws :func:`fedcore.plots.counterexample_panels`: the mean model (thick) and the three
     clients' models (thin; client 1 dotted), and the global objective ``f`` at the mean.
     """
-    check_int("steps", steps)
-    rounds = max(1, steps // check_int("q", q))
+    check_positive("eta", eta)
+    check_range("beta", beta, 0, 1)
+    check_positive("rho", rho)
+    check_range("alpha", alpha, 0, 1, low_closed=False, high_closed=True)
+    _check_steps("steps", steps)
+    if check_int("q", q) > steps:
+        raise ValueError(f"q={q} > steps={steps}: a round is q local steps, so steps must be at least q")
+    rounds = steps // q
     naive = counterexample.run(local_adaptive(eta, beta), rounds, q)
     fixed = counterexample.run(fafed(eta, alpha=alpha, beta=beta, rho=rho), rounds, q)
     naive.algorithm, fixed.algorithm = "naive local-adaptive (Alg. 1)", "FAFED (Alg. 2)"

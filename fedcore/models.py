@@ -16,22 +16,47 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from fedcore.checks import check_choice, check_int, check_range
+from fedcore.checks import check_bool, check_choice, check_int, check_range, check_seed
 
 
-def _features(input_shape: Sequence[int]) -> int:
-    return math.prod(input_shape)
+def _shape(input_shape: Any, names: Sequence[str] = ()) -> tuple[int, ...]:
+    """``input_shape`` as a tuple of ints >= 1; ``names`` (e.g. channels, height, width) fix its length."""
+    layout = f"({', '.join(names)}{',' if len(names) == 1 else ''})" if names else "a tuple of ints >= 1, e.g. (784,)"
+    if isinstance(input_shape, (str, bytes)) or not isinstance(input_shape, Sequence):
+        raise TypeError(f"input_shape={input_shape!r} must be {layout}, got {type(input_shape).__name__}")
+    shape = tuple(input_shape)
+    if not shape or (names and len(shape) != len(names)):
+        raise ValueError(f"input_shape={shape!r} must be {layout}")
+    labels = names or [f"input_shape[{i}]" for i in range(len(shape))]
+    try:
+        return tuple(check_int(label, size) for label, size in zip(labels, shape))
+    except (TypeError, ValueError) as error:
+        raise type(error)(f"input_shape={shape!r}: {error}") from None
+
+
+def _features(input_shape: Any) -> int:
+    return math.prod(_shape(input_shape))
+
+
+def _image(input_shape: Any, smallest: int, model: str) -> tuple[int, int, int]:
+    """``(channels, height, width)`` of an image at least ``smallest`` pixels on each side."""
+    channels, height, width = _shape(input_shape, ("channels", "height", "width"))
+    if min(height, width) < smallest:
+        raise ValueError(f"input_shape={tuple(input_shape)!r}: {model} needs images of at least {smallest}x{smallest}")
+    return channels, height, width
 
 
 def cnn(input_shape: Sequence[int] = (1, 28, 28), num_classes: int = 10, dropout: bool = True) -> nn.Module:
     """Reddi et al.'s EMNIST CNN (about 1.2M parameters on 28x28 inputs)."""
     check_int("num_classes", num_classes, 2)
-    channels, height, width = input_shape
+    check_bool("dropout", dropout)
+    channels, height, width = _image(input_shape, 6, "the CNN (two 3x3 convolutions and a 2x2 pool)")
     flat = 64 * ((height - 4) // 2) * ((width - 4) // 2)
     return nn.Sequential(
         nn.Conv2d(channels, 32, 3), nn.ReLU(),
@@ -45,7 +70,7 @@ def cnn(input_shape: Sequence[int] = (1, 28, 28), num_classes: int = 10, dropout
 def tanh_cnn(input_shape: Sequence[int] = (1, 28, 28), num_classes: int = 10) -> nn.Module:
     """Nouiehed et al.'s tanh CNN, as FAFED's Fashion-MNIST experiments use it (26,620 parameters)."""
     check_int("num_classes", num_classes, 2)
-    channels, height, width = input_shape
+    channels, height, width = _image(input_shape, 10, "the tanh CNN (two 3x3 convolutions, each with a 2x2 pool)")
     flat = 10 * ((((height - 2) // 2) - 2) // 2) * ((((width - 2) // 2) - 2) // 2)
     return nn.Sequential(
         nn.Conv2d(channels, 5, 3), nn.Tanh(), nn.MaxPool2d(2),
@@ -68,16 +93,22 @@ def mlp(
     """Dense ReLU network ``d_in -> hidden... -> num_classes`` with optional dropout."""
     check_int("num_classes", num_classes, 2)
     check_range("dropout", dropout, 0, 1)
+    if isinstance(hidden, (str, bytes)) or not isinstance(hidden, Sequence):
+        raise TypeError(f"hidden={hidden!r} must be a sequence of layer widths, e.g. (200,) (or () for none)")
+    widths = [check_int("hidden", size) for size in hidden]
     layers: list[nn.Module] = [nn.Flatten()]
     width = _features(input_shape)
-    for size in hidden:
-        layers += [nn.Linear(width, check_int("hidden", size)), nn.ReLU(), nn.Dropout(dropout)]
+    for size in widths:
+        layers += [nn.Linear(width, size), nn.ReLU(), nn.Dropout(dropout)]
         width = size
     return nn.Sequential(*layers, nn.Linear(width, num_classes))
 
 
 def linear_regression(input_shape: Sequence[int] = (10,), num_classes: int | None = None) -> nn.Module:
     """``y = <a, x>`` (no bias): with the ``mse`` loss, a least-squares quadratic in x."""
+    if num_classes is not None and (isinstance(num_classes, bool) or num_classes != 1):
+        raise ValueError(f"num_classes={num_classes!r}: linear_regression has one output (a regression); "
+                         "give None (or 1)")
     return nn.Sequential(nn.Flatten(), nn.Linear(_features(input_shape), 1, bias=False))
 
 
@@ -108,7 +139,7 @@ class BatchableLSTM(nn.Module):
         self.input_size = check_int("input_size", input_size)
         self.hidden_size = check_int("hidden_size", hidden_size)
         self.num_layers = check_int("num_layers", num_layers)
-        self.unrolled = unrolled
+        self.unrolled = check_bool("unrolled", unrolled)
         for layer in range(num_layers):
             width = input_size if layer == 0 else hidden_size
             self.register_parameter(f"weight_ih_l{layer}", nn.Parameter(torch.empty(4 * hidden_size, width)))
@@ -196,9 +227,8 @@ def char_lstm(
     check_int("embedding_dim", embedding_dim)
     check_int("hidden_size", hidden_size)
     check_int("num_layers", num_layers)
-    if len(input_shape) != 1:
-        raise ValueError(f"input_shape={tuple(input_shape)!r} must be (sequence_length,)")
-    check_int("sequence_length", input_shape[0])
+    check_bool("fused", fused)
+    _shape(input_shape, ("sequence_length",))
     embedding = nn.Embedding(num_classes, embedding_dim)
     if fused:
         lstm: nn.Module = nn.LSTM(embedding_dim, hidden_size, num_layers, batch_first=True)
@@ -220,6 +250,7 @@ MODELS: dict[str, Callable[..., nn.Module]] = {
 def make(name: str, input_shape: Sequence[int], num_classes: int | None, seed: int = 0, **options) -> nn.Module:
     """A model by name, its initial weights drawn from ``seed``."""
     factory = MODELS[check_choice("model", name, MODELS)]
+    check_seed("seed", seed)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         return factory(input_shape, num_classes, **options)

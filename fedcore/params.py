@@ -27,7 +27,7 @@ evaluation and evaluate the others inside :meth:`GradientOracle.replaying`.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import NamedTuple
 
@@ -36,7 +36,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from torch.func import functional_call, grad_and_value, vmap
 
-from fedcore.checks import check_choice, check_int
+from fedcore.checks import check_choice, check_device, check_int
 from fedcore.models import BatchableLSTM
 
 LossFn = Callable[[Tensor, Tensor], Tensor]
@@ -69,6 +69,9 @@ class FlatModel:
             raise TypeError(f"module={module!r} must be a torch.nn.Module")
         if isinstance(loss, str):
             loss = LOSSES[check_choice("loss", loss, LOSSES)]
+        elif not callable(loss):
+            raise TypeError(f"loss={loss!r} must be one of {sorted(LOSSES)} or a function (outputs, targets) -> "
+                            f"scalar loss, got {type(loss).__name__}")
         self.module = module
         self.loss_fn: LossFn = loss
         named = [(name, p) for name, p in module.named_parameters() if p.requires_grad]
@@ -76,6 +79,8 @@ class FlatModel:
         self.shapes = [p.shape for _, p in named]
         self.numels = [p.numel() for _, p in named]
         self.dim = sum(self.numels)
+        if self.dim == 0:
+            raise ValueError(f"module={type(module).__name__}(...) has no trainable parameters (d=0): nothing to train")
         self.buffers = dict(module.named_buffers())
 
     def x0(self) -> Tensor:
@@ -177,7 +182,7 @@ class GradientOracle:
     def __init__(self, model: FlatModel, backend: str = "auto", device: str | torch.device = "cpu"):
         check_choice("backend", backend, BACKENDS)
         self.model = model
-        self.device = torch.device(device)
+        self.device = torch.device(check_device("device", device))
         self.backend = choose_backend(model, self.device) if backend == "auto" else backend
         self.calls = 0
         # vmap over the per-parameter views of X (not over rows of X): each client's gradient
@@ -202,12 +207,21 @@ class GradientOracle:
                 f"{tuple(X.shape)} ({X.dtype}, {X.device})"
             )
         self.calls += 1
-        with torch.enable_grad():
-            if self.backend == "vmap":
-                return self._vmap(X, inputs, targets, out)
-            return self._loop(X, inputs, targets, out)
+        try:
+            with torch.enable_grad():
+                if self.backend == "vmap":
+                    return self._vmap(X, inputs, targets, out)
+                return self._loop(X, inputs, targets, out)
+        except torch.OutOfMemoryError:
+            raise
+        except (RuntimeError, IndexError) as error:  # the model or its loss cannot take this batch
+            raise _batch_error(error, X=X, inputs=inputs, targets=targets) from None
 
     def _check(self, X: Tensor, inputs: Tensor, targets: Tensor) -> None:
+        for name, value in (("X", X), ("inputs", inputs), ("targets", targets)):
+            if not isinstance(value, Tensor):
+                raise TypeError(f"{name} must be a tensor, got {type(value).__name__} (X [S, d], inputs [S, B, ...], "
+                                "targets [S, B])")
         if X.dim() != 2 or X.shape[1] != self.model.dim:
             raise ValueError(f"X has shape {tuple(X.shape)}, expected [S, d={self.model.dim}]")
         if inputs.shape[0] != X.shape[0] or targets.shape[0] != X.shape[0]:
@@ -215,6 +229,9 @@ class GradientOracle:
                 f"X has {X.shape[0]} clients but inputs/targets have "
                 f"{inputs.shape[0]}/{targets.shape[0]}"
             )
+        if inputs.dim() < 2 or targets.dim() < 2 or inputs.shape[1] != targets.shape[1]:
+            raise ValueError(f"inputs {tuple(inputs.shape)} and targets {tuple(targets.shape)} must agree on [S, B] "
+                             "(inputs [S, B, ...], targets [S, B, ...]): one target per sample")
 
     def _vmap(self, X: Tensor, inputs: Tensor, targets: Tensor, grads: Tensor) -> tuple[Tensor, Tensor]:
         parts, losses = self._batched(tuple(self.model.unflatten(X).values()), inputs, targets)
@@ -238,10 +255,15 @@ class GradientOracle:
         """Per-client losses ``[S]`` without gradients (a line search's probes).  With the same
         random state they equal the losses that ``oracle(X, inputs, targets)`` returns."""
         self._check(X, inputs, targets)
-        with torch.no_grad():
-            if self.backend == "vmap":
-                return self._batched_loss(X, inputs, targets)
-            return torch.stack([self.model.loss(X[s], inputs[s], targets[s]) for s in range(len(X))])
+        try:
+            with torch.no_grad():
+                if self.backend == "vmap":
+                    return self._batched_loss(X, inputs, targets)
+                return torch.stack([self.model.loss(X[s], inputs[s], targets[s]) for s in range(len(X))])
+        except torch.OutOfMemoryError:
+            raise
+        except (RuntimeError, IndexError) as error:
+            raise _batch_error(error, X=X, inputs=inputs, targets=targets) from None
 
     def random_state(self) -> RandomState:
         """A snapshot of the random streams that dropout draws from (the CPU's; and the CUDA
@@ -262,6 +284,15 @@ class GradientOracle:
             yield
 
 
+def _batch_error(error: Exception, **tensors: Tensor) -> ValueError:
+    """The error for a model (or its loss) that failed on a batch: every shape and dtype, then torch's words."""
+    (_, point), (_, inputs) = list(tensors.items())[:2]
+    parts = ", ".join(f"{name} {tuple(t.shape)} dtype={t.dtype}" for name, t in tensors.items())
+    if inputs.is_floating_point() and inputs.dtype != point.dtype:
+        parts += f"; the inputs' dtype {inputs.dtype} is not the parameters' {point.dtype}"
+    return ValueError(f"the model does not accept this batch ({parts}): {type(error).__name__}: {error}")
+
+
 @torch.no_grad()
 def evaluate(
     model: FlatModel, x: Tensor, inputs: Tensor, targets: Tensor, batch_size: int = 2000,
@@ -274,14 +305,29 @@ def evaluate(
     (``test_fraction=0``) both are NaN: nothing was measured.
     """
     check_int("batch_size", batch_size)
-    ignored = torch.as_tensor(list(ignore_classes), dtype=torch.long, device=targets.device)
+    for name, value in (("x", x), ("inputs", inputs), ("targets", targets)):
+        if not isinstance(value, Tensor):
+            raise TypeError(f"{name} must be a tensor, got {type(value).__name__}")
+    if inputs.dim() == 0 or targets.dim() == 0 or inputs.shape[0] != targets.shape[0]:
+        raise ValueError(f"inputs {tuple(inputs.shape)} and targets {tuple(targets.shape)} must have one row per "
+                         "sample, the same number of rows")
+    if isinstance(ignore_classes, (str, bytes)) or not isinstance(ignore_classes, Iterable):
+        raise TypeError(f"ignore_classes={ignore_classes!r} must be a sequence of class ids (ints >= 0)")
+    ids = [check_int("ignore_classes", c, 0) for c in ignore_classes]
+    ignored = torch.as_tensor(ids, dtype=torch.long, device=targets.device)
     total_loss, correct, count, scored = 0.0, 0, 0, 0
     with model.mode(training=False):
         for start in range(0, targets.shape[0], batch_size):
             batch_in = inputs[start : start + batch_size]
             batch_t = targets[start : start + batch_size]
-            outputs = model.forward(x, batch_in)
-            total_loss += float(model.loss_fn(outputs, batch_t)) * batch_t.numel()
+            try:
+                outputs = model.forward(x, batch_in)
+                loss = model.loss_fn(outputs, batch_t)
+            except torch.OutOfMemoryError:
+                raise
+            except (RuntimeError, IndexError) as error:
+                raise _batch_error(error, x=x, inputs=batch_in, targets=batch_t) from None
+            total_loss += float(loss) * batch_t.numel()
             count += batch_t.numel()
             if not batch_t.is_floating_point():
                 kept = ~torch.isin(batch_t, ignored)

@@ -18,15 +18,16 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.axes import Axes
+from matplotlib.backend_bases import FigureCanvasBase
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
-from fedcore.checks import check_int
+from fedcore.checks import check_bool, check_int, check_number
 
 if TYPE_CHECKING:  # annotations only: this module draws and imports nothing that computes
     from fedcore.counterexample import Trajectory
@@ -35,11 +36,31 @@ if TYPE_CHECKING:  # annotations only: this module draws and imports nothing tha
     from fedcore.toy import ServerPath
 
 
+def _check_type(name: str, value: Any, kind: type | str, optional: bool = False) -> None:
+    """``value`` must be a ``kind`` (or None when ``optional``): ``path=None must be a ServerPath``.  A fedcore
+    class is given by its name and matched against the names of ``value``'s classes: plots imports no module
+    that computes."""
+    if optional and value is None:
+        return
+    if isinstance(kind, str):
+        if kind in {cls.__name__ for cls in type(value).__mro__}:
+            return
+    elif isinstance(value, kind):
+        return
+    shown = repr(value) if len(repr(value)) <= 60 else f"<{type(value).__name__}>"
+    expected = kind if isinstance(kind, str) else kind.__name__
+    article = "an" if expected[0] in "AEIOU" else "a"
+    raise TypeError(f"{name}={shown} must be {article} {expected}{' or None' if optional else ''}, "
+                    f"got {type(value).__name__}")
+
+
 def label_distribution(data: FederatedData, ax: Axes | None = None, max_clients: int = 50) -> Axes:
     """Stacked bars of ``data.label_counts()``: one bar per client, one colour per label.
 
     Only the first ``max_clients`` clients are drawn (the title says so when that cuts).
     """
+    _check_type("data", data, "FederatedData")
+    _check_type("ax", ax, Axes, optional=True)
     check_int("max_clients", max_clients)
     counts = data.label_counts().cpu().numpy()
     shown = counts[:max_clients]
@@ -76,6 +97,13 @@ def compare(
 
     ``histories`` is ``{label: History}`` or a list (labelled by each run's algorithm).
     """
+    if isinstance(histories, (str, bytes)) or not isinstance(histories, (Mapping, Sequence)):
+        raise TypeError(f"histories={histories!r} must be {{label: History}} or a list of History, "
+                        f"got {type(histories).__name__}")
+    for key, history in histories.items() if isinstance(histories, Mapping) else enumerate(histories):
+        _check_type(f"histories[{key!r}]", history, "History")
+    _check_type("ax", ax, Axes, optional=True)
+    check_bool("logy", logy)
     items = list(histories.items()) if isinstance(histories, Mapping) else [(h.algorithm, h) for h in histories]
     if not items:
         raise ValueError("histories is empty: nothing to compare")
@@ -101,6 +129,9 @@ def plot_server_path(
     optimum is a black star (drawn on top), the start a large dot.  ``contours=False`` overlays a
     second path on an existing plot.
     """
+    _check_type("path", path, "ServerPath")
+    _check_type("ax", ax, Axes, optional=True)
+    check_bool("contours", contours)
     if ax is None:
         _, ax = plt.subplots(figsize=(4.5, 4.5))
     x_star = path.x_star.numpy()
@@ -133,6 +164,8 @@ def server_optimizer_panels(path: ServerPath, reference: ServerPath | None = Non
     optimizer's name).  Right: ``f(x_t) - f*`` against rounds, with ``reference`` (FedAvg's path)
     dashed grey when given.  The title gives the final gap, or the round the path diverged at.
     """
+    _check_type("path", path, "ServerPath")
+    _check_type("reference", reference, "ServerPath", optional=True)
     figure, (left, right) = plt.subplots(1, 2, figsize=(10, 4.2), layout="constrained")
     plot_server_path(path, left, label=label, color="C1")
     left.legend(fontsize="small", loc="lower right")
@@ -155,6 +188,9 @@ def plot_counterexample(trajectory: Trajectory, ax: Axes | None = None, color: s
                         clients: bool = True) -> Axes:
     """The mean model (solid) and, when ``clients``, each client's model (thin; client 1 dotted) of a
     :class:`fedcore.counterexample.Trajectory` against local steps; averaging steps marked."""
+    _check_type("trajectory", trajectory, "Trajectory")
+    _check_type("ax", ax, Axes, optional=True)
+    check_bool("clients", clients)
     ax = ax if ax is not None else plt.subplots(figsize=(6, 4))[1]
     frame = trajectory.frame
     if clients:
@@ -179,6 +215,10 @@ def counterexample_panels(naive: Trajectory, fixed: Trajectory, eta: float, beta
     (:func:`plot_counterexample`).  Right: the global objective ``f`` at the mean.  The title
     gives ``eta``, ``beta``, the period ``q`` (``naive.local_steps``) and where each run ends.
     """
+    _check_type("naive", naive, "Trajectory")
+    _check_type("fixed", fixed, "Trajectory")
+    check_number("eta", eta)
+    check_number("beta", beta)
     figure, (left, right) = plt.subplots(1, 2, figsize=(10, 4.2), layout="constrained")
     plot_counterexample(naive, left, "C3")
     plot_counterexample(fixed, left, "C0")
@@ -198,9 +238,23 @@ def counterexample_panels(naive: Trajectory, fixed: Trajectory, eta: float, beta
 def savefig(figure: Figure, name: str, directory: str | os.PathLike | None) -> None:
     """Save ``figure`` as ``directory/name`` (the folder is made, the path resolved
     absolutely); do nothing when ``directory`` is None or empty.  Returns None, so a
-    notebook cell ending with it prints nothing."""
+    notebook cell ending with it prints nothing.  The format follows the extension of ``name`` (one
+    of :func:`image_formats`; none: PNG)."""
+    _check_type("figure", figure, Figure)
+    if not isinstance(name, str) or not name:
+        raise TypeError(f"name={name!r} must be a file name such as 'loss.png'")
+    if Path(name).suffix and Path(name).suffix[1:].lower() not in image_formats():
+        raise ValueError(f"name={name!r}: unknown image format {Path(name).suffix!r}; use one of {image_formats()}")
+    if directory is not None and not isinstance(directory, (str, os.PathLike)):
+        raise TypeError(f"directory={directory!r} must be a folder path (str or pathlib.Path) or None, "
+                        f"got {type(directory).__name__}")
     if not directory:
         return
     target = Path(directory).expanduser().resolve() / name
     target.parent.mkdir(parents=True, exist_ok=True)
     figure.savefig(target, bbox_inches="tight", dpi=150)
+
+
+def image_formats() -> list[str]:
+    """The file extensions :func:`savefig` writes (matplotlib's: png, pdf, svg, jpg, eps, ...)."""
+    return sorted(FigureCanvasBase.get_supported_filetypes())

@@ -28,7 +28,15 @@ from tqdm.auto import tqdm
 
 from fedcore import checkpoint as checkpoint_file
 from fedcore.algorithms.base import Algorithm, RoundBatch, State
-from fedcore.checks import check_bool, check_choice, check_function, check_int, check_positive, check_seed
+from fedcore.checks import (
+    check_bool,
+    check_choice,
+    check_function,
+    check_int,
+    check_keywords,
+    check_positive,
+    check_seed,
+)
 from fedcore.data.federated import FederatedData
 from fedcore.files import writable_file
 from fedcore.identity import differences, run_identity, uncomparable
@@ -173,7 +181,7 @@ def sweep(problem: Problem, build: Callable[..., Any], grid: dict[str, Sequence[
     if not callable(build):
         raise TypeError(f"build={build!r} must be a function (**hyperparameters) -> algorithm")
     _check_grid(grid)
-    _check_grid_names(build, grid)
+    check_keywords(build, grid, "build (with the grid's keys)")
     rows = []
     for values in itertools.product(*grid.values()):
         point = dict(zip(grid, values))
@@ -194,22 +202,6 @@ def sweep(problem: Problem, build: Callable[..., Any], grid: dict[str, Sequence[
             "diverged_round": history.diverged_round if history.diverged else math.nan,
         })
     return pd.DataFrame(rows)
-
-
-def _check_grid_names(build: Callable[..., Any], grid: dict[str, Sequence[Any]]) -> None:
-    """Every grid key is an argument of ``build`` (a typo would otherwise make every row an error)."""
-    import inspect
-
-    try:
-        parameters = inspect.signature(build).parameters
-    except ValueError:
-        return
-    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
-        return
-    unknown = [name for name in grid if name not in parameters]
-    if unknown:
-        raise ValueError(f"grid keys {unknown} are not arguments of build{inspect.signature(build)}; the grid's keys "
-                         f"must be among {list(parameters)}")
 
 
 def _check_grid(grid: Any) -> None:

@@ -21,7 +21,9 @@ tilted valley with condition number 9.5, where plain averaging crawls along the 
 from __future__ import annotations
 
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -30,7 +32,7 @@ from torch import Tensor
 
 from fedcore import models, server_opt
 from fedcore.algorithms import FedOpt
-from fedcore.checks import check_choice, check_int, check_positive, check_range
+from fedcore.checks import check_choice, check_int, check_number, check_positive, check_range, check_seed
 from fedcore.data import federated_quadratic
 from fedcore.run import Problem, simulate
 
@@ -146,16 +148,16 @@ def server_optimizer_path(
     options = server_optimizer_options(optimizer, server_lr, beta1, tau)
     check_int("rounds", rounds)
     check_int("local_steps", local_steps)
+    check_seed("seed", seed)
+    point = None if start is None else _point(start)
+    algorithm = FedOpt(client_lr, server_opt.make(optimizer, **options), optimizer)
     problem = quadratic_2d(seed)
     data = problem.data
     x_star = data.info["x_star"].cpu()
-    if start is None:
+    if point is None:
         x0 = x_star + torch.tensor(DEFAULT_OFFSET, dtype=x_star.dtype)
-    elif len(start) != 2:
-        raise ValueError(f"start={start!r} must be a point (x1, x2)")
     else:
-        x0 = torch.tensor([float(v) for v in start], dtype=x_star.dtype)
-    algorithm = FedOpt(client_lr, server_opt.make(optimizer, **options), optimizer)
+        x0 = torch.tensor(point, dtype=x_star.dtype)
     xs, diverged = _server_models(problem, algorithm, x0, rounds, local_steps, seed)
     hessian = (data.inputs.T @ data.inputs / data.inputs.shape[0]).cpu()
     gap = _loss_gap(hessian, x_star, xs[:, 0].numpy(), xs[:, 1].numpy())
@@ -167,6 +169,20 @@ def server_optimizer_path(
         index=pd.RangeIndex(len(xs), name="round"),
     )
     return ServerPath(frame, algorithm.server.name, x_star, hessian, data.info["f_star"], diverged)
+
+
+def _point(start: Any) -> tuple[float, float]:
+    """``start`` as two finite floats ``(x1, x2)`` (a tuple, list, array or tensor of two numbers)."""
+    if isinstance(start, (np.ndarray, Tensor)):
+        start = start.tolist()
+    if isinstance(start, (str, bytes)) or not isinstance(start, Sequence):
+        raise TypeError(f"start={start!r} must be a point (x1, x2), got {type(start).__name__}")
+    if len(start) != 2:
+        raise ValueError(f"start={start!r} must be a point (x1, x2)")
+    try:
+        return check_number("x1", start[0]), check_number("x2", start[1])
+    except (TypeError, ValueError) as error:
+        raise type(error)(f"start={tuple(start)!r} must be two finite numbers (x1, x2): {error}") from None
 
 
 def _server_models(

@@ -271,7 +271,7 @@ FUZZ_CASES = [
     (lambda: simulate_with(diverge_above=-1), ValueError, r"diverge_above=-1 must be > 0"),
     (lambda: __import__("fedcore").sweep(quadratic_problem(), lambda client_lr: algorithms.fedavg(client_lr),
                                          {"lr": [0.1]}, rounds=1, clients_per_round=2, local_steps=1, batch_size=5),
-     ValueError, r"grid keys \['lr'\] are not arguments of build\(client_lr\)"),
+     TypeError, r"build \(with the grid's keys\) got unknown argument\(s\) \['lr'\]; it takes \['client_lr'\]"),
     (lambda: __import__("fedcore").sweep(quadratic_problem(), None, {"client_lr": [0.1]}, rounds=1), TypeError,
      r"build=None must be a function"),
     (lambda: simulate_with().plot(ax="x"), TypeError, r"ax='x' must be a matplotlib Axes, or None"),

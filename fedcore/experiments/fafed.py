@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from fedcore import algorithms, models
-from fedcore.checks import check_choice
+from fedcore.checks import check_bool, check_choice, check_int, check_keywords, check_positive, check_range, check_seed
 from fedcore.data import load_fashion_mnist
 from fedcore.run import Problem, simulate, sweep
 from fedcore.store import Store
@@ -65,6 +65,7 @@ def make_builders(rho: float = RHO) -> dict[str, Builder]:
     SCAFFOLD (option II) with global learning rate 1; FedAdam and FedAMS with ``beta1 = 0.9``,
     ``beta2 = 0.99``, ``tau = 0.01`` (FedAMS: ``eps = tau^2``); STEM and FAFED with a constant step.
     """
+    check_positive("rho", rho)
     return {
         "FedAvg": lambda lr: algorithms.fedavg(lr),
         "SCAFFOLD": lambda lr: algorithms.scaffold(lr),
@@ -90,9 +91,14 @@ def options(setting: str, rounds: int, eval_every: int, *, num_clients: int, see
     """``simulate``'s options for ``setting``: all ``num_clients`` clients, uniform weights, its ``b``
     and ``q`` (``q`` capped at ``max_local_steps`` when that is given), the results ``store``."""
     spec = SETTINGS[check_choice("setting", setting, SETTINGS)]
+    check_int("rounds", rounds)
+    check_int("eval_every", eval_every)
+    check_int("num_clients", num_clients)
+    check_seed("seed", seed)
+    check_bool("progress", progress)
     local_steps = spec["local_steps"]
-    if max_local_steps:
-        local_steps = min(local_steps, max_local_steps)
+    if max_local_steps is not None:
+        local_steps = min(local_steps, check_int("max_local_steps", max_local_steps))
     return dict(rounds=rounds, clients_per_round=num_clients, local_steps=local_steps,
                 batch_size=spec["batch_size"], eval_every=eval_every, weighting="uniform",
                 seed=seed, progress=progress, store=store)
@@ -119,13 +125,21 @@ def tune(
     with the lowest final training loss after ``rounds`` rounds (``fedcore.sweep``).
 
     Each result is passed to ``report`` as a line (None: silent)."""
+    runs = {setting: options(setting, rounds, 10**6, num_clients=num_clients, seed=seed, progress=progress,
+                             max_local_steps=max_local_steps, store=store)
+            for setting in _mapping("datasets", datasets)}
+    for name, grid in _mapping("grids", grids).items():
+        _check_keywords(f"grids[{name!r}]", grid, builders, name)
+    if report is not None and not callable(report):
+        raise TypeError(f"report={report!r} must be a function of one line (str) or None")
     chosen: dict[str, dict[str, dict[str, float]]] = {}
     for setting, data in datasets.items():
         chosen[setting] = {}
         for name, grid in grids.items():
-            results = sweep(make_problem(data, seed), builders[name], dict(grid),
-                            **options(setting, rounds, 10**6, num_clients=num_clients, seed=seed,
-                                      progress=progress, max_local_steps=max_local_steps, store=store))
+            results = sweep(make_problem(data, seed), builders[name], dict(grid), **runs[setting])
+            if "final_train_loss" not in results:  # every point was refused by its builder
+                raise ValueError(f"every point of grids[{name!r}] failed in setting {setting!r}: "
+                                 f"{results['error'].iloc[0]}")
             best = results.sort_values("final_train_loss").iloc[0]
             chosen[setting][name] = {key: float(best[key]) for key in grid}
             if report is not None:
@@ -142,13 +156,40 @@ def run_all(
     """``{setting: {algorithm: History}}``: every algorithm of ``builders`` with its ``chosen``
     hyperparameters on every setting, each from the same initial model and minibatches (``seed``);
     a run already in ``store`` is read from it, not recomputed."""
+    runs = {setting: options(setting, rounds, eval_every, num_clients=num_clients, seed=seed, progress=progress,
+                             max_local_steps=max_local_steps, store=store)
+            for setting in _mapping("datasets", datasets)}
+    _mapping("chosen", chosen)
+    missing = {setting: [name for name in _mapping("builders", builders) if name not in chosen.get(setting, {})]
+               for setting in datasets}
+    if any(missing.values()):
+        raise ValueError(f"chosen has no hyperparameters for {({s: n for s, n in missing.items() if n})} "
+                         "({setting: [algorithms]}); give chosen[setting][algorithm] for every setting of datasets "
+                         "and algorithm of builders, as tune() returns")
+    for setting in datasets:
+        for name in builders:
+            _check_keywords(f"chosen[{setting!r}][{name!r}]", chosen[setting][name], builders, name)
     return {
-        setting: {name: simulate(make_problem(data, seed), builders[name](**chosen[setting][name]),
-                                 **options(setting, rounds, eval_every, num_clients=num_clients, seed=seed,
-                                           progress=progress, max_local_steps=max_local_steps, store=store))
+        setting: {name: simulate(make_problem(data, seed), builders[name](**chosen[setting][name]), **runs[setting])
                   for name in builders}
         for setting, data in datasets.items()
     }
+
+
+def _mapping(name: str, value: Any) -> Mapping:
+    """``value`` must be a mapping (``{setting: ...}``, ``{algorithm: ...}``)."""
+    if not isinstance(value, Mapping):
+        raise TypeError(f"{name}={value!r} must be a dict, got {type(value).__name__}")
+    return value
+
+
+def _check_keywords(name: str, keywords: Mapping[str, Any], builders: Mapping[str, Builder], algorithm: str) -> None:
+    """``builders[algorithm]`` must exist and take every key of ``keywords`` (named ``name`` in the message)."""
+    if algorithm not in _mapping("builders", builders):
+        raise ValueError(f"{name}: no builder for algorithm {algorithm!r}; builders has {list(builders)}")
+    if not callable(builders[algorithm]):
+        raise TypeError(f"builders[{algorithm!r}]={builders[algorithm]!r} must be a function of the hyperparameters")
+    check_keywords(builders[algorithm], _mapping(name, keywords), f"{name}: the builder of {algorithm}")
 
 
 def settings_table() -> pd.DataFrame:
@@ -185,6 +226,12 @@ def results_table(histories: Mapping[str, Mapping[str, History]]) -> pd.DataFram
 
 def by_setting(results: pd.DataFrame, column: str) -> pd.DataFrame:
     """``column`` of :func:`results_table` as algorithms by settings (settings in their order there)."""
+    if not isinstance(results, pd.DataFrame):
+        raise TypeError(f"results must be a DataFrame (results_table(...)), got {type(results).__name__}")
+    missing = [key for key in ("setting", "algorithm", column) if key not in results.columns]
+    if missing:
+        raise ValueError(f"results has no column {missing}: pass results_table(...) and one of its columns "
+                         f"{list(results.columns)} as column")
     settings = list(dict.fromkeys(results["setting"]))
     return results.pivot(index="algorithm", columns="setting", values=column)[settings]
 
@@ -245,6 +292,11 @@ def verdict(hits: int, total: int) -> str:
 def law_table(naive_mean: pd.Series, eta: float, beta: float) -> pd.DataFrame:
     """The mean model of Algorithm 1 on the counterexample (averaging every step) step by step, its
     move and the law ``eta / (3 sqrt(1 - beta^t))`` that the move should equal."""
+    if not isinstance(naive_mean, pd.Series):
+        raise TypeError(f"naive_mean must be a pandas Series (Trajectory.frame['mean']), "
+                        f"got {type(naive_mean).__name__}")
+    check_positive("eta", eta)
+    check_range("beta", beta, 0, 1)
     steps = range(1, len(naive_mean))
     return pd.DataFrame({"mean x_t": naive_mean.iloc[1:], "move": naive_mean.diff().iloc[1:],
                          LAW: [eta / (3 * (1 - beta**t) ** 0.5) for t in steps]})
