@@ -10,7 +10,7 @@
 
 from fedcore import algorithms, counterexample, data, models, server_opt, toy
 from fedcore.params import FlatModel, GradientOracle, evaluate
-from fedcore.run import History, Problem, simulate, sweep
+from fedcore.run import History, Problem, simulate, sweep, warm_up
 
 __version__ = "0.1.0"
 __all__ = [
@@ -27,4 +27,5 @@ __all__ = [
     "simulate",
     "sweep",
     "toy",
+    "warm_up",
 ]

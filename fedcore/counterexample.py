@@ -20,6 +20,7 @@ returns every client's model after every local step.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import pandas as pd
@@ -27,7 +28,7 @@ import torch
 from torch import Tensor, nn
 
 from fedcore.algorithms.base import Algorithm
-from fedcore.checks import check_int, check_number
+from fedcore.checks import check_int, check_number, check_positive
 from fedcore.data.federated import FederatedData
 from fedcore.run import Problem, simulate
 
@@ -118,3 +119,19 @@ def run(algorithm: Algorithm, rounds: int, local_steps: int = 1, x0: float = 10.
     frame.insert(NUM_CLIENTS, "mean", frame.iloc[:, :NUM_CLIENTS].mean(axis=1))
     frame["f"] = f(torch.tensor(frame["mean"].to_numpy())).numpy()
     return Trajectory(frame, history.algorithm, local_steps)
+
+
+def final_distance_map(
+    algorithm: Callable[[float], Algorithm], etas: Sequence[float], periods: Sequence[int], steps: int = 300,
+) -> pd.DataFrame:
+    """``|x|`` of the server model after the last averaging, for ``algorithm(eta)`` run with every step size
+    ``eta`` in ``etas`` and averaging period ``q`` in ``periods`` for ``steps // q`` rounds from ``x_0 = 10``:
+    a table with one row per ``eta`` and one column per ``q`` (where a method converges, and where not)."""
+    if not callable(algorithm):
+        raise TypeError(f"algorithm={algorithm!r} must be a function eta -> algorithm (e.g. lambda eta: fafed(eta))")
+    etas = [check_positive("etas[]", eta) for eta in etas]
+    periods = [check_int("periods[]", q) for q in periods]
+    check_int("steps", steps, max(periods, default=1))
+    table = {q: [abs(run(algorithm(eta), steps // q, q).final()) for eta in etas] for q in periods}
+    return pd.DataFrame(table, index=pd.Index(etas, name="eta")).rename_axis(columns="q")
+

@@ -9,6 +9,9 @@ results to a drawing function of :mod:`fedcore.plots`.  Each returns None, so
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+from typing import Any
+
 from fedcore import counterexample, plots
 from fedcore.algorithms import fafed, local_adaptive
 from fedcore.checks import check_bool, check_int, check_positive, check_range
@@ -43,6 +46,29 @@ def explore_server_optimizer(
     path = server_optimizer_path(optimizer, server_lr, beta1, tau, rounds)
     fedavg = server_optimizer_path("sgd", 1.0, rounds=rounds) if reference else None
     plots.server_optimizer_panels(path, fedavg, label=optimizer)
+
+
+def disable_unused(explorer: Any, uses: Mapping[str, Sequence[str]], chooser: str = "optimizer") -> Any:
+    """Grey out the sliders of ``explorer`` (an ``ipywidgets.interactive``) that the value of its ``chooser``
+    widget does not use (``uses[value]``: the names it uses), now and whenever the choice changes.  Returns
+    the explorer.  With :data:`fedcore.toy.SLIDERS_USED`, ``sgd`` greys out ``beta1`` and ``tau``."""
+    controls = {widget._kwarg: widget for widget in explorer.kwargs_widgets}  # the keyword each widget sets
+    if chooser not in controls:
+        raise ValueError(f"chooser={chooser!r} is not one of the explorer's widgets {list(controls)}")
+    choice = controls[chooser]
+    unknown = sorted(set(uses) - set(getattr(choice, "options", uses)))
+    if unknown:
+        raise ValueError(f"uses names choices {unknown} that the {chooser!r} widget does not offer")
+
+    def refresh(*_: Any) -> None:
+        used = set(uses.get(choice.value, controls))
+        for name, widget in controls.items():
+            if name != chooser and hasattr(widget, "disabled"):
+                widget.disabled = name not in used
+
+    choice.observe(refresh, names="value")
+    refresh()
+    return explorer
 
 
 def explore_counterexample(eta: float = 0.3, beta: float = 0.5, q: int = 1, rho: float = 0.01,

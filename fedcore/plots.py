@@ -89,13 +89,19 @@ def label_distribution(data: FederatedData, ax: Axes | None = None, max_clients:
     return ax
 
 
+LINE_STYLES = ("-", "--", "-.", ":", (0, (5, 1, 1, 1)), (0, (1, 1)))
+MARKERS = ("o", "s", "^", "v", "D", "x")
+
+
 def compare(
     histories: Mapping[str, History] | Sequence[History], metric: str = "test_accuracy",
-    ax: Axes | None = None, logy: bool = False,
+    ax: Axes | None = None, logy: bool = False, legend: bool = True,
 ) -> Axes:
     """``metric`` of several runs against communication rounds on one Axes.
 
-    ``histories`` is ``{label: History}`` or a list (labelled by each run's algorithm).
+    ``histories`` is ``{label: History}`` or a list (labelled by each run's algorithm).  Each run has its
+    own colour, line style and marker (a few per line), so runs that coincide stay visible; ``legend=False``
+    leaves the legend to the caller (one per figure: ``figure.legend(*ax.get_legend_handles_labels())``).
     """
     if isinstance(histories, (str, bytes)) or not isinstance(histories, (Mapping, Sequence)):
         raise TypeError(f"histories={histories!r} must be {{label: History}} or a list of History, "
@@ -104,16 +110,20 @@ def compare(
         _check_type(f"histories[{key!r}]", history, "History")
     _check_type("ax", ax, Axes, optional=True)
     check_bool("logy", logy)
+    check_bool("legend", legend)
     items = list(histories.items()) if isinstance(histories, Mapping) else [(h.algorithm, h) for h in histories]
     if not items:
         raise ValueError("histories is empty: nothing to compare")
     if ax is None:
         _, ax = plt.subplots(figsize=(5, 3.5))
-    for label, history in items:
-        history.plot(metric, ax=ax, label=label)
+    for index, (label, history) in enumerate(items):
+        points = history.frame[metric].notna().sum() if metric in history.frame else 1
+        history.plot(metric, ax=ax, label=label, color=f"C{index % 10}", linestyle=LINE_STYLES[index % 6],
+                     marker=MARKERS[index % 6], markevery=max(1, points // 8), markersize=4)
     if logy:
         ax.set_yscale("log")
-    ax.legend(fontsize="small")
+    if legend:
+        ax.legend(fontsize="small")
     ax.grid(alpha=0.3)
     return ax
 
@@ -233,6 +243,35 @@ def counterexample_panels(naive: Trajectory, fixed: Trajectory, eta: float, beta
     figure.suptitle(f"eta={eta:g}, beta={beta:g}, q={naive.local_steps}: naive ends at x = {naive.final():.3g}, "
                     f"FAFED at x = {fixed.final():.3g} (optimum 0)", fontsize="medium")
     return figure
+
+
+def distance_map(table: Any, ax: Axes | None = None, start: float = 10.0) -> Axes:
+    """A table of final distances (rows: step sizes ``eta``, columns: periods ``q``, as
+    :func:`fedcore.counterexample.final_distance_map` returns) as a heat map on a log colour scale, each
+    cell printed; cells that end above ``start`` (farther from 0 than the run began) are outlined."""
+    import pandas as pd
+    from matplotlib.colors import LogNorm
+    from matplotlib.patches import Rectangle
+
+    _check_type("table", table, pd.DataFrame)
+    _check_type("ax", ax, Axes, optional=True)
+    check_number("start", start)
+    ax = ax if ax is not None else plt.subplots(figsize=(6, 3.8), layout="constrained")[1]
+    values = table.to_numpy(dtype=float)
+    floor = max(np.nanmin(values[values > 0]) if (values > 0).any() else 1e-3, 1e-3)
+    image = ax.imshow(np.clip(values, floor, None), cmap="viridis", norm=LogNorm(floor, max(values.max(), start)),
+                      aspect="auto", origin="lower")
+    for (row, column), value in np.ndenumerate(values):
+        ax.text(column, row, f"{value:.2g}", ha="center", va="center", fontsize="x-small",
+                color="white" if value < np.sqrt(floor * max(values.max(), start)) else "black")
+        if value > start:
+            ax.add_patch(Rectangle((column - 0.5, row - 0.5), 1, 1, fill=False, edgecolor="red", linewidth=1.5))
+    ax.set_xticks(range(len(table.columns)), [str(q) for q in table.columns])
+    ax.set_yticks(range(len(table.index)), [f"{eta:g}" for eta in table.index])
+    ax.set_xlabel(f"averaging period {table.columns.name or 'q'}")
+    ax.set_ylabel(f"step size {table.index.name or 'eta'}")
+    ax.figure.colorbar(image, ax=ax, label="final |x|")
+    return ax
 
 
 def savefig(figure: Figure, name: str, directory: str | os.PathLike | None) -> None:

@@ -168,6 +168,23 @@ def simulate(
     return history
 
 
+def warm_up(problem: Problem, backend: str = "auto") -> float:
+    """Pay the one-time start-up cost of a process (torch's lazy initialization, the first ``vmap`` of a
+    model: about 2 s on a CPU) on two samples, so that the ``seconds`` of the runs after it measure the
+    runs alone.  Returns the seconds it took.  Notebooks call it before the runs whose times they show."""
+    if not isinstance(problem, Problem):
+        raise TypeError(f"problem={type(problem).__name__} must be a fedcore.Problem")
+    started = time.perf_counter()
+    data, x = problem.data, problem.x0()
+    oracle = GradientOracle(problem.model, backend, data.device)
+    rows = torch.arange(min(2, data.inputs.shape[0]), device=data.device)
+    with problem.model.mode(training=True):
+        oracle(x.expand(2, -1).clone(), data.inputs[rows].unsqueeze(0).expand(2, *[-1] * data.inputs.dim()),
+               data.targets[rows].unsqueeze(0).expand(2, *[-1] * data.targets.dim()))
+    evaluate(problem.model, x, data.test_inputs[:2], data.test_targets[:2])
+    return time.perf_counter() - started
+
+
 def sweep(problem: Problem, build: Callable[..., Any], grid: dict[str, Sequence[Any]], **options: Any) -> pd.DataFrame:
     """Run ``simulate(problem, build(**point), **options)`` for every point of ``grid``.
 

@@ -38,6 +38,12 @@ from fedcore.run import Problem, simulate
 
 SERVER_OPTIMIZERS: tuple[str, ...] = tuple(server_opt.SERVER_OPTIMIZERS)
 """The names :func:`server_optimizer_path` accepts (those of :func:`fedcore.server_opt.make`)."""
+SLIDERS_USED: dict[str, tuple[str, ...]] = {
+    "sgd": ("server_lr",), "sgdm": ("server_lr", "beta1"),
+    **{name: ("server_lr", "beta1", "tau") for name in ("adagrad", "adam", "yogi", "amsgrad")},
+}
+"""Which of ``server_lr``, ``beta1`` and ``tau`` each optimizer uses (:func:`server_optimizer_options`):
+the explorer disables the others."""
 DEFAULT_OFFSET: tuple[float, float] = (-2.0, 0.5)
 """Where a path starts, relative to ``x*``, unless ``start`` is given."""
 

@@ -181,6 +181,14 @@ algorithms = {
 }
 print(problem)
 
+# %% [markdown]
+# The first gradient a Python process computes pays a one-time start-up cost (torch initializes itself and
+# prepares the batched `vmap` gradient): a second or two, which would land in the first run's time.
+# `fedcore.warm_up` pays it on two samples, before the runs, so that their `seconds` compare:
+
+# %%
+print(f"one-time start-up cost, paid before the runs: {fedcore.warm_up(problem):.1f} s")
+
 # %%
 histories = {
     name: fedcore.simulate(problem, algorithm, **settings, seed=SEED, progress=PROGRESS, store=default_store(STORE))
@@ -208,8 +216,9 @@ pd.DataFrame({
 # What to read into this: at `small` scale (an MLP, 150 rounds, 10 of 20 clients per round) all three learn
 # Fashion-MNIST to within a few points of each other, and none is tuned: one $\eta_l$ for all, FedAdam's
 # $\eta$ and $\tau$ picked once. Reddi et al. tune every method's learning rates on a grid before comparing;
-# `01_fedopt` does that. The train loss is the mean client loss during local steps, so it is noisy from round
-# to round (other clients, other batches). `seconds` is the simulator's wall time.
+# `01_fedopt` (coming) will do that. The train loss is the mean client loss during local steps, so it is noisy from round
+# to round (other clients, other batches). `seconds` is the simulator's wall time for the run, start-up cost
+# excluded (a run read back from the results store shows the time it took when it was computed).
 
 # %% [markdown]
 # ## 4. Explorer: what the server optimizer does
@@ -229,7 +238,8 @@ explore.explore_server_optimizer("adam", server_lr=0.1, tau=1e-3, beta1=0.9)
 plots.savefig(plt.gcf(), "00_server_optimizer_adam.png", FIGURES)
 
 # %% [markdown]
-# The same function behind sliders (run the notebook live to move them). `sgd` uses only $\eta$; `sgdm`
+# The same function behind sliders (run the notebook live to move them); the sliders an optimizer does not
+# use are greyed out (`fedcore.explore.disable_unused`). `sgd` uses only $\eta$; `sgdm`
 # (FedAvgM) takes $\beta_1$ as its momentum $\beta$; `adagrad`, `adam` and `yogi` use $\eta$, $\beta_1$ and
 # $\tau$; `amsgrad` (FedAMS) has no $\tau$ but a floor $\varepsilon$ under $\hat v_t$ and gets
 # $\varepsilon = \tau^2$. Things to try:
@@ -250,15 +260,15 @@ explorer = widgets.interactive(
     rounds=widgets.fixed(50),
     reference=widgets.fixed(True),
 )
-display(explorer)
+display(explore.disable_unused(explorer, toy.SLIDERS_USED))
 
 # %% [markdown]
 # ## Where next
 #
-# - `01_fedopt` reproduces Reddi et al.'s comparison of FedAvg, FedAvgM, FedAdagrad, FedAdam and FedYogi with tuned
-#   learning rates;
-# - `02_padamfed`, `03_fedli` and `04_fafed` take the same tools to problem-parameter-free and faster adaptive
-#   federated methods.
+# - `04_fafed` takes the same tools to a faster adaptive federated method (Wu et al., AAAI 2023): why
+#   adaptive steps on the clients can diverge, and the shared preconditioner that fixes it;
+# - coming: `01_fedopt` will reproduce Reddi et al.'s comparison of FedAvg, FedAvgM, FedAdagrad, FedAdam and
+#   FedYogi with tuned learning rates, and `02_padamfed` and `03_fedli` problem-parameter-free methods.
 #
 # In your own code: `fedcore.simulate(fedcore.Problem(data, model), fedcore.algorithms.make("fedyogi", client_lr=0.1),
 # rounds=..., clients_per_round=..., local_steps=..., batch_size=...)` returns a `History`, whose `.frame` is a

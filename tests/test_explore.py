@@ -75,3 +75,105 @@ def test_fafed_comes_down_for_small_steps_and_can_fail_to_for_large_ones() -> No
                 assert trajectory.final() < 10, (eta, beta, q, rho, alpha)
     climbing = counterexample.run(fafed(1.0, alpha=1.0, beta=0.5, rho=1e-4), 300 // 20, 20)
     assert climbing.final() > 10
+
+
+# ---- issue 10: what the explorers and figures of 00 and 04 rely on -------------------------------------
+
+
+def test_sliders_used_is_what_each_optimizer_reads() -> None:
+    """toy.SLIDERS_USED (the explorer greys out the rest) against behaviour: moving a slider an optimizer
+    uses changes its path, moving one it does not use leaves the path bit for bit the same."""
+    import torch
+
+    from fedcore import toy
+
+    base = {"server_lr": 0.1, "beta1": 0.9, "tau": 1e-3}
+    moved = {"server_lr": 0.3, "beta1": 0.5, "tau": 1e-1}
+    assert set(toy.SLIDERS_USED) == set(toy.SERVER_OPTIMIZERS)
+    for optimizer in toy.SERVER_OPTIMIZERS:
+        reference = toy.server_optimizer_path(optimizer, **base, rounds=15).frame[["x1", "x2"]].to_numpy()
+        for name in base:
+            path = toy.server_optimizer_path(optimizer, **{**base, name: moved[name]}, rounds=15)
+            same = bool(torch.equal(torch.tensor(path.frame[["x1", "x2"]].to_numpy()), torch.tensor(reference)))
+            assert same == (name not in toy.SLIDERS_USED[optimizer]), (optimizer, name)
+
+
+def test_disable_unused_greys_out_what_the_choice_does_not_use() -> None:
+    import ipywidgets as widgets
+
+    from fedcore import explore, toy
+
+    explorer = widgets.interactive(
+        lambda optimizer, server_lr, tau, beta1, rounds: None,
+        optimizer=widgets.Dropdown(options=toy.SERVER_OPTIMIZERS, value="sgd"),
+        server_lr=widgets.FloatSlider(value=0.1), tau=widgets.FloatSlider(value=0.1),
+        beta1=widgets.FloatSlider(value=0.5), rounds=widgets.fixed(50))
+    explore.disable_unused(explorer, toy.SLIDERS_USED)
+    disabled = lambda: {w._kwarg for w in explorer.kwargs_widgets if getattr(w, "disabled", False)}  # noqa: E731
+    assert disabled() == {"tau", "beta1"}
+    explorer.kwargs_widgets[0].value = "sgdm"
+    assert disabled() == {"tau"}
+    explorer.kwargs_widgets[0].value = "adam"
+    assert disabled() == set()
+
+
+def test_final_distance_map_is_the_runs_final_distances() -> None:
+    from fedcore import counterexample
+    from fedcore.algorithms import fafed, local_adaptive
+
+    table = counterexample.final_distance_map(lambda eta: fafed(eta, alpha=0.5, beta=0.5), [0.01, 1.0], [1, 20], 100)
+    assert list(table.index) == [0.01, 1.0] and list(table.columns) == [1, 20]
+    assert table.loc[1.0, 20] == abs(counterexample.run(fafed(1.0, alpha=0.5, beta=0.5), 5, 20).final())
+    assert table.loc[0.01, 1] < 10  # a small step comes down
+    naive = counterexample.final_distance_map(lambda eta: local_adaptive(eta, 0.5), [0.01, 0.3], [1, 5], 100)
+    assert (naive.to_numpy() > 10).all()  # the naive method climbs away at every point
+
+
+def test_compare_keeps_coinciding_runs_visible_and_legend_is_optional() -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import pandas as pd
+
+    from fedcore import plots
+    from fedcore.problem import History
+
+    frame = pd.DataFrame({"train_loss": [1.0, 0.5, 0.25]}, index=pd.Index([0, 1, 2], name="round"))
+    same = {name: History(frame, name, "loop", {}) for name in ("FedAvg", "STEM", "FAFED")}
+    ax = plots.compare(same, "train_loss", legend=False)
+    styles = {(line.get_linestyle(), line.get_marker()) for line in ax.get_lines()}
+    assert len(styles) == 3 and ax.get_legend() is None
+    assert plots.compare(same, "train_loss").get_legend() is not None
+
+
+def test_distance_map_prints_every_cell_and_outlines_those_above_the_start() -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import pandas as pd
+
+    from fedcore import plots
+
+    table = pd.DataFrame({1: [0.5, 12.0], 5: [3.0, 25.0]}, index=pd.Index([0.1, 1.0], name="eta"))
+    ax = plots.distance_map(table)
+    assert [text.get_text() for text in ax.texts] == ["0.5", "3", "12", "25"]
+    assert len(ax.patches) == 2
+
+
+def test_warm_up_changes_no_result() -> None:
+    """Warming up (one gradient and one evaluation) leaves a later run's history exactly the same."""
+    import torch
+
+    from fedcore import algorithms, models
+    from fedcore.data import FederatedData
+
+    generator = torch.Generator().manual_seed(0)
+    inputs, targets = torch.randn(40, 8, generator=generator), torch.arange(40) % 3
+    data = FederatedData(inputs, targets, torch.tensor([10, 10, 20]), inputs[:8], targets[:8], 3)
+    problem = fedcore.Problem(data, models.make("mlp", (8,), 3, hidden=(16,), dropout=0.3))
+    options = dict(rounds=3, clients_per_round=2, local_steps=2, batch_size=4, progress=False)
+    cold = fedcore.simulate(problem, algorithms.fedavg(0.1), **options)
+    assert fedcore.warm_up(problem) > 0
+    warm = fedcore.simulate(problem, algorithms.fedavg(0.1), **options)
+    columns = ["train_loss", "test_loss", "test_accuracy"]
+    assert cold.frame[columns].equals(warm.frame[columns])

@@ -23,8 +23,16 @@ import numpy as np
 import pandas as pd
 
 from fedcore import algorithms, models
-from fedcore.checks import check_bool, check_choice, check_int, check_keywords, check_positive, check_range, check_seed
+from fedcore.checks import check_bool, check_choice, check_int, check_keywords, check_positive, check_seed
 from fedcore.data import load_fashion_mnist
+from fedcore.experiments.fafed_theory import (  # noqa: F401 -- the notebook reads them as experiment.*
+    LAW,
+    law_table,
+    map_grid,
+    map_summary,
+    open_choices,
+    theorem2_step_note,
+)
 from fedcore.run import Problem, simulate, sweep
 from fedcore.store import Store
 
@@ -259,7 +267,6 @@ ACCURACY_TOLERANCE = 0.02
 """'Performs well': test accuracy within this of the best (what another seed moves)."""
 PAPER_FIRST_STEP = {"client 1": "9.858", "client 2": "10.14", "client 3": "10.14", "mean": "10.05"}
 """The counterexample's first step as the paper prints it (eta = 0.1, beta = 0.5; Theorem 1's proof)."""
-LAW = "eta / (3 sqrt(1 - beta^t))"
 
 
 @dataclass(frozen=True)
@@ -287,19 +294,6 @@ def verdict(hits: int, total: int) -> str:
     if total == 0:
         return NOT_TESTABLE
     return HOLDS if hits == total else PARTLY if hits else DOES_NOT_HOLD
-
-
-def law_table(naive_mean: pd.Series, eta: float, beta: float) -> pd.DataFrame:
-    """The mean model of Algorithm 1 on the counterexample (averaging every step) step by step, its
-    move and the law ``eta / (3 sqrt(1 - beta^t))`` that the move should equal."""
-    if not isinstance(naive_mean, pd.Series):
-        raise TypeError(f"naive_mean must be a pandas Series (Trajectory.frame['mean']), "
-                        f"got {type(naive_mean).__name__}")
-    check_positive("eta", eta)
-    check_range("beta", beta, 0, 1)
-    steps = range(1, len(naive_mean))
-    return pd.DataFrame({"mean x_t": naive_mean.iloc[1:], "move": naive_mean.diff().iloc[1:],
-                         LAW: [eta / (3 * (1 - beta**t) ** 0.5) for t in steps]})
 
 
 def _ranked_first(e: Evidence) -> tuple[str, str]:

@@ -1,0 +1,281 @@
+"""What every notebook promises (``CONTRIBUTING.md``, "The notebook standard"), checked on the files.
+
+These tests read the notebooks (the ``.py`` sources and the committed, executed ``.ipynb``); they run
+nothing heavy, so they take seconds:
+
+1. ``papermill --help-notebook`` lists every ALL_CAPS name of the parameters cell, and parsing the cell
+   logs no warning;
+2. a paper notebook (``01``-``99``) shows a claims table whose ``verdict`` column holds one of the
+   four verdicts in every row;
+3. an explorer (``widgets.interactive(explore.f, name=Slider(value=...))``) starts at the values of the
+   static preview call ``explore.f(...)`` above it, and each value lies on its slider's grid (a value
+   between two steps is moved by the slider, and the readout disagrees with the preview);
+4. no path outside the repository, no mention of a notebook that does not exist (unless its paragraph or
+   list item says it is coming), and the committed ``.ipynb`` is under 1 MB;
+5. a "whatever you choose" sentence names the test that checks it over the sliders' ranges, and that
+   test exists.
+"""
+
+from __future__ import annotations
+
+import ast
+import logging
+import math
+import re
+from html.parser import HTMLParser
+from pathlib import Path
+
+import jupytext
+import nbformat
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = ROOT / "notebooks"
+SCRIPTS = sorted(NOTEBOOKS.glob("[0-9][0-9]_*.py"))
+IPYNBS = sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
+PAPER_NOTEBOOKS = [path for path in IPYNBS if not path.name.startswith("00_")]
+VERDICTS = {"holds", "partly", "does not hold", "not testable here"}
+MAX_BYTES = 1_000_000
+
+
+def _ids(paths: list[Path]) -> list[str]:
+    return [path.name for path in paths]
+
+
+def _markdown(script: Path) -> list[str]:
+    return [cell.source for cell in jupytext.read(script).cells if cell.cell_type == "markdown"]
+
+
+def _parameters(script: Path) -> dict[str, object]:
+    """The literal values the parameters cell assigns (names it computes are left out)."""
+    first = next(cell for cell in jupytext.read(script).cells if cell.cell_type == "code")
+    values = {}
+    for node in ast.parse(first.source).body:
+        if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name):
+            try:
+                values[node.targets[0].id] = ast.literal_eval(node.value)
+            except ValueError:
+                pass
+    return values
+
+
+# ---------------------------------------------------------------- 1. parameters
+
+
+@pytest.mark.parametrize("ipynb", IPYNBS, ids=_ids(IPYNBS))
+def test_papermill_lists_every_parameter_without_warnings(ipynb: Path, caplog):
+    """``papermill --help-notebook`` (papermill.inspect_notebook) infers each name the parameters cell
+    assigns; a comment it cannot parse (an ``=`` or an apostrophe in it) logs "Unable to parse line" and
+    hides a parameter from the reader."""
+    import papermill
+
+    first = next(cell for cell in nbformat.read(ipynb, as_version=4).cells if cell.cell_type == "code")
+    assigned = {target.id for node in ast.parse(first.source).body if isinstance(node, ast.Assign)
+                for target in node.targets if isinstance(target, ast.Name)}
+    with caplog.at_level(logging.WARNING):
+        inferred = set(papermill.inspect_notebook(str(ipynb)))
+    assert assigned <= inferred, f"{ipynb.name}: papermill does not list {sorted(assigned - inferred)}"
+    warned = [record.getMessage() for record in caplog.records if record.levelno >= logging.WARNING]
+    assert not warned, f"{ipynb.name}: papermill warns while parsing the parameters cell: {warned}"
+
+
+# ---------------------------------------------------------------- 2. claims with verdicts
+
+
+class _Tables(HTMLParser):
+    """The rows (lists of cell texts) of every ``<table>`` in an HTML output (pandas' ``to_html``)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tables: list[list[list[str]]] = []
+        self.cell: list[str] | None = None
+
+    def handle_starttag(self, tag: str, attrs) -> None:
+        if tag == "table":
+            self.tables.append([])
+        elif tag == "tr" and self.tables:
+            self.tables[-1].append([])
+        elif tag in ("td", "th"):
+            self.cell = []
+
+    def handle_data(self, data: str) -> None:
+        if self.cell is not None:
+            self.cell.append(data)
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in ("td", "th") and self.cell is not None and self.tables and self.tables[-1]:
+            self.tables[-1][-1].append("".join(self.cell).strip())
+            self.cell = None
+
+
+def _verdict_columns(notebook: nbformat.NotebookNode) -> list[list[str]]:
+    """The ``verdict`` column (its cells below the header) of every HTML table output that has one."""
+    columns = []
+    for cell in notebook.cells:
+        for output in cell.get("outputs", []):
+            html = output.get("data", {}).get("text/html", "")
+            if "verdict" not in html:
+                continue
+            parser = _Tables()
+            parser.feed(html)
+            for rows in parser.tables:
+                header = next((i, row) for i, row in enumerate(rows) if "verdict" in row) if any(
+                    "verdict" in row for row in rows) else None
+                if header is None:
+                    continue
+                at, names = header
+                offset = len(names) - names.index("verdict")  # counted from the right: index cells come first
+                columns.append([row[len(row) - offset] for row in rows[at + 1:] if len(row) >= offset and row])
+    return columns
+
+
+@pytest.mark.parametrize("ipynb", PAPER_NOTEBOOKS, ids=_ids(PAPER_NOTEBOOKS))
+def test_claims_table_has_a_verdict_in_every_row(ipynb: Path):
+    columns = _verdict_columns(nbformat.read(ipynb, as_version=4))
+    assert columns, f"{ipynb.name} shows no claims table with a 'verdict' column (see CONTRIBUTING.md)"
+    for verdicts in columns:
+        assert verdicts and set(verdicts) <= VERDICTS, (
+            f"{ipynb.name}: verdicts {sorted(set(verdicts) - VERDICTS) or 'none'} are not among {sorted(VERDICTS)}")
+
+
+# ---------------------------------------------------------------- 3. explorers start at the preview
+
+
+class Expression(str):
+    """A keyword value that is not a literal (compared as its source text)."""
+
+
+def _call_name(node: ast.AST) -> str | None:
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+        return f"{node.value.id}.{node.attr}"
+    return None
+
+
+def _explorers(script: Path) -> list[tuple[str, dict, dict]]:
+    """``(explore function, preview keywords, {keyword: (slider kind, options)})`` per explorer."""
+    parameters = _parameters(script)
+    tree = ast.parse(jupytext.writes(jupytext.read(script), "py:percent"))
+
+    def value(node: ast.AST) -> object:
+        if isinstance(node, ast.Name) and node.id in parameters:
+            return parameters[node.id]
+        try:
+            return ast.literal_eval(node)
+        except ValueError:
+            pass
+        try:  # a fedcore constant, e.g. toy.SERVER_OPTIMIZERS
+            import fedcore.explore
+            import fedcore.toy
+
+            return eval(ast.unparse(node), {"toy": fedcore.toy, "explore": fedcore.explore})  # noqa: S307
+        except Exception:  # noqa: BLE001
+            return Expression(ast.unparse(node))
+
+    previews: dict[str, dict] = {}
+    explorers = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        name = _call_name(node.func)
+        if name and name.startswith("explore.explore_"):
+            function = ast.unparse(node.func)
+            signature = __import__("inspect").signature(getattr(__import__("fedcore.explore").explore, node.func.attr))
+            bound = signature.bind(*[value(a) for a in node.args], **{k.arg: value(k.value) for k in node.keywords})
+            bound.apply_defaults()
+            previews[function] = dict(bound.arguments)
+        if name == "widgets.interactive":
+            function = ast.unparse(node.args[0])
+            sliders = {}
+            for keyword in node.keywords:
+                if isinstance(keyword.value, ast.Call) and _call_name(keyword.value.func):
+                    kind = _call_name(keyword.value.func).split(".")[1]
+                    options = {k.arg: value(k.value) for k in keyword.value.keywords
+                               if k.arg in ("value", "min", "max", "step", "base", "options")}
+                    sliders[keyword.arg] = (kind, options)
+            explorers.append((function, sliders))
+    return [(function, previews.get(function), sliders) for function, sliders in explorers]
+
+
+def _on_grid(kind: str, options: dict) -> bool:
+    """Whether ``options['value']`` is a value the slider can show (min + k step, in its range)."""
+    value = options["value"]
+    if kind == "FloatLogSlider":
+        value = math.log(value, options.get("base", 10))
+    if kind in ("FloatSlider", "FloatLogSlider", "IntSlider"):
+        low, high, step = options.get("min", 0), options.get("max", 100), options.get("step", 1)
+        steps = (value - low) / step
+        return low - 1e-9 <= value <= high + 1e-9 and abs(steps - round(steps)) < 1e-6
+    if kind == "Dropdown":
+        return value in options.get("options", [value])
+    return True
+
+
+EXPLORERS = [(script, explorer) for script in SCRIPTS for explorer in _explorers(script)]
+
+
+def test_there_are_explorers():
+    assert EXPLORERS, "no notebook has an explorer (widgets.interactive(explore.explore_..., ...))"
+
+
+@pytest.mark.parametrize("script, explorer", EXPLORERS,
+                         ids=[f"{script.name}:{explorer[0]}" for script, explorer in EXPLORERS])
+def test_explorer_starts_at_the_preview_and_on_its_sliders(script: Path, explorer):
+    function, preview, sliders = explorer
+    assert preview is not None, f"{script.name}: {function} has an explorer but no static preview call above it"
+    for name, (kind, options) in sliders.items():
+        if "value" not in options or isinstance(options["value"], Expression):
+            continue
+        assert math.isclose(options["value"], preview[name]) if isinstance(preview[name], float) else \
+            options["value"] == preview[name], (
+            f"{script.name}: the {function} explorer starts {name} at {options['value']!r}, the preview above "
+            f"it uses {preview[name]!r}")
+        assert _on_grid(kind, options), (
+            f"{script.name}: {name}={options['value']!r} is not on its {kind}'s grid {options}: the slider would "
+            "move it and its readout would disagree with the preview")
+
+
+# ---------------------------------------------------------------- 4. paths, links, size
+
+
+OUTSIDE = re.compile(r"(\.\./|shared/papers|/work/|/home/|/root/|/tmp/)")
+MENTION = re.compile(r"\b(\d\d_[a-z][a-z0-9_]*)\b")
+
+
+@pytest.mark.parametrize("script", SCRIPTS, ids=_ids(SCRIPTS))
+def test_no_path_outside_the_repository_and_no_missing_notebook(script: Path):
+    existing = {path.stem for path in SCRIPTS}
+    for source in _markdown(script):
+        for line in source.splitlines():
+            assert not OUTSIDE.search(line), f"{script.name} cites a path the reader does not have: {line!r}"
+        for item in re.split(r"\n\s*\n|\n- ", source):  # paragraphs and list items
+            for name in MENTION.findall(item):
+                assert name in existing or "coming" in item.lower(), (
+                    f"{script.name} mentions {name}, which does not exist; until it does, say it is coming: "
+                    f"{item!r}")
+
+
+@pytest.mark.parametrize("ipynb", IPYNBS, ids=_ids(IPYNBS))
+def test_committed_notebook_is_small(ipynb: Path):
+    size = ipynb.stat().st_size
+    assert size < MAX_BYTES, f"{ipynb.name} is {size / 1e6:.2f} MB (limit 1 MB): fewer or smaller figures"
+
+
+# ---------------------------------------------------------------- 5. "whatever you choose"
+
+
+CHECKED_BY = re.compile(r"tests/(test_\w+\.py)::(test_\w+)")
+
+
+@pytest.mark.parametrize("script", SCRIPTS, ids=_ids(SCRIPTS))
+def test_whatever_you_choose_names_its_test(script: Path):
+    for source in _markdown(script):
+        for paragraph in source.split("\n\n"):
+            if "whatever you choose" not in paragraph.lower():
+                continue
+            named = CHECKED_BY.findall(paragraph)
+            assert named, (f"{script.name}: a 'whatever you choose' sentence must name the test over the sliders' "
+                           f"ranges that checks it (tests/test_x.py::test_y): {paragraph!r}")
+            for file, test in named:
+                path = ROOT / "tests" / file
+                assert path.is_file() and f"def {test}(" in path.read_text(), (
+                    f"{script.name} names tests/{file}::{test}, which does not exist")
