@@ -100,8 +100,9 @@ def compare(
     """``metric`` of several runs against communication rounds on one Axes.
 
     ``histories`` is ``{label: History}`` or a list (labelled by each run's algorithm).  Each run has its
-    own colour, line style and marker (a few per line), so runs that coincide stay visible; ``legend=False``
-    leaves the legend to the caller (one per figure: ``figure.legend(*ax.get_legend_handles_labels())``).
+    own colour, line style and marker (a few per line, at shifted rounds), so runs that coincide stay
+    visible; ``legend=False`` leaves the legend to the caller (one per figure:
+    ``figure.legend(*ax.get_legend_handles_labels())``).
     """
     if isinstance(histories, (str, bytes)) or not isinstance(histories, (Mapping, Sequence)):
         raise TypeError(f"histories={histories!r} must be {{label: History}} or a list of History, "
@@ -118,8 +119,9 @@ def compare(
         _, ax = plt.subplots(figsize=(5, 3.5))
     for index, (label, history) in enumerate(items):
         points = history.frame[metric].notna().sum() if metric in history.frame else 1
+        every = max(1, points // 8)  # a few markers per line, each run's shifted so that coinciding runs show
         history.plot(metric, ax=ax, label=label, color=f"C{index % 10}", linestyle=LINE_STYLES[index % 6],
-                     marker=MARKERS[index % 6], markevery=max(1, points // 8), markersize=4)
+                     marker=MARKERS[index % 6], markevery=(index * every // len(items), every), markersize=4)
     if logy:
         ax.set_yscale("log")
     if legend:

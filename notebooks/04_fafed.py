@@ -242,10 +242,13 @@ print(experiment.map_summary(distance))
 print(experiment.theorem2_step_note(num_clients=3, smoothness=6.0, rho=RHO))
 
 # %% [markdown]
-# far below every step on the map, where FAFED does come down. The decreasing schedule of the figure above
-# ($\rho \bar h = 1$, as the paper's language experiment sets it) starts larger than the theorem allows and
-# still converges here; constant steps with large $\eta q$ are outside what the paper proves, and the map
-# shows they can fail. Below: the explorer, once headless with fixed values, then behind sliders (run the
+# below every step on the map. At steps that small FAFED creeps towards 0 (from 10 to about 9.8 in 300 steps
+# at $\eta = 0.003$): the guarantee costs speed. On the map, the small constant steps ($\eta \le 0.1$) come
+# down at the same pace whatever $q$ (every client stays on a linear piece, where all move the same distance),
+# while the runs printed under the map as ending farther from 0 than they started all combine a large $\eta$
+# with a long period. The decreasing schedule of the figure above ($\rho \bar h = 1$, as the paper's
+# language experiment sets it) starts larger than the theorem allows and still converges here; constant
+# steps with large $\eta q$ are outside what the paper proves, and the map shows they can fail. Below: the explorer, once headless with fixed values, then behind sliders (run the
 # notebook live to move them):
 
 # %%
@@ -377,7 +380,7 @@ experiment.hyperparameter_table(chosen)
 # runs' times compare:
 
 # %%
-print(f"{settings['rounds']} rounds per run at SCALE={SCALE}; start-up cost paid first: "
+print(f"{settings['rounds']} rounds per run at SCALE={SCALE}; one-time start-up cost left to pay first: "
       f"{fedcore.warm_up(experiment.problem(datasets['low'], SEED)):.1f} s")
 histories = experiment.run_all(datasets, chosen, settings["rounds"], settings["eval_every"], builders=builders,
                                **common)
@@ -398,7 +401,10 @@ plots.savefig(figure, "04_fashion_mnist.png", FIGURES)
 # The training loss is the mean loss of the clients' minibatches during the round's local steps (the paper
 # plots training loss against rounds). Each method has its own colour, line style and markers: **STEM with
 # $\alpha = 0.9$ is nearly plain local SGD** (its correction $(1 - \alpha)(m_{t-1} - g(x_{t-1}))$ keeps a tenth of
-# the previous direction), so its curves lie on FedAvg's, which they hide where they coincide. Final numbers,
+# the previous direction), so its curves lie on FedAvg's; their markers sit at different rounds. Where FAFED's
+# first round spikes (the low setting, at `small`), its 20 local steps precondition with $A_0$ from the first
+# batch's squared gradients, and coordinates whose gradient was small there take large steps until the first
+# averaging rebuilds $A$. Final numbers,
 # and the wall time of each run in seconds (STEM and FAFED evaluate two gradients per step; times from a shared
 # machine are only rough):
 
