@@ -9,12 +9,15 @@ results to a drawing function of :mod:`fedcore.plots`.  Each returns None, so
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from fedcore import counterexample, plots
+from fedcore import algorithms, counterexample, models, plots
 from fedcore.algorithms import fafed, local_adaptive
-from fedcore.checks import check_bool, check_int, check_positive, check_range
+from fedcore.checks import check_bool, check_choice, check_int, check_positive, check_range
+from fedcore.problem import Problem
+from fedcore.run import simulate
 from fedcore.toy import server_optimizer_path
 
 MAX_STEPS = 10_000
@@ -92,3 +95,60 @@ def explore_counterexample(eta: float = 0.3, beta: float = 0.5, q: int = 1, rho:
     fixed = counterexample.run(fafed(eta, alpha=alpha, beta=beta, rho=rho), rounds, q)
     naive.algorithm, fixed.algorithm = "naive local-adaptive (Alg. 1)", "FAFED (Alg. 2)"
     plots.counterexample_panels(naive, fixed, eta, beta)
+
+
+FEDOPT_METHODS: dict[str, tuple[str, ...]] = {
+    "fedavg": ("client_lr", "server_lr"),
+    "fedavgm": ("client_lr", "server_lr", "beta1"),
+    "fedadagrad": ("client_lr", "server_lr", "tau", "beta1"),
+    "fedadam": ("client_lr", "server_lr", "tau", "beta1", "beta2"),
+    "fedyogi": ("client_lr", "server_lr", "tau", "beta1", "beta2"),
+}
+"""The methods of the FedOpt explorer and the sliders each uses (FedAvgM takes ``beta1`` as its momentum);
+:func:`disable_unused` greys out the others."""
+LIVE_RUN = {"clients_per_round": 5, "local_steps": 5, "batch_size": 32, "eval_every": 5}
+"""One live run of :func:`explore_fedopt`: 5 of 20 clients per round, 5 local steps of 32 samples."""
+
+
+@functools.lru_cache(maxsize=1)
+def live_problem() -> Problem:
+    """Fashion-MNIST dealt to 20 clients by Dirichlet(0.5), with a logistic regression (7,850 parameters):
+    a run of 30 rounds takes well under a second on 2 CPU cores.  Loaded once per process."""
+    from fedcore.data import load_fashion_mnist
+
+    return Problem(load_fashion_mnist(20, "dirichlet", 0, alpha=0.5),
+                   models.make("logistic_regression", (1, 28, 28), 10, seed=0))
+
+
+def fedopt_algorithm(method: str, client_lr: float, server_lr: float, tau: float = 1e-3, beta1: float = 0.9,
+                     beta2: float = 0.99) -> Any:
+    """The fedcore algorithm the FedOpt explorer runs for ``method`` (:data:`FEDOPT_METHODS`), given every
+    slider's value (those ``method`` does not use are ignored)."""
+    check_choice("method", method, FEDOPT_METHODS)
+    if method == "fedavg":
+        return algorithms.fedavg(client_lr, server_lr)
+    if method == "fedavgm":
+        return algorithms.fedavgm(client_lr, server_lr, beta=beta1)
+    if method == "fedadagrad":
+        return algorithms.fedadagrad(client_lr, server_lr, beta1=beta1, tau=tau)
+    return algorithms.make(method, client_lr=client_lr, server_lr=server_lr, beta1=beta1, beta2=beta2, tau=tau)
+
+
+def explore_fedopt(method: str = "fedadam", client_lr: float = 0.1, server_lr: float = 0.01, tau: float = 1e-3,
+                   beta1: float = 0.9, beta2: float = 0.99, rounds: int = 30, problem: Problem | None = None) -> None:
+    """The FedOpt explorer: a small federated run of ``method`` with the sliders' values beside FedAvg with the
+    same client learning rate (server step 1), both from the same start and minibatches; draws their test
+    accuracy and training loss (:func:`fedcore.plots.compare`).  ``problem`` defaults to :func:`live_problem`."""
+    algorithm = fedopt_algorithm(method, client_lr, server_lr, tau, beta1, beta2)
+    _check_steps("rounds", rounds)
+    problem = live_problem() if problem is None else problem
+    if not isinstance(problem, Problem):
+        raise TypeError(f"problem={type(problem).__name__} must be a fedcore.Problem or None")
+    options = dict(LIVE_RUN, clients_per_round=min(LIVE_RUN["clients_per_round"], problem.data.num_clients),
+                   batch_size=min(LIVE_RUN["batch_size"], int(problem.data.sizes.min())), rounds=rounds,
+                   progress=False)
+    runs = {method: simulate(problem, algorithm, **options),
+            "fedavg (server lr 1)": simulate(problem, algorithms.fedavg(client_lr), **options)}
+    plots.fedopt_panels(runs, title=f"{method}: client lr {client_lr:g}, server lr {server_lr:g}" +
+                        (f", tau {tau:g}" if "tau" in FEDOPT_METHODS[method] else ""))
+

@@ -247,6 +247,20 @@ def counterexample_panels(naive: Trajectory, fixed: Trajectory, eta: float, beta
     return figure
 
 
+def fedopt_panels(runs: Mapping[str, History], title: str = "") -> Figure:
+    """The FedOpt explorer's figure: test accuracy and training loss (log scale) of ``runs`` against rounds,
+    one legend, ``title`` above, each run's final accuracy in its label."""
+    if not isinstance(runs, Mapping) or not runs:
+        raise TypeError(f"runs={runs!r} must be a non-empty {{label: History}}")
+    figure, (left, right) = plt.subplots(1, 2, figsize=(10, 3.8), layout="constrained")
+    labelled = {f"{label} ({history.final('test_accuracy'):.3f})" if "test_accuracy" in history.frame else label:
+                history for label, history in runs.items()}
+    compare(labelled, "test_accuracy", ax=left, legend=False)
+    compare(labelled, "train_loss", ax=right, logy=True)
+    figure.suptitle(title, fontsize="medium")
+    return figure
+
+
 def distance_map(table: Any, ax: Axes | None = None, start: float = 10.0) -> Axes:
     """A table of final distances (rows: step sizes ``eta``, columns: periods ``q``, as
     :func:`fedcore.counterexample.final_distance_map` returns) as a heat map on a log colour scale, each

@@ -177,3 +177,52 @@ def test_warm_up_changes_no_result() -> None:
     warm = fedcore.simulate(problem, algorithms.fedavg(0.1), **options)
     columns = ["train_loss", "test_loss", "test_accuracy"]
     assert cold.frame[columns].equals(warm.frame[columns])
+
+
+def _blobs_problem():
+    import torch
+
+    from fedcore import models
+    from fedcore.data import FederatedData
+
+    generator = torch.Generator().manual_seed(0)
+    labels = torch.arange(120) % 3
+    inputs = 2 * torch.eye(3)[labels].repeat(1, 2) + torch.randn(120, 6, generator=generator)
+    data = FederatedData(inputs, labels, torch.full((6,), 20), inputs[:30], labels[:30], 3)
+    return fedcore.Problem(data, models.make("logistic_regression", (6,), 3, seed=0))
+
+
+def test_fedopt_explorer_sliders_used_are_what_each_method_reads() -> None:
+    """FEDOPT_METHODS (the explorer greys out the rest) against behaviour on a small run: a used slider
+    changes the final model, an unused one leaves it bit for bit the same."""
+    import torch
+
+    from fedcore import explore
+
+    problem = _blobs_problem()
+    base = {"client_lr": 0.1, "server_lr": 0.03, "tau": 1e-3, "beta1": 0.9, "beta2": 0.99}
+    moved = {"client_lr": 0.2, "server_lr": 0.1, "tau": 1e-1, "beta1": 0.5, "beta2": 0.9}
+    options = dict(rounds=4, clients_per_round=3, local_steps=2, batch_size=5, progress=False)
+    for method, used in explore.FEDOPT_METHODS.items():
+        final = fedcore.simulate(problem, explore.fedopt_algorithm(method, **base), **options).final_state["x"]
+        for name in base:
+            other = fedcore.simulate(problem, explore.fedopt_algorithm(method, **{**base, name: moved[name]}),
+                                     **options).final_state["x"]
+            assert torch.equal(final, other) == (name not in used), (method, name)
+    assert explore.fedopt_algorithm("fedavgm", **base).server.options[2] == ("beta", 0.9)
+
+
+def test_fedopt_explorer_runs_headless_against_fedavg() -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from fedcore import explore
+
+    assert explore.explore_fedopt("fedyogi", rounds=5, problem=_blobs_problem()) is None
+    left, right = plt.gcf().axes[:2]
+    labels = [text.get_text() for text in right.get_legend().get_texts()]
+    assert labels[0].startswith("fedyogi (") and labels[1].startswith("fedavg (server lr 1) (")
+    assert left.get_ylabel() == "test accuracy" and right.get_yscale() == "log"
+    plt.close("all")

@@ -1,0 +1,114 @@
+"""Reddi et al.'s convergence results put to the test on a federated quadratic (notebook ``01_fedopt``,
+section 1).
+
+Corollaries 1 and 2 (FedAdagrad, FedAdam): with client step ``eta_l = Theta(1 / (K L sqrt(T)))`` and server
+step ``eta = Theta(sqrt(K m))`` (and ``tau = G / L``),
+
+    min_t E ||grad f(x_t)||^2  <=  (1/T) sum_t E ||grad f(x_t)||^2  =  O(1 / sqrt(m K T))
+
+(plus terms in the local and global gradient variances), for ``m`` clients per round, ``K`` local steps and
+``T`` rounds.  :func:`scaling` runs FedAdam at exactly those learning rates on a heterogeneous least-squares
+federation (:func:`quadratic_task`), varies one of ``T``, ``m``, ``K``, measures the average squared norm of
+the *full* gradient at the server models, and :func:`fitted_exponent` fits its slope on log-log axes: the
+rate predicts -1/2 in each.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import torch
+from torch import Tensor
+
+from fedcore import algorithms, models
+from fedcore.checks import check_choice, check_int, check_positive
+from fedcore.data import federated_quadratic
+from fedcore.run import Problem, simulate
+
+PREDICTED_EXPONENT = -0.5
+"""The corollaries' ``1 / sqrt(m K T)``: slope -1/2 in each of ``m``, ``K`` and ``T`` on log-log axes."""
+BASE = {"rounds": 200, "clients_per_round": 10, "local_steps": 5}
+"""The point of :func:`scaling` from which one of the three is varied."""
+VARIED = {"rounds": "T", "clients_per_round": "m", "local_steps": "K"}
+
+
+@dataclass(frozen=True)
+class QuadraticTask:
+    """A least-squares federation ``f(x) = 1/(2n) ||A x - y||^2`` with its smoothness ``L`` (the largest
+    eigenvalue of ``A^T A / n``) and the gradient bound ``G`` at the start (the largest coordinate of
+    ``|grad f(x_0)|``)."""
+
+    problem: Problem
+    smoothness: float
+    gradient_bound: float
+
+    def gradient(self, x: Tensor) -> Tensor:
+        """``grad f(x) = A^T (A x - y) / n``, the full gradient of the federation's objective."""
+        data = self.problem.data
+        return data.inputs.T @ (data.inputs @ x - data.targets) / data.inputs.shape[0]
+
+
+def quadratic_task(num_clients: int = 50, dim: int = 10, samples_per_client: int = 20, heterogeneity: float = 1.0,
+                   noise: float = 0.5, seed: int = 0) -> QuadraticTask:
+    """Clients with their own designs and optima (``shared_design=False``: client drift is real) and noisy
+    targets; minibatches of 4 of a client's samples make the gradients stochastic."""
+    data = federated_quadratic(num_clients, dim, samples_per_client, heterogeneity, noise, shared_design=False,
+                               seed=seed)
+    problem = Problem(data, models.linear_regression((dim,)).double())
+    smoothness = float(torch.linalg.eigvalsh(data.inputs.T @ data.inputs / data.inputs.shape[0]).max())
+    task = QuadraticTask(problem, smoothness, 0.0)
+    bound = float(task.gradient(problem.x0()).abs().max())
+    return QuadraticTask(problem, smoothness, bound)
+
+
+def corollary_learning_rates(local_steps: int, clients_per_round: int, rounds: int, smoothness: float,
+                             client_constant: float = 1.0, server_constant: float = 1.0) -> tuple[float, float]:
+    """``(eta_l, eta) = (c_l / (K L sqrt(T)), c_s sqrt(K m))``: the corollaries' rates, their constants
+    ``c_l`` and ``c_s`` left to the user (the Theta hides them)."""
+    check_int("local_steps", local_steps)
+    check_int("clients_per_round", clients_per_round)
+    check_int("rounds", rounds)
+    check_positive("smoothness", smoothness)
+    client = check_positive("client_constant", client_constant) / (local_steps * smoothness * math.sqrt(rounds))
+    return client, check_positive("server_constant", server_constant) * math.sqrt(local_steps * clients_per_round)
+
+
+def mean_squared_gradient(task: QuadraticTask, rounds: int, clients_per_round: int, local_steps: int,
+                          batch_size: int = 4, seed: int = 0, client_constant: float = 1.0,
+                          server_constant: float = 1.0) -> float:
+    """``(1/T) sum_t ||grad f(x_t)||^2`` over the server models of FedAdam run at the corollary's rates,
+    with ``tau = G / L`` and the paper's ``beta1 = 0.9``, ``beta2 = 0.99``."""
+    client_lr, server_lr = corollary_learning_rates(local_steps, clients_per_round, rounds, task.smoothness,
+                                                    client_constant, server_constant)
+    algorithm = algorithms.fedadam(client_lr, server_lr, tau=task.gradient_bound / task.smoothness)
+    norms: list[float] = []
+    simulate(task.problem, algorithm, rounds, clients_per_round, local_steps, batch_size, seed=seed, progress=False,
+             eval_every=rounds, callback=lambda t, state: norms.append(float(task.gradient(state["x"]).square().sum())))
+    return float(np.mean(norms))
+
+
+def scaling(task: QuadraticTask, vary: str, values: Sequence[int], seeds: Sequence[int] = (0, 1, 2),
+            base: dict[str, int] | None = None) -> pd.DataFrame:
+    """Vary one of ``rounds`` (T), ``clients_per_round`` (m) or ``local_steps`` (K) from ``base``: per value,
+    the measured ``(1/T) sum ||grad f||^2`` (mean over ``seeds``) beside the rate ``1 / sqrt(m K T)``."""
+    check_choice("vary", vary, VARIED)
+    point = dict(BASE if base is None else base)
+    rows = []
+    for value in values:
+        point[vary] = check_int(vary, value)
+        measured = np.mean([mean_squared_gradient(task, **point, seed=seed) for seed in seeds])
+        rate = 1 / math.sqrt(point["rounds"] * point["clients_per_round"] * point["local_steps"])
+        rows.append({VARIED[vary]: value, "mean squared gradient norm": measured, "1 / sqrt(m K T)": rate})
+    return pd.DataFrame(rows).set_index(VARIED[vary])
+
+
+def fitted_exponent(table: pd.DataFrame, column: str = "mean squared gradient norm") -> float:
+    """The least-squares slope of ``log(column)`` against ``log(index)``: -1/2 where the rate holds."""
+    if len(table) < 2:
+        raise ValueError(f"a slope needs at least two rows, got {len(table)}")
+    slope, _ = np.polyfit(np.log(table.index.to_numpy(dtype=float)), np.log(table[column].to_numpy()), 1)
+    return float(slope)

@@ -1,0 +1,57 @@
+"""Reddi et al.'s corollaries on a federated quadratic (fedcore.experiments.fedopt_theory)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from fedcore.experiments import fedopt_theory as theory
+
+
+@pytest.fixture(scope="module")
+def task() -> theory.QuadraticTask:
+    return theory.quadratic_task(num_clients=20, dim=5, samples_per_client=10)
+
+
+def test_gradient_is_the_global_objectives(task) -> None:
+    """A^T (A x - y) / n against autograd of f(x) = 1/(2n) ||A x - y||^2; L the top eigenvalue of A^T A / n."""
+    data = task.problem.data
+    x = torch.randn(5, dtype=torch.float64, generator=torch.Generator().manual_seed(1)).requires_grad_()
+    (0.5 * (data.inputs @ x - data.targets).square().mean()).backward()
+    assert torch.allclose(task.gradient(x.detach()), x.grad)
+    hessian = data.inputs.T @ data.inputs / data.inputs.shape[0]
+    assert math.isclose(task.smoothness, float(torch.linalg.eigvalsh(hessian)[-1]))
+    assert task.gradient_bound == float(task.gradient(task.problem.x0()).abs().max()) > 0
+
+
+def test_corollary_learning_rates_by_hand() -> None:
+    """K = 5, m = 10, T = 100, L = 2: eta_l = 1 / (5 * 2 * 10) = 0.01, eta = sqrt(50)."""
+    client, server = theory.corollary_learning_rates(5, 10, 100, 2.0)
+    assert math.isclose(client, 0.01) and math.isclose(server, math.sqrt(50))
+    client, server = theory.corollary_learning_rates(5, 10, 100, 2.0, client_constant=3, server_constant=0.5)
+    assert math.isclose(client, 0.03) and math.isclose(server, 0.5 * math.sqrt(50))
+    with pytest.raises(ValueError, match="smoothness=0 must be > 0"):
+        theory.corollary_learning_rates(5, 10, 100, 0)
+
+
+def test_fitted_exponent_recovers_a_power_law() -> None:
+    index = pd.Index([10, 40, 160, 640], name="T")
+    table = pd.DataFrame({"mean squared gradient norm": 3.0 * index.to_numpy() ** -0.5}, index=index)
+    assert math.isclose(theory.fitted_exponent(table), -0.5)
+    with pytest.raises(ValueError, match="at least two rows"):
+        theory.fitted_exponent(table.iloc[:1])
+
+
+def test_more_rounds_at_the_corollary_rates_shrink_the_gradient_at_least_as_fast_as_the_rate(task) -> None:
+    """Over T = 20 .. 320 the average squared gradient norm falls with a slope at or below -1/2."""
+    table = theory.scaling(task, "rounds", [20, 80, 320], seeds=(0,), base={"rounds": 20, "clients_per_round": 5,
+                                                                          "local_steps": 3})
+    assert list(table.index) == [20, 80, 320] and np.all(np.diff(table["mean squared gradient norm"]) < 0)
+    assert theory.fitted_exponent(table) <= theory.PREDICTED_EXPONENT + 0.05
+    assert np.allclose(table["1 / sqrt(m K T)"], 1 / np.sqrt(np.array([20, 80, 320]) * 15))
+    with pytest.raises(ValueError, match="vary='epochs' not one of"):
+        theory.scaling(task, "epochs", [1, 2])
