@@ -261,32 +261,65 @@ def fedopt_panels(runs: Mapping[str, History], title: str = "") -> Figure:
     return figure
 
 
-def distance_map(table: Any, ax: Axes | None = None, start: float = 10.0) -> Axes:
-    """A table of final distances (rows: step sizes ``eta``, columns: periods ``q``, as
-    :func:`fedcore.counterexample.final_distance_map` returns) as a heat map on a log colour scale, each
-    cell printed; cells that end above ``start`` (farther from 0 than the run began) are outlined."""
+def grid_heatmap(table: Any, ax: Axes | None = None, label: str = "", log: bool = False,
+                 outline: Any = None, fmt: str = "{:.2g}", origin: str = "lower") -> Axes:
+    """A table (rows x columns of a grid of runs) as a heat map with every cell printed (``fmt``), a colour
+    bar named ``label`` (log scale with ``log``), and the cells where the boolean table ``outline`` is True
+    outlined in red.  NaN cells (diverged runs) are blank and print ``nan``."""
     import pandas as pd
     from matplotlib.colors import LogNorm
     from matplotlib.patches import Rectangle
 
     _check_type("table", table, pd.DataFrame)
     _check_type("ax", ax, Axes, optional=True)
-    check_number("start", start)
+    check_bool("log", log)
     ax = ax if ax is not None else plt.subplots(figsize=(6, 3.8), layout="constrained")[1]
     values = table.to_numpy(dtype=float)
-    floor = max(np.nanmin(values[values > 0]) if (values > 0).any() else 1e-3, 1e-3)
-    image = ax.imshow(np.clip(values, floor, None), cmap="viridis", norm=LogNorm(floor, max(values.max(), start)),
-                      aspect="auto", origin="lower")
-    for (row, column), value in np.ndenumerate(values):
-        ax.text(column, row, f"{value:.2g}", ha="center", va="center", fontsize="x-small",
-                color="white" if value < np.sqrt(floor * max(values.max(), start)) else "black")
-        if value > start:
+    finite = values[np.isfinite(values)]
+    low, high = (finite.min(), finite.max()) if finite.size else (0.0, 1.0)
+    norm = None
+    if log:
+        low = max(finite[finite > 0].min() if (finite > 0).any() else 1e-3, 1e-3)
+        norm, values = LogNorm(low, max(high, low * 10)), np.where(np.isfinite(values), np.clip(values, low, None),
+                                                                  values)
+    image = ax.imshow(values, cmap="viridis", norm=norm, aspect="auto", origin=origin)
+    middle = np.sqrt(low * max(high, low)) if log else (low + high) / 2
+    marked = np.zeros(values.shape, bool) if outline is None else np.asarray(outline, bool)
+    for (row, column), value in np.ndenumerate(table.to_numpy(dtype=float)):
+        ax.text(column, row, fmt.format(value), ha="center", va="center", fontsize="x-small",
+                color="white" if not value >= middle else "black")
+        if marked[row, column]:
             ax.add_patch(Rectangle((column - 0.5, row - 0.5), 1, 1, fill=False, edgecolor="red", linewidth=1.5))
-    ax.set_xticks(range(len(table.columns)), [str(q) for q in table.columns])
-    ax.set_yticks(range(len(table.index)), [f"{eta:g}" for eta in table.index])
+    ax.set_xticks(range(len(table.columns)), [f"{c:g}" if isinstance(c, float) else str(c) for c in table.columns])
+    ax.set_yticks(range(len(table.index)), [f"{r:g}" if isinstance(r, float) else str(r) for r in table.index])
+    ax.set_xlabel(str(table.columns.name or ""))
+    ax.set_ylabel(str(table.index.name or ""))
+    ax.figure.colorbar(image, ax=ax, label=label)
+    return ax
+
+
+def distance_map(table: Any, ax: Axes | None = None, start: float = 10.0) -> Axes:
+    """A table of final distances (rows: step sizes ``eta``, columns: periods ``q``, as
+    :func:`fedcore.counterexample.final_distance_map` returns) as a heat map on a log colour scale, each
+    cell printed; cells that end above ``start`` (farther from 0 than the run began) are outlined."""
+    check_number("start", start)
+    ax = grid_heatmap(table, ax, "final |x|", log=True, outline=table.to_numpy(dtype=float) > start)
     ax.set_xlabel(f"averaging period {table.columns.name or 'q'}")
     ax.set_ylabel(f"step size {table.index.name or 'eta'}")
-    ax.figure.colorbar(image, ax=ax, label="final |x|")
+    return ax
+
+
+def tuning_heatmap(grid: Any, ax: Axes | None = None, within: float = 0.02, title: str = "") -> Axes:
+    """A learning-rate grid (rows: server learning rates, largest on top; columns: client learning rates, as
+    :func:`fedcore.experiments.fedopt_tuning.tuning_grid` returns) with the cells within ``within`` of the
+    best outlined: Reddi et al.'s Figures 2 and 6."""
+    check_number("within", within)
+    values = grid.to_numpy(dtype=float)
+    near = values >= np.nanmax(values) - within if np.isfinite(values).any() else np.zeros(values.shape, bool)
+    ax = grid_heatmap(grid, ax, "accuracy (mean of the last rounds)", outline=near, fmt="{:.3f}", origin="upper")
+    ax.set_xlabel("client learning rate")
+    ax.set_ylabel("server learning rate")
+    ax.set_title(title, fontsize="medium")
     return ax
 
 

@@ -185,7 +185,8 @@ def warm_up(problem: Problem, backend: str = "auto") -> float:
     return time.perf_counter() - started
 
 
-def sweep(problem: Problem, build: Callable[..., Any], grid: dict[str, Sequence[Any]], **options: Any) -> pd.DataFrame:
+def sweep(problem: Problem, build: Callable[..., Any], grid: dict[str, Sequence[Any]], *,
+          summary: Callable[[History], dict[str, float]] | None = None, **options: Any) -> pd.DataFrame:
     """Run ``simulate(problem, build(**point), **options)`` for every point of ``grid``.
 
     ``sweep(problem, lambda client_lr: fedavg(client_lr), {"client_lr": [0.01, 0.1, 1]}, rounds=50, ...)``
@@ -193,8 +194,11 @@ def sweep(problem: Problem, build: Callable[..., Any], grid: dict[str, Sequence[
     ``diverged_round`` (NaN when the run did not diverge): a divergence is a result, not a crash.
     A point whose hyperparameters ``build`` refuses (a negative learning rate) is a row with its
     ``error``.  With ``store=`` (see :func:`simulate`) each point is kept as it finishes, so an
-    interrupted sweep, run again, computes only the points it had not finished.
+    interrupted sweep, run again, computes only the points it had not finished.  ``summary(history)``
+    adds columns of its own to each row (a paper's metric, e.g. the mean accuracy of the last rounds).
     """
+    if summary is not None:
+        check_function("summary", summary, "history")
     if not callable(build):
         raise TypeError(f"build={build!r} must be a function (**hyperparameters) -> algorithm")
     _check_grid(grid)
@@ -217,6 +221,7 @@ def sweep(problem: Problem, build: Callable[..., Any], grid: dict[str, Sequence[
             "final_test_accuracy": history.final("test_accuracy") if "test_accuracy" in frame else math.nan,
             "best_test_accuracy": float(frame["test_accuracy"].max()) if "test_accuracy" in frame else math.nan,
             "diverged_round": history.diverged_round if history.diverged else math.nan,
+            **(summary(history) if summary is not None else {}),
         })
     return pd.DataFrame(rows)
 

@@ -1,0 +1,96 @@
+"""Ease of tuning (Reddi et al., ICLR 2021, Figures 2 and 6): accuracy over a grid of client x server
+learning rates, and how much of the grid is good (notebook ``01_fedopt``).
+
+The paper draws, for ``tau = 1e-3``, the validation accuracy of FedAdam, FedYogi, FedAvgM (and, in Fig. 6,
+FedAdagrad and FedAvg) over client and server learning rates on a log10 grid, and claims that the adaptive
+methods have a larger region of good learning rates.  The grids' exact values were not found; the best
+points the paper reports lie on half-decades, so :func:`half_decades` spans such a grid.
+:func:`tuning_grid` runs it with :func:`fedcore.sweep` (through the results store, so a rerun reuses the
+runs), with the paper's metric (the mean accuracy over the last rounds, :func:`last_rounds_mean`);
+:func:`cells_near_best` counts the cells within a few points of each method's best: the claim, measured.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from fedcore.checks import check_int, check_number, check_range
+from fedcore.problem import History, Problem
+from fedcore.run import sweep
+
+METRIC = "last rounds accuracy"
+NEAR_BEST = 0.02
+"""'Good' learning rates: final accuracy within this of the method's best cell (two points)."""
+
+
+def half_decades(low: float, high: float) -> list[float]:
+    """``10^(k/2)`` for every half-decade from ``10^low`` to ``10^high`` (log10 exponents, multiples of 0.5):
+    ``half_decades(-1, 0.5)`` -> ``[0.1, 0.316, 1.0, 3.16]``."""
+    low, high = check_number("low", low), check_number("high", high)
+    if low > high or (2 * low) % 1 or (2 * high) % 1:
+        raise ValueError(f"low={low:g}, high={high:g} must be multiples of 0.5 with low <= high")
+    return [float(10 ** (k / 2)) for k in range(int(2 * low), int(2 * high) + 1)]
+
+
+def last_rounds_mean(history: History, fraction: float = 0.1, metric: str = "test_accuracy") -> float:
+    """The mean of ``metric`` over the evaluations in the last ``fraction`` of the rounds (Reddi et al. average
+    the last 100 of 1200-4000 rounds); NaN for a run that diverged before it."""
+    check_range("fraction", fraction, 0, 1, low_closed=False, high_closed=True)
+    if not isinstance(history, History):
+        raise TypeError(f"history={type(history).__name__} must be a fedcore History")
+    column = history.frame[metric].dropna() if metric in history.frame else pd.Series(dtype=float)
+    last = history.frame.index.max()
+    tail = column[column.index > last * (1 - fraction)]
+    if history.diverged or tail.empty:
+        return math.nan
+    return float(tail.mean())
+
+
+def tuning_grid(
+    problem: Problem, build: Callable[[float, float], Any], client_lrs: Sequence[float], server_lrs: Sequence[float],
+    fraction: float = 0.1, **options: Any,
+) -> pd.DataFrame:
+    """:data:`METRIC` of ``build(client_lr, server_lr)`` at every grid point: a table with the server learning
+    rates as rows (largest on top, as the paper draws them) and the client learning rates as columns.
+    ``options`` go to :func:`fedcore.simulate` (rounds, clients_per_round, ..., ``store``)."""
+    table = sweep(problem, lambda client_lr, server_lr: build(client_lr, server_lr),
+                  {"client_lr": list(client_lrs), "server_lr": list(server_lrs)},
+                  summary=lambda history: {METRIC: last_rounds_mean(history, fraction)}, **options)
+    if METRIC not in table:
+        table[METRIC] = math.nan
+    grid = table.pivot(index="server_lr", columns="client_lr", values=METRIC)
+    return grid.sort_index(ascending=False)
+
+
+def cells_near_best(grid: pd.DataFrame, within: float = NEAR_BEST) -> int:
+    """How many cells of ``grid`` lie within ``within`` of its best cell (diverged cells never do)."""
+    check_range("within", within, 0)
+    values = grid.to_numpy(dtype=float)
+    if np.isnan(values).all():
+        return 0
+    return int((values >= np.nanmax(values) - within).sum())
+
+
+def best_cell(grid: pd.DataFrame) -> tuple[float, float, float]:
+    """``(client_lr, server_lr, value)`` of the best cell of ``grid``."""
+    stacked = grid.stack().dropna()
+    if stacked.empty:
+        raise ValueError("every cell of the grid is NaN (every run diverged)")
+    server_lr, client_lr = stacked.idxmax()
+    return float(client_lr), float(server_lr), float(stacked.max())
+
+
+def tuning_summary(grids: dict[str, pd.DataFrame], within: float = NEAR_BEST) -> pd.DataFrame:
+    """Per method: its best cell, and how many cells (of how many) lie within ``within`` of it."""
+    check_int("methods", len(grids))
+    rows = {}
+    for method, grid in grids.items():
+        client_lr, server_lr, value = best_cell(grid)
+        rows[method] = {"best accuracy": value, "best client lr": client_lr, "best server lr": server_lr,
+                        f"cells within {within:g} of best": cells_near_best(grid, within), "cells": grid.size}
+    return pd.DataFrame(rows).T

@@ -1,0 +1,63 @@
+"""Ease of tuning (fedcore.experiments.fedopt_tuning): grids, the paper's metric, the count of good cells."""
+
+from __future__ import annotations
+
+import math
+
+import matplotlib
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+matplotlib.use("Agg")
+
+from fedcore import algorithms, models, plots  # noqa: E402
+from fedcore.data import FederatedData  # noqa: E402
+from fedcore.experiments import fedopt_tuning as tuning  # noqa: E402
+from fedcore.problem import History, Problem  # noqa: E402
+from fedcore.run import simulate  # noqa: E402
+
+
+def blobs() -> Problem:
+    generator = torch.Generator().manual_seed(0)
+    labels = torch.arange(120) % 3
+    inputs = 2 * torch.eye(3)[labels].repeat(1, 2) + torch.randn(120, 6, generator=generator)
+    data = FederatedData(inputs, labels, torch.full((6,), 20), inputs[:30], labels[:30], 3)
+    return Problem(data, models.make("logistic_regression", (6,), 3, seed=0))
+
+
+def test_half_decades() -> None:
+    assert np.allclose(tuning.half_decades(-1, 0.5), [0.1, 10**-0.5, 1.0, 10**0.5])
+    assert tuning.half_decades(0, 0) == [1.0]
+    with pytest.raises(ValueError, match="multiples of 0.5"):
+        tuning.half_decades(-1.2, 0)
+
+
+def test_last_rounds_mean_averages_the_evaluations_in_the_last_fraction() -> None:
+    frame = pd.DataFrame({"test_accuracy": [0.1, np.nan, 0.5, np.nan, 0.7, 0.9]},
+                         index=pd.Index(range(6), name="round"))
+    history = History(frame, "FedAvg", "loop", {})
+    assert math.isclose(tuning.last_rounds_mean(history, 0.5), (0.7 + 0.9) / 2)  # rounds 4, 5 (> 2.5)
+    assert math.isclose(tuning.last_rounds_mean(history, 0.1), 0.9)
+    assert math.isnan(tuning.last_rounds_mean(History(frame, "FedAvg", "loop", {}, diverged_round=5)))
+
+
+def test_tuning_grid_is_the_runs_metric_server_rates_on_top() -> None:
+    problem, options = blobs(), dict(rounds=6, clients_per_round=3, local_steps=2, batch_size=5, progress=False)
+    build = lambda client_lr, server_lr: algorithms.fedadam(client_lr, server_lr)  # noqa: E731
+    grid = tuning.tuning_grid(problem, build, [0.01, 0.1], [0.01, 0.1], fraction=0.5, **options)
+    assert list(grid.index) == [0.1, 0.01] and list(grid.columns) == [0.01, 0.1]
+    expected = tuning.last_rounds_mean(simulate(problem, build(0.1, 0.01), **options), 0.5)
+    assert grid.loc[0.01, 0.1] == expected
+
+
+def test_cells_near_best_and_summary_on_a_hand_made_grid() -> None:
+    grid = pd.DataFrame([[0.80, 0.79, np.nan], [0.70, 0.785, 0.5]], index=pd.Index([1.0, 0.1], name="server_lr"),
+                        columns=pd.Index([0.01, 0.1, 1.0], name="client_lr"))
+    assert tuning.cells_near_best(grid, 0.02) == 3 and tuning.cells_near_best(grid, 0.0) == 1
+    summary = tuning.tuning_summary({"FedAdam": grid})
+    assert summary.loc["FedAdam", "best client lr"] == 0.01 and summary.loc["FedAdam", "best server lr"] == 1.0
+    assert summary.loc["FedAdam", "cells within 0.02 of best"] == 3 and summary.loc["FedAdam", "cells"] == 6
+    ax = plots.tuning_heatmap(grid, within=0.02)
+    assert len(ax.patches) == 3 and len(ax.texts) == 6
