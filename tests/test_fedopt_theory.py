@@ -26,6 +26,8 @@ def test_gradient_is_the_global_objectives(task) -> None:
     hessian = data.inputs.T @ data.inputs / data.inputs.shape[0]
     assert math.isclose(task.smoothness, float(torch.linalg.eigvalsh(hessian)[-1]))
     assert task.gradient_bound == float(task.gradient(task.problem.x0()).abs().max()) > 0
+    again = theory.quadratic_task(num_clients=20, dim=5, samples_per_client=10)  # data and start from the seed
+    assert torch.equal(again.problem.x0(), task.problem.x0()) and torch.equal(again.problem.data.inputs, data.inputs)
 
 
 def test_corollary_learning_rates_by_hand() -> None:
@@ -55,3 +57,11 @@ def test_more_rounds_at_the_corollary_rates_shrink_the_gradient_at_least_as_fast
     assert np.allclose(table["1 / sqrt(m K T)"], 1 / np.sqrt(np.array([20, 80, 320]) * 15))
     with pytest.raises(ValueError, match="vary='epochs' not one of"):
         theory.scaling(task, "epochs", [1, 2])
+
+
+def test_exponents_by_heterogeneity_are_the_fitted_slopes() -> None:
+    values = {"clients_per_round": [2, 8]}
+    table = theory.exponents_by_heterogeneity([0.0, 2.0], values, seeds=(0,))
+    assert list(table.index) == [0.0, 2.0] and list(table.columns) == ["m"]
+    task = theory.quadratic_task(heterogeneity=2.0)
+    assert table.loc[2.0, "m"] == theory.fitted_exponent(theory.scaling(task, "clients_per_round", [2, 8], (0,)))

@@ -55,10 +55,11 @@ class QuadraticTask:
 def quadratic_task(num_clients: int = 50, dim: int = 10, samples_per_client: int = 20, heterogeneity: float = 1.0,
                    noise: float = 0.5, seed: int = 0) -> QuadraticTask:
     """Clients with their own designs and optima (``shared_design=False``: client drift is real) and noisy
-    targets; minibatches of 4 of a client's samples make the gradients stochastic."""
+    targets; minibatches of 4 of a client's samples make the gradients stochastic.  The data and the model's
+    initial parameters both come from ``seed``."""
     data = federated_quadratic(num_clients, dim, samples_per_client, heterogeneity, noise, shared_design=False,
                                seed=seed)
-    problem = Problem(data, models.linear_regression((dim,)).double())
+    problem = Problem(data, models.make("linear_regression", (dim,), None, seed=seed).double())
     smoothness = float(torch.linalg.eigvalsh(data.inputs.T @ data.inputs / data.inputs.shape[0]).max())
     task = QuadraticTask(problem, smoothness, 0.0)
     bound = float(task.gradient(problem.x0()).abs().max())
@@ -112,3 +113,15 @@ def fitted_exponent(table: pd.DataFrame, column: str = "mean squared gradient no
         raise ValueError(f"a slope needs at least two rows, got {len(table)}")
     slope, _ = np.polyfit(np.log(table.index.to_numpy(dtype=float)), np.log(table[column].to_numpy()), 1)
     return float(slope)
+
+
+def exponents_by_heterogeneity(levels: Sequence[float], values: dict[str, Sequence[int]],
+                               seeds: Sequence[int] = (0, 1)) -> pd.DataFrame:
+    """The fitted exponent of each varied quantity (``{"local_steps": [...], ...}``) on federations of
+    growing ``heterogeneity`` (the spread of the clients' optima): the rate's -1/2 against what client drift
+    leaves of it.  One row per level, one column per varied quantity (named T, m, K)."""
+    rows = {}
+    for level in levels:
+        task = quadratic_task(heterogeneity=check_positive("heterogeneity", level) if level else 0.0)
+        rows[level] = {VARIED[vary]: fitted_exponent(scaling(task, vary, grid, seeds)) for vary, grid in values.items()}
+    return pd.DataFrame(rows).T.rename_axis("heterogeneity")
