@@ -10,6 +10,10 @@
 - :func:`linear_regression`: ``y = <a, x>`` with no bias, for the federated quadratics.
 - :func:`char_lstm`: the Shakespeare char-LSTM of Reddi et al. (embedding 8, 2 LSTM layers of
   256, dense over the vocabulary), on :class:`BatchableLSTM` so ``torch.func.vmap`` can batch it.
+- :func:`resnet18_gn`: the CIFAR ResNet-18 of Reddi et al. with GroupNorm in place of BatchNorm
+  (after Hsieh et al., ICML 2020), 11,173,962 parameters for 10 classes.
+- :func:`autoencoder`: the EMNIST autoencoder of Reddi et al. (after Hinton & Salakhutdinov,
+  Science 2006): 784-1000-500-250-30-250-500-1000-784, sigmoid, 2,837,314 parameters.
 """
 
 from __future__ import annotations
@@ -237,6 +241,104 @@ def char_lstm(
     return CharLSTM(embedding, lstm, nn.Linear(hidden_size, num_classes))
 
 
+RESNET18_WIDTHS = (64, 128, 256, 512)  # the channels of the four stages (the stem has the first)
+
+
+class BasicBlock(nn.Module):
+    """ResNet's basic block with GroupNorm: ``relu(gn(conv3x3(relu(gn(conv3x3(a))))) + shortcut(a))``.
+
+    The first 3x3 convolution has stride ``stride``; the shortcut is the identity when the shape is
+    kept, else a 1x1 convolution with that stride followed by GroupNorm (He et al. 2016's option B).
+    Convolutions have no bias (the normalization after each has one).
+    """
+
+    def __init__(self, in_channels: int, channels: int, stride: int, groups: int) -> None:
+        super().__init__()
+        self.conv1 = nn.Conv2d(in_channels, channels, 3, stride=stride, padding=1, bias=False)
+        self.norm1 = nn.GroupNorm(groups, channels)
+        self.conv2 = nn.Conv2d(channels, channels, 3, padding=1, bias=False)
+        self.norm2 = nn.GroupNorm(groups, channels)
+        self.shortcut: nn.Module = nn.Identity()
+        if stride != 1 or in_channels != channels:
+            self.shortcut = nn.Sequential(nn.Conv2d(in_channels, channels, 1, stride=stride, bias=False),
+                                          nn.GroupNorm(groups, channels))
+
+    def forward(self, inputs: Tensor) -> Tensor:
+        outputs = F.relu(self.norm1(self.conv1(inputs)))
+        outputs = self.norm2(self.conv2(outputs))
+        return F.relu(outputs + self.shortcut(inputs))
+
+
+def resnet18_gn(input_shape: Sequence[int] = (3, 32, 32), num_classes: int = 10, groups: int = 2) -> nn.Module:
+    """Reddi et al.'s CIFAR ResNet-18 (ICLR 2021, for CIFAR-10 and CIFAR-100): BatchNorm replaced by
+    GroupNorm with ``groups`` groups per layer, 2 by default, as Hsieh et al. (ICML 2020) recommend
+    for non-i.i.d. federated data.  ``[B, channels, H, W]`` images -> ``[B, num_classes]`` logits.
+
+    Architecture (the CIFAR variant of He et al. 2016): a 3x3 convolution with 64 channels, stride
+    1, then GroupNorm and ReLU (no max-pool); four stages of two :class:`BasicBlock` s with 64, 128,
+    256, 512 channels and strides 1, 2, 2, 2 (a 1x1 convolution and GroupNorm on the shortcut where
+    the shape changes); global average pooling; a dense layer to ``num_classes``.  No convolution
+    has a bias.  Any image of at least 8x8 works (the three stride-2 stages bring 8x8 to 1x1): 32x32
+    CIFAR, or the 24x24 crops Reddi et al. train on.
+
+    Parameters (GroupNorm has a scale and a shift per channel, as BatchNorm): 11,173,962 for 3
+    input channels and 10 classes, 11,220,132 for 100 classes (``513 num_classes`` + 11,168,832).
+    ``groups`` must divide 64 (so every width 64..512).  No buffers: the model is the same in
+    train and eval mode.
+    """
+    check_int("num_classes", num_classes, 2)
+    check_int("groups", groups)
+    if any(width % groups for width in RESNET18_WIDTHS):
+        raise ValueError(f"groups={groups}: GroupNorm's groups must divide every channel count "
+                         f"{', '.join(map(str, RESNET18_WIDTHS))} (e.g. 1, 2, 4, 8, 16, 32, 64)")
+    channels, _, _ = _image(input_shape, 8, "the ResNet-18 (three stride-2 stages)")
+    layers: list[nn.Module] = [
+        nn.Conv2d(channels, RESNET18_WIDTHS[0], 3, padding=1, bias=False),
+        nn.GroupNorm(groups, RESNET18_WIDTHS[0]), nn.ReLU(),
+    ]
+    width = RESNET18_WIDTHS[0]
+    for stage, size in enumerate(RESNET18_WIDTHS):
+        stride = 1 if stage == 0 else 2
+        layers += [BasicBlock(width, size, stride, groups), BasicBlock(size, size, 1, groups)]
+        width = size
+    return nn.Sequential(*layers, nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(width, num_classes))
+
+
+def autoencoder(
+    input_shape: Sequence[int] = (1, 28, 28), num_classes: int | None = None,
+    hidden: Sequence[int] = (1000, 500, 250), bottleneck: int = 30,
+) -> nn.Module:
+    """Reddi et al.'s EMNIST autoencoder (ICLR 2021, Table 3 of the appendix; the deep autoencoder
+    of Hinton & Salakhutdinov, Science 2006): ``d -> hidden... -> bottleneck -> reversed(hidden)...
+    -> d`` with ``d = prod(input_shape)``; sigmoid after every hidden layer, a linear (no activation)
+    bottleneck, a sigmoid output.  The defaults give 784-1000-500-250-30-250-500-1000-784,
+    2,837,314 parameters (``sum (in + 1) out`` over the 8 dense layers).
+
+    It maps ``[B, *input_shape]`` to ``[B, d]``, the flattened reconstruction in [0, 1].  There are
+    no classes (``num_classes`` must be None): the targets are the inputs themselves, flattened
+    (``[B, d]``; or shaped as the inputs, which ``params.half_mse`` accepts), and the loss is the
+    mean squared error, fedcore's ``mse``.  Note that ``mse`` is ``0.5 * mean((out - target)^2)``
+    (``params.half_mse``): twice it is the MSE Reddi et al. report (Table 1, x1000), and its
+    gradient is half theirs.
+    """
+    if num_classes is not None:
+        raise ValueError(f"num_classes={num_classes!r}: the autoencoder has no classes, it reconstructs its input "
+                         "(the targets are the inputs, flattened; loss 'mse'); give None")
+    if isinstance(hidden, (str, bytes)) or not isinstance(hidden, Sequence):
+        raise TypeError(f"hidden={hidden!r} must be a sequence of layer widths, e.g. (1000, 500, 250) (or ())")
+    widths = [check_int("hidden", size) for size in hidden]
+    check_int("bottleneck", bottleneck)
+    features = _features(input_shape)
+    encoder, decoder = [features, *widths], [bottleneck, *reversed(widths)]
+    layers: list[nn.Module] = [nn.Flatten()]
+    for width, size in zip(encoder, encoder[1:]):
+        layers += [nn.Linear(width, size), nn.Sigmoid()]
+    layers.append(nn.Linear(encoder[-1], bottleneck))  # the linear bottleneck
+    for width, size in zip(decoder, [*decoder[1:], features]):
+        layers += [nn.Linear(width, size), nn.Sigmoid()]
+    return nn.Sequential(*layers)
+
+
 MODELS: dict[str, Callable[..., nn.Module]] = {
     "cnn": cnn,
     "tanh_cnn": tanh_cnn,
@@ -244,6 +346,8 @@ MODELS: dict[str, Callable[..., nn.Module]] = {
     "mlp": mlp,
     "linear_regression": linear_regression,
     "char_lstm": char_lstm,
+    "resnet18_gn": resnet18_gn,
+    "autoencoder": autoencoder,
 }
 
 
