@@ -323,6 +323,28 @@ def tuning_heatmap(grid: Any, ax: Axes | None = None, within: float = 0.02, titl
     return ax
 
 
+def scaling_panels(tables: Mapping[str, Any], column: str = "mean squared gradient norm",
+                   predicted: float = -0.5) -> Figure:
+    """One log-log panel per table (``{"T": table, "m": ..., "K": ...}``, each indexed by the varied quantity):
+    the measured ``column`` (dots) and a line of slope ``predicted`` through its first point (dashed), the
+    fitted slope in the title."""
+    if not isinstance(tables, Mapping) or not tables:
+        raise TypeError(f"tables={tables!r} must be a non-empty {{name: DataFrame}}")
+    check_number("predicted", predicted)
+    figure, axes = plt.subplots(1, len(tables), figsize=(4 * len(tables), 3.4), layout="constrained", squeeze=False)
+    for ax, (name, table) in zip(axes[0], tables.items()):
+        x, y = table.index.to_numpy(dtype=float), table[column].to_numpy(dtype=float)
+        slope = float(np.polyfit(np.log(x), np.log(y), 1)[0])
+        ax.loglog(x, y, "o-", label="measured")
+        ax.loglog(x, y[0] * (x / x[0]) ** predicted, "--", color="grey", label=f"slope {predicted:g}")
+        ax.set_xlabel(name)
+        ax.set_title(f"fitted slope {slope:.2f}", fontsize="medium")
+        ax.grid(alpha=0.3, which="both")
+    axes[0][0].set_ylabel(column)
+    axes[0][0].legend(fontsize="small")
+    return figure
+
+
 def savefig(figure: Figure, name: str, directory: str | os.PathLike | None) -> None:
     """Save ``figure`` as ``directory/name`` (the folder is made, the path resolved
     absolutely); do nothing when ``directory`` is None or empty.  Returns None, so a

@@ -65,3 +65,17 @@ def test_exponents_by_heterogeneity_are_the_fitted_slopes() -> None:
     assert list(table.index) == [0.0, 2.0] and list(table.columns) == ["m"]
     task = theory.quadratic_task(heterogeneity=2.0)
     assert table.loc[2.0, "m"] == theory.fitted_exponent(theory.scaling(task, "clients_per_round", [2, 8], (0,)))
+
+
+def test_scaling_panels_draw_the_measured_points_and_the_predicted_slope() -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from fedcore import plots
+
+    index = pd.Index([10, 40, 160], name="T")
+    table = pd.DataFrame({"mean squared gradient norm": 2.0 * index.to_numpy() ** -0.7}, index=index)
+    figure = plots.scaling_panels({"T": table, "m": table.rename_axis("m")})
+    assert len(figure.axes) == 2 and figure.axes[0].get_title() == "fitted slope -0.70"
+    measured, reference = figure.axes[0].get_lines()
+    assert np.allclose(reference.get_ydata(), 2.0 * 10**-0.7 * (np.array([10, 40, 160]) / 10) ** -0.5)
