@@ -25,6 +25,8 @@ import pandas as pd
 from fedcore import algorithms, models
 from fedcore.checks import check_bool, check_choice, check_int, check_keywords, check_positive, check_seed
 from fedcore.data import load_fashion_mnist
+from fedcore.experiments.claims import DOES_NOT_HOLD, HOLDS, NOT_TESTABLE, PARTLY, Claim, verdict  # noqa: F401
+from fedcore.experiments.claims import claims_table as shared_claims_table
 from fedcore.experiments.fafed_theory import (  # noqa: F401 -- the notebook reads them as experiment.*
     LAW,
     law_table,
@@ -262,7 +264,6 @@ def heterogeneity_table(datasets: Mapping[str, FederatedData]) -> pd.DataFrame:
 
 # ------------------------------------------------------------------ the paper's claims as data
 
-HOLDS, PARTLY, DOES_NOT_HOLD, NOT_TESTABLE = "holds", "partly", "does not hold", "not testable here"
 ACCURACY_TOLERANCE = 0.02
 """'Performs well': test accuracy within this of the best (what another seed moves)."""
 PAPER_FIRST_STEP = {"client 1": "9.858", "client 2": "10.14", "client 3": "10.14", "mean": "10.05"}
@@ -279,21 +280,6 @@ class Evidence:
     loss: pd.DataFrame
     first_step: Mapping[str, float] | None = None
     law: pd.DataFrame | None = None
-
-
-@dataclass(frozen=True)
-class Claim:
-    """A claim of the paper's main text and ``assess(evidence) -> (ours, verdict)``."""
-
-    text: str
-    assess: Callable[[Evidence], tuple[str, str]]
-
-
-def verdict(hits: int, total: int) -> str:
-    """holds if all ``total`` checks pass, partly if some, does not hold if none; no checks: not testable."""
-    if total == 0:
-        return NOT_TESTABLE
-    return HOLDS if hits == total else PARTLY if hits else DOES_NOT_HOLD
 
 
 def _ranked_first(e: Evidence) -> tuple[str, str]:
@@ -356,10 +342,7 @@ CLAIMS: tuple[Claim, ...] = (
 
 
 def claims_table(evidence: Evidence, claims: tuple[Claim, ...] = CLAIMS) -> pd.DataFrame:
-    """One row per claim: the claim, what our results show and the verdict
-    (holds / partly / does not hold / not testable here)."""
-    rows = []
-    for claim in claims:
-        ours, judged = claim.assess(evidence)
-        rows.append({"claim (main text)": claim.text, "ours": ours, "verdict": judged})
-    return pd.DataFrame(rows)
+    """One row per claim: the claim, what our results show and the verdict (:mod:`fedcore.experiments.claims`)."""
+    return shared_claims_table(evidence, claims)
+
+

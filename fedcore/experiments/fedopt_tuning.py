@@ -6,7 +6,7 @@ FedAdagrad and FedAvg) over client and server learning rates on a log10 grid, an
 methods have a larger region of good learning rates.  The grids' exact values were not found; the best
 points the paper reports lie on half-decades, so :func:`half_decades` spans such a grid.
 :func:`tuning_grid` runs it with :func:`fedcore.sweep` (through the results store, so a rerun reuses the
-runs), with the paper's metric (the mean accuracy over the last rounds, :func:`last_rounds_mean`);
+runs), with the paper's metric (the mean accuracy over the last rounds, :func:`last_rounds_average`);
 :func:`cells_near_best` counts the cells within a few points of each method's best: the claim, measured.
 """
 
@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from fedcore.checks import check_int, check_number, check_range
+from fedcore.checks import check_int, check_number, check_positive, check_range
 from fedcore.problem import History, Problem
 from fedcore.run import sweep
 
@@ -37,18 +37,21 @@ def half_decades(low: float, high: float) -> list[float]:
     return [float(10 ** (k / 2)) for k in range(int(2 * low), int(2 * high) + 1)]
 
 
-def last_rounds_mean(history: History, fraction: float = 0.1, metric: str = "test_accuracy") -> float:
-    """The mean of ``metric`` over the evaluations in the last ``fraction`` of the rounds (Reddi et al. average
-    the last 100 of 1200-4000 rounds); NaN for a run that diverged before it."""
-    check_range("fraction", fraction, 0, 1, low_closed=False, high_closed=True)
+def last_rounds_average(history: History, metric: str = "test_accuracy", fraction_or_rounds: float = 0.1) -> float:
+    """Mean of ``metric`` over the evaluations in the last rounds (Reddi et al., Table 1: the last 100).
+
+    ``fraction_or_rounds`` below 1 is a fraction of the run, an int >= 1 a number of rounds; the
+    evaluations at rounds ``> last - window`` count.  NaN if the run diverged or none falls in the window."""
     if not isinstance(history, History):
         raise TypeError(f"history={type(history).__name__} must be a fedcore History")
-    column = history.frame[metric].dropna() if metric in history.frame else pd.Series(dtype=float)
-    last = history.frame.index.max()
-    tail = column[column.index > last * (1 - fraction)]
-    if history.diverged or tail.empty:
-        return math.nan
-    return float(tail.mean())
+    if metric not in history.frame:
+        raise ValueError(f"metric={metric!r} not one of {list(history.frame.columns)}")
+    value = check_positive("fraction_or_rounds", fraction_or_rounds)
+    last = int(history.frame.index.max())
+    span = value * last if value < 1 else check_int("fraction_or_rounds", fraction_or_rounds)
+    column = history.frame[metric].dropna()
+    tail = column[column.index > last - span]
+    return math.nan if history.diverged or tail.empty else float(tail.mean())
 
 
 def tuning_grid(
@@ -60,7 +63,7 @@ def tuning_grid(
     ``options`` go to :func:`fedcore.simulate` (rounds, clients_per_round, ..., ``store``)."""
     table = sweep(problem, lambda client_lr, server_lr: build(client_lr, server_lr),
                   {"client_lr": list(client_lrs), "server_lr": list(server_lrs)},
-                  summary=lambda history: {METRIC: last_rounds_mean(history, fraction)}, **options)
+                  summary=lambda history: {METRIC: last_rounds_average(history, "test_accuracy", fraction)}, **options)
     if METRIC not in table:
         table[METRIC] = math.nan
     grid = table.pivot(index="server_lr", columns="client_lr", values=METRIC)
@@ -74,6 +77,11 @@ def cells_near_best(grid: pd.DataFrame, within: float = NEAR_BEST) -> int:
     if np.isnan(values).all():
         return 0
     return int((values >= np.nanmax(values) - within).sum())
+
+
+def good_share(grid: pd.DataFrame, within: float = NEAR_BEST) -> float:
+    """The share of ``grid``'s cells within ``within`` of its best cell (:func:`cells_near_best` / cells)."""
+    return cells_near_best(grid, within) / grid.size
 
 
 def best_cell(grid: pd.DataFrame) -> tuple[float, float, float]:
