@@ -152,3 +152,21 @@ def explore_fedopt(method: str = "fedadam", client_lr: float = 0.1, server_lr: f
     plots.fedopt_panels(runs, title=f"{method}: client lr {client_lr:g}, server lr {server_lr:g}" +
                         (f", tau {tau:g}" if "tau" in FEDOPT_METHODS[method] else ""))
 
+
+
+def explore_tuning(method: str, client_lr: float, server_lr: float, grids: Mapping[str, Any],
+                   curve: Any) -> None:
+    """The tuning-grid explorer: ``grids[method]`` as a heat map (Reddi et al., Figures 2 and 6) with the
+    chosen cell outlined in black, and that cell's learning curve, ``curve(method, client_lr, server_lr)``
+    (a :class:`fedcore.History`; with the results store the grid's runs are read back, not rerun)."""
+    if not isinstance(grids, Mapping):
+        raise TypeError(f"grids={grids!r} must be {{method: grid}} (tuning_grid's tables)")
+    if method not in grids:
+        raise ValueError(f"method={method!r} has no grid; grids has {list(grids)}")
+    grid = grids[method]
+    if client_lr not in list(grid.columns) or server_lr not in list(grid.index):
+        raise ValueError(f"client_lr={client_lr!r}, server_lr={server_lr!r} is not a cell of the grid "
+                         f"(client: {list(grid.columns)}, server: {list(grid.index)})")
+    if not callable(curve):
+        raise TypeError(f"curve={curve!r} must be a function (method, client_lr, server_lr) -> History")
+    plots.tuning_panels(grid, curve(method, client_lr, server_lr), client_lr, server_lr, method)

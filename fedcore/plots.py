@@ -323,6 +323,23 @@ def tuning_heatmap(grid: Any, ax: Axes | None = None, within: float = 0.02, titl
     return ax
 
 
+def tuning_panels(grid: Any, history: History, client_lr: float, server_lr: float, method: str) -> Figure:
+    """The tuning explorer's figure: the grid (:func:`tuning_heatmap`) with the cell ``(client_lr,
+    server_lr)`` outlined in black, and that run's test accuracy against rounds."""
+    from matplotlib.patches import Rectangle
+
+    _check_type("history", history, "History")
+    figure, (left, right) = plt.subplots(1, 2, figsize=(11, 4), layout="constrained")
+    tuning_heatmap(grid, left, title=f"{method}: mean accuracy of the last rounds")
+    row, column = list(grid.index).index(server_lr), list(grid.columns).index(client_lr)
+    left.add_patch(Rectangle((column - 0.5, row - 0.5), 1, 1, fill=False, edgecolor="black", linewidth=2.5))
+    history.plot("test_accuracy", ax=right, label=f"client lr {client_lr:.3g}, server lr {server_lr:.3g}")
+    right.set_ylim(0, 1)
+    right.grid(alpha=0.3)
+    right.legend(fontsize="small")
+    return figure
+
+
 def scaling_panels(tables: Mapping[str, Any], column: str = "mean squared gradient norm",
                    predicted: float = -0.5) -> Figure:
     """One log-log panel per table (``{"T": table, "m": ..., "K": ...}``, each indexed by the varied quantity):

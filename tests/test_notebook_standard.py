@@ -206,7 +206,8 @@ def _on_grid(kind: str, options: dict) -> bool:
         steps = (value - low) / step
         return low - 1e-9 <= value <= high + 1e-9 and abs(steps - round(steps)) < 1e-6
     if kind == "Dropdown":
-        return value in options.get("options", [value])
+        choices = options.get("options", [value])
+        return isinstance(choices, Expression) or value in choices
     return True
 
 

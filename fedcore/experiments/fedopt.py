@@ -219,6 +219,25 @@ def make_builders(task: str, decay: int | None = None) -> dict[str, Builder]:
 # ------------------------------------------------------------------ "FedAdam is not one optimizer"
 
 
+def grid_builders(tau: float = 1e-3) -> dict[str, Builder]:
+    """``{method: build(client_lr, server_lr)}`` for the learning-rate grids (Figures 2 and 6): the paper's
+    rule and betas, ``tau`` fixed (the figures' 1e-3) for the adaptive methods."""
+    check_positive("tau", tau)
+    builders = make_builders("emnist_cr")  # the defaults are never used: both rates come from the grid
+    return {m: (lambda c, s, b=builders[m], t=(m in ADAPTIVE): b(c, s, tau=tau) if t else b(c, s)) for m in METHODS}
+
+
+CENTRALIZED_LRS = {"FedAdagrad": 0.01, "FedAdam": 0.001, "FedYogi": 0.001, "FedAvgM": 0.01, "FedAvg": 0.1}
+"""Centralized learning rates (Table 11's are not reported: ours, the usual defaults for a CNN; SGD with
+momentum 0.9 at 0.01 moves like SGD at 0.1)."""
+
+
+def centralized_rounds(options: Mapping[str, Any]) -> int:
+    """Centralized steps that see as many samples as the federated run of ``options``:
+    ``rounds x clients_per_round x local_steps`` minibatches of the same size."""
+    return options["rounds"] * options["clients_per_round"] * options["local_steps"]
+
+
 def variant_builders(task: str, variant: str) -> dict[str, Builder]:
     """``{method: build(client_lr, server_lr, tau)}`` for ``variant``'s methods, with ``task``'s best
     values as defaults (the same hyperparameters for every variant); names ``FedAdam [keras]``."""

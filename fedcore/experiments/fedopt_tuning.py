@@ -24,8 +24,24 @@ from fedcore.problem import History, Problem
 from fedcore.run import sweep
 
 METRIC = "last rounds accuracy"
+GRIDS: dict[str, dict[str, Any]] = {
+    "smoke": {"client": (-1.0, -0.5), "server": (-1.0, -0.5), "rounds": 3},
+    "small": {"client": (-2.5, 0.0), "server": (-2.5, 0.0), "rounds": 30},
+    "paper": {"client": (-3.0, 0.5), "server": (-3.0, 0.5), "rounds": 100},
+}
+"""Per scale: the log10 ranges of the client and server learning rates (half-decades: 6 x 6 at small) and
+the rounds per run; tau = 1e-3 as in the paper's figures."""
+TAU = 1e-3
 NEAR_BEST = 0.02
 """'Good' learning rates: final accuracy within this of the method's best cell (two points)."""
+
+
+def grid_axes(scale: str) -> tuple[list[float], list[float], int]:
+    """``(client_lrs, server_lrs, rounds)`` of the tuning grid at ``scale`` (:data:`GRIDS`)."""
+    if scale not in GRIDS:
+        raise ValueError(f"SCALE={scale!r} not one of {list(GRIDS)}")
+    spec = GRIDS[scale]
+    return half_decades(*spec["client"]), half_decades(*spec["server"]), spec["rounds"]
 
 
 def half_decades(low: float, high: float) -> list[float]:

@@ -1,0 +1,369 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#       jupytext_version: 1.19.6
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 01 · Adaptive Federated Optimization (Reddi, Charles, Zaheer, Garrett, Rush, Konečný, Kumar & McMahan, ICLR 2021)
+#
+# FedAvg averages what the clients learned and takes that average as the new model. Reddi et al. read the
+# average move as a **pseudo-gradient** and give the server an optimizer of its own: momentum (FedAvgM) or an
+# adaptive one, Adagrad, Adam or Yogi (FedAdagrad, FedAdam, FedYogi). They prove that these reach a
+# stationary point at the rate $O(1/\sqrt{mKT})$ and report, on seven tasks, that the adaptive servers match
+# or beat FedAvg and are easier to tune.
+#
+# This notebook:
+#
+# 1. states the algorithms beside the fedcore code that runs them, and puts the convergence rate to the
+#    test on a federated least-squares problem;
+# 2. shows that "FedAdam" is not one optimizer: the paper, the authors' code, Flower and TFF differ;
+# 3. runs the rows of Table 1 that can run here, on stand-in data where the paper's is not reachable;
+# 4. reruns Table 11: centralized training against federated, a constant client learning rate against ExpDecay;
+# 5. measures the claim that adaptive methods are easier to tune (Figures 2 and 6) on learning-rate grids;
+# 6. lets you move the learning rates of a live run;
+# 7. sets the paper's claims beside our results, with verdicts, and says what differs.
+#
+# **Parameters.** `SCALE` is `smoke` (CI, about a minute), `small` (a 2-core CPU, at most 15 minutes: what you
+# see here) or `paper` (the paper's settings, for a GPU and the original data). Rerun with, e.g.,
+# `papermill 01_fedopt.ipynb out.ipynb -p SCALE small -p SEED 1`. Finished runs are kept in the results store
+# (`fedcore.store`), so a rerun recomputes only what changed; `-p STORE off` recomputes everything.
+
+# %% tags=["parameters"]
+import os
+
+SCALE = os.environ.get("FEDCORE_SCALE", "small")  # smoke | small | paper
+DEVICE = "cpu"  # "cuda" on a GPU
+SEED = 0  # data partition, model initialization, client sampling and minibatches
+TAU = 1e-3  # tau of the learning-rate grids (the paper's Figures 2 and 6)
+PROGRESS = False  # tqdm progress bars during training
+STORE = os.environ.get("FEDCORE_STORE", "")  # results store: "" build/store.sqlite, "off" none, or a file path
+FIGURES = os.environ.get("FEDCORE_FIGURES")  # a folder to save the figures into (None: don't save)
+
+# %%
+import inspect
+
+import ipywidgets as widgets
+import matplotlib.pyplot as plt
+import pandas as pd
+from IPython.display import display
+
+import fedcore
+from fedcore import explore, plots, server_opt
+from fedcore.experiments import fedopt as experiment
+from fedcore.experiments import fedopt_theory as theory
+from fedcore.experiments import fedopt_tuning as tuning
+from fedcore.store import default_store
+
+store = default_store(STORE)
+print(f"SCALE={SCALE}: {experiment.SCALES[SCALE]}")
+
+# %% [markdown]
+# ## 1. The algorithms and what is proved
+#
+# $N$ clients hold their own data; in round $t$ the server sends $x_t$ to $m$ sampled clients, each takes
+# $K$ steps of SGD with the client learning rate $\eta_l$ from it, and the server forms the pseudo-gradient
+# $\Delta_t = \sum_i w_i (x^i_{t,K} - x_t)$ (Algorithm 1, FedOpt). It then runs a server optimizer on
+# $\Delta_t$ with the server learning rate $\eta$ (Algorithm 2, with $m_{-1} = 0$, $v_{-1} = \tau^2$, squares
+# per coordinate):
+#
+# $$
+# \begin{aligned}
+# m_t &= \beta_1 m_{t-1} + (1 - \beta_1)\, \Delta_t \\
+# v_t &= v_{t-1} + \Delta_t^2 && \text{FedAdagrad} \\
+# v_t &= v_{t-1} - (1 - \beta_2)\, \Delta_t^2 \operatorname{sign}(v_{t-1} - \Delta_t^2) && \text{FedYogi} \\
+# v_t &= \beta_2 v_{t-1} + (1 - \beta_2)\, \Delta_t^2 && \text{FedAdam} \\
+# x_{t+1} &= x_t + \eta\, \frac{m_t}{\sqrt{v_t} + \tau}
+# \end{aligned}
+# $$
+#
+# FedAvg is $x_{t+1} = x_t + \eta \Delta_t$ ($\eta = 1$: McMahan et al.), FedAvgM adds server momentum
+# $m_t = \beta m_{t-1} + \Delta_t$. In fedcore one class runs all five (`fedcore.algorithms.FedOpt`: the
+# shared client loop, then the server optimizer), and the server rule is the paper's five lines:
+
+# %%
+print(inspect.getsource(fedcore.algorithms.FedOpt.round))
+print(inspect.getsource(server_opt._adaptive))
+
+# %% [markdown]
+# **What is proved** (Theorems 1-2, Corollaries 1-2, for $L$-smooth non-convex $f$ with gradients bounded by
+# $G$ and local and global variances $\sigma_l^2$, $\sigma_g^2$): with
+# $\eta_l = \Theta\big(1 / (K L \sqrt T)\big)$, $\eta = \Theta(\sqrt{K m})$ and $\tau = G / L$, FedAdagrad and
+# FedAdam satisfy
+#
+# $$\min_{0 \le t < T} \mathbb E \|\nabla f(x_t)\|^2 \;=\; O\!\Big(\frac{1}{\sqrt{m K T}}\Big) + \text{terms in }
+# \sigma_l^2, \sigma_g^2 .$$
+#
+# Two takeaways follow: more rounds, more clients per round and more local steps should each help, at the
+# rate $-1/2$ on log-log axes; and the client rate must shrink as $1/(K\sqrt T)$ while the server rate grows as
+# $\sqrt{Km}$, so the two trade off. We check the first on a least-squares federation with a known gradient
+# (`fedcore.experiments.fedopt_theory`: 50 clients with their own designs and optima, noisy targets,
+# minibatches of 4): FedAdam at exactly the corollary's rates, and the average of $\|\nabla f(x_t)\|^2$ over
+# the $T$ rounds (which bounds the minimum), varying $T$, $m$ and $K$ in turn from $T = 200$, $m = 10$, $K = 5$.
+
+# %%
+task = theory.quadratic_task()
+ranges = {"rounds": [25, 50, 100, 200, 400, 800], "clients_per_round": [2, 5, 10, 25, 50],
+          "local_steps": [1, 2, 5, 10, 20]}
+if SCALE == "smoke":
+    ranges = {name: values[:3] for name, values in ranges.items()}
+tables = {theory.VARIED[name]: theory.scaling(task, name, values) for name, values in ranges.items()}
+figure = plots.scaling_panels(tables)
+plots.savefig(figure, "01_corollary_scaling.png", FIGURES)
+pd.Series({name: theory.fitted_exponent(table) for name, table in tables.items()}, name="fitted exponent").round(3)
+
+# %% [markdown]
+# The rate's $-1/2$ is an upper bound's exponent: a steeper slope is consistent with it, a flatter one is
+# not. How much of the speed-up in $m$ and $K$ survives depends on how different the clients are: the
+# same fit on federations whose clients' optima spread more (heterogeneity 0 gives clients the same optimum
+# but still different data):
+
+# %%
+levels = [0.0, 1.0, 3.0]
+exponents = theory.exponents_by_heterogeneity(levels, {name: ranges[name] for name in ("clients_per_round",
+                                                                                          "local_steps")})
+exponents.round(3)
+
+# %% [markdown]
+# ## 2. "FedAdam" is not one optimizer
+#
+# The paper's Algorithm 2 is one rule; the code people run is another. The authors' own experiments used
+# Keras' optimizers (bias correction, $v_{-1} = 0$, Adagrad without momentum), Flower implements FedAdam with
+# bias correction counted from $t = 2$ and $v_{-1} = 0$, and TFF's Adagrad puts $\tau$ inside the root.
+# fedcore exposes each difference as an option of the server optimizer (`bias_correction`,
+# `initial_v`, `tau_inside_sqrt`, and $\beta_1 = 0$ for Adagrad without momentum):
+
+# %%
+experiment.variants_table()
+
+# %% [markdown]
+# The four readings with the same hyperparameters (the paper's best for EMNIST CR: client rate
+# $10^{-1.5}$, server rate $10^{-2.5}$ for FedAdam and FedYogi and $10^{-1}$ for FedAdagrad, $\tau$ as
+# published) on one small task: Fashion-MNIST on 20 clients (Dirichlet 0.5 label skew), a logistic
+# regression, 5 clients per round, 5 local steps of 32 samples.
+
+# %%
+live = explore.live_problem()
+variant_options = dict(explore.LIVE_RUN, rounds=tuning.grid_axes(SCALE)[2], progress=False, store=store)
+variants = {variant: {method: fedcore.simulate(live, build(), **variant_options)
+                      for method, build in experiment.variant_builders("emnist_cr", variant).items()}
+            for variant in experiment.VARIANTS}
+variant_table = pd.DataFrame({variant: {method: history.final("test_accuracy") for method, history in runs.items()}
+                              for variant, runs in variants.items()})
+variant_table.round(4)
+
+# %%
+figure, axes = plt.subplots(1, 3, figsize=(14, 3.8), layout="constrained", sharey=True)
+for ax, method in zip(axes, variant_table.index):
+    plots.compare({variant: runs[method] for variant, runs in variants.items() if method in runs},
+                  "test_accuracy", ax=ax, legend=ax is axes[-1])
+    ax.set_title(method)
+plots.savefig(figure, "01_fedadam_variants.png", FIGURES)
+print(f"largest spread between readings of one method: {(variant_table.max(axis=1) - variant_table.min(axis=1)).max():.4f}")
+
+# %% [markdown]
+# Same names, same hyperparameters, different optimizers: the table is the final test accuracy after the
+# same rounds, one run each (one seed). Bias correction and $v_{-1} = 0$ make the first server steps about
+# $\eta$ per coordinate however small $\Delta_t$ is, where the paper's $v_{-1} = \tau^2$ starts cautiously;
+# putting $\tau$ inside the root makes Adagrad's step $\eta\, m / \sqrt{v + \tau}$ far smaller when
+# $\sqrt{v} \ll \sqrt{\tau}$. A published "FedAdam" number carries its library's reading with it.
+#
+# ## 3. Table 1: the rows that can run here
+#
+# Reddi et al. report the average validation performance over the last 100 rounds on seven tasks. Here:
+#
+# - **Shakespeare** runs on its own data (one client per play and speaking role, from the Gutenberg texts:
+#   `fedcore.data.load_shakespeare`), with the paper's char-LSTM, batch 4 and learning rates;
+# - **EMNIST CR** and **EMNIST AE** run on **Fashion-MNIST as a stand-in** (EMNIST cannot be fetched here):
+#   500 clients of 120 images holding 2 classes each, the paper's CNN (with dropout) and bottleneck
+#   autoencoder (MSE on pixels in $[0, 1]$), the paper's EMNIST learning rates;
+# - **CIFAR-10/100** run at `SCALE=paper` where torchvision has the files (ResNet-18 with GroupNorm);
+# - **Stack Overflow** is not reachable: no copy, no network.
+#
+# The settings per task and scale (one local epoch becomes a fixed number $K$ of local steps, capped at
+# `small`), and the metric over the last tenth of the rounds at `small` (the last 100 at `paper`):
+
+# %%
+histories, settings = {}, {}
+for task in experiment.REACHABLE:
+    data = experiment.load_task(task, SCALE, SEED, DEVICE)
+    problem = experiment.problem(task, data, SEED)
+    settings[task] = experiment.options(task, data, SCALE, SEED, store=store, progress=PROGRESS)
+    histories[task] = {method: fedcore.simulate(problem, build(), **settings[task])
+                       for method, build in experiment.make_builders(task).items()}
+pd.DataFrame(settings).T.drop(columns=["store", "progress"])
+
+# %%
+ours = experiment.results_table(histories, SCALE)
+paper = experiment.TABLE1.loc[list(ours.index)]
+beside = pd.concat({"paper": paper, "fedcore": ours}, axis=1).swaplevel(axis=1).sort_index(axis=1, level=0)
+beside.index = [f"{experiment.PAPER_TASKS[t]['name']} ({experiment.TABLE1_METRIC[t]}; ours: "
+                f"{experiment.STAND_INS[t]['data']})" for t in beside.index]
+beside.round(2)
+
+# %% [markdown]
+# The paper's rows we cannot run, with the reason:
+
+# %%
+unreachable = {experiment.PAPER_TASKS[t]["name"]: "needs the CIFAR files (torchvision) and a GPU: SCALE=paper"
+               for t in ("cifar10", "cifar100")}
+unreachable |= {experiment.PAPER_TASKS[t]["name"]: reason for t, reason in experiment.UNREACHABLE.items()}
+pd.Series(unreachable, name="not run here").to_frame()
+
+# %%
+figure, axes = plt.subplots(1, len(histories), figsize=(5 * len(histories), 3.8), layout="constrained")
+for ax, (task, runs) in zip(axes, histories.items()):
+    metric = experiment.STAND_INS[task]["metric"]
+    plots.compare(runs, metric, ax=ax, legend=ax is axes[-1], logy=metric == "test_loss")
+    ax.set_title(f"{experiment.PAPER_TASKS[task]['name']} (stand-in: {experiment.STAND_INS[task]['data'][:30]})",
+                 fontsize="small")
+plots.savefig(figure, "01_table1_curves.png", FIGURES)
+
+# %% [markdown]
+# ## 4. Table 11: centralized training, and ExpDecay
+#
+# **Centralized Adam is FedAdam with one client.** Give one client all the data, let it take one local step
+# with client rate 1: then $\Delta_t = -g_t$, the minibatch gradient, and the server optimizer *is* the
+# centralized optimizer. fedcore checks this against `torch.optim` (tests/test_fedopt_experiment.py:
+# Adagrad and SGD with momentum to 1e-12; Adam with Keras' bias correction and $v_{-1} = 0$ to a relative
+# 1e-6, the gap being where $\epsilon$ is added). Here each centralized run sees as many minibatches of the same
+# size as the federated run of section 3 (rounds x clients per round x local steps), on the EMNIST CR
+# stand-in; the centralized learning rates are ours (the paper does not report them): Adagrad 0.01,
+# Adam and Yogi 0.001, SGD with momentum 0.01, SGD 0.1.
+#
+# **ExpDecay** multiplies the client rate by 0.1 every 500 of the paper's 1500 rounds; here every third of the
+# run, the same fraction.
+
+# %%
+cr_data = experiment.load_task("emnist_cr", SCALE, SEED, DEVICE)
+cr_options = settings["emnist_cr"]
+central_options = dict(cr_options, **experiment.CENTRALIZED_OPTIONS, rounds=experiment.centralized_rounds(cr_options),
+                       eval_every=experiment.centralized_rounds(cr_options) // 10 or 1)
+central_problem = experiment.problem("emnist_cr", experiment.centralized(cr_data), SEED)
+central = {method: fedcore.simulate(central_problem, experiment.centralized_algorithm(method, lr), **central_options)
+           for method, lr in experiment.CENTRALIZED_LRS.items()}
+every = experiment.decay_every("emnist_cr", cr_options["rounds"])
+cr_problem = experiment.problem("emnist_cr", cr_data, SEED)
+decayed = {method: fedcore.simulate(cr_problem, build(), **cr_options)
+           for method, build in experiment.make_builders("emnist_cr", decay=every).items()}
+window = experiment.window(SCALE)
+table11 = pd.DataFrame({
+    "centralized": {m: 100 * experiment.last_rounds_average(h, "test_accuracy", window) for m, h in central.items()},
+    "constant": ours.loc["emnist_cr"],
+    "ExpDecay": {m: 100 * experiment.last_rounds_average(h, "test_accuracy", window) for m, h in decayed.items()},
+})
+pd.concat({"paper": experiment.TABLE11.set_axis(["centralized", "constant", "ExpDecay"], axis=1),
+           "fedcore": table11}, axis=1).round(2)
+
+# %% [markdown]
+# ## 5. Ease of tuning (Figures 2 and 6)
+#
+# The paper's heat maps show validation accuracy over a grid of client and server learning rates
+# ($\tau = 10^{-3}$) on Stack Overflow NWP and CIFAR-100, and it claims that the adaptive methods have a
+# larger region of good learning rates. We cannot run those tasks on a CPU; the grid here runs on the small
+# Fashion-MNIST task of section 2 (a logistic regression on 20 clients: a convex model, so every
+# method's landscape is kinder than a ResNet's or an LSTM's), in half-decades, every run through the
+# results store:
+
+# %%
+client_lrs, server_lrs, grid_rounds = tuning.grid_axes(SCALE)
+grid_options = dict(explore.LIVE_RUN, rounds=grid_rounds, progress=False, store=store)
+builders = experiment.grid_builders(TAU)
+grids = {method: tuning.tuning_grid(live, build, client_lrs, server_lrs, **grid_options)
+         for method, build in builders.items()}
+figure, axes = plt.subplots(1, len(grids), figsize=(4.2 * len(grids), 3.8), layout="constrained")
+for ax, (method, grid) in zip(axes, grids.items()):
+    plots.tuning_heatmap(grid, ax, title=method)
+plots.savefig(figure, "01_tuning_heatmaps.png", FIGURES)
+
+# %% [markdown]
+# Red outlines mark the cells within two points of the method's best. Counted:
+
+# %%
+tuning.tuning_summary(grids)
+
+# %% [markdown]
+# Pick a method and a cell to see its learning curve (the runs are read back from the store): once headless,
+# then behind widgets.
+
+# %%
+def grid_curve(method, client_lr, server_lr):
+    return fedcore.simulate(live, builders[method](client_lr, server_lr), **grid_options)
+
+
+explore.explore_tuning("FedAdam", client_lrs[-2], server_lrs[1], grids, grid_curve)
+plots.savefig(plt.gcf(), "01_tuning_cell.png", FIGURES)
+
+# %%
+cell_explorer = widgets.interactive(
+    explore.explore_tuning,
+    method=widgets.Dropdown(options=list(grids), value="FedAdam", description="method"),
+    client_lr=widgets.SelectionSlider(options=client_lrs, value=client_lrs[-2], description="client lr"),
+    server_lr=widgets.SelectionSlider(options=server_lrs, value=server_lrs[1], description="server lr"),
+    grids=widgets.fixed(grids), curve=widgets.fixed(grid_curve),
+)
+display(cell_explorer)
+
+# %% [markdown]
+# ## 6. Explorer: a live run
+#
+# `fedcore.explore.explore_fedopt` runs a method with the sliders' learning rates, $\tau$ and $\beta$s on the
+# same small task (30 rounds, a couple of seconds on 2 CPU cores) beside FedAvg with the same client rate;
+# sliders a method does not use are greyed out. Once headless, then live:
+
+# %%
+explore.explore_fedopt("fedadam", client_lr=0.1, server_lr=0.01, tau=1e-3, beta1=0.9, beta2=0.99)
+plots.savefig(plt.gcf(), "01_live_run.png", FIGURES)
+
+# %%
+live_explorer = widgets.interactive(
+    explore.explore_fedopt,
+    method=widgets.Dropdown(options=list(explore.FEDOPT_METHODS), value="fedadam", description="method"),
+    client_lr=widgets.FloatLogSlider(value=0.1, base=10, min=-3, max=0.5, step=0.5, description="client lr"),
+    server_lr=widgets.FloatLogSlider(value=0.01, base=10, min=-3, max=0.5, step=0.5, description="server lr"),
+    tau=widgets.FloatLogSlider(value=1e-3, base=10, min=-5, max=0, step=0.5, description="τ"),
+    beta1=widgets.FloatSlider(value=0.9, min=0.0, max=0.99, step=0.01, description="β₁"),
+    beta2=widgets.FloatSlider(value=0.99, min=0.5, max=0.999, step=0.001, description="β₂"),
+    rounds=widgets.fixed(30), problem=widgets.fixed(None),
+)
+display(explore.disable_unused(live_explorer, explore.FEDOPT_METHODS, chooser="method"))
+
+# %% [markdown]
+# ## 7. The paper's claims beside ours
+#
+# Each verdict is computed from the tables above (`experiment.CLAIMS`): the first holds if, per task, the best
+# adaptive method beats FedAvg (in Table 1's units; lower MSE for the autoencoder); the second if FedAdam or
+# FedYogi is within 0.5 of the best on more than half of the tasks; the third if ExpDecay improves each
+# method's EMNIST CR number; the fourth if each adaptive method has a larger share of good cells in its grid
+# than each non-adaptive one. The paper's own Tables 1 and 11 give "holds" for the first three.
+
+# %%
+evidence = experiment.Evidence(table1=ours, decay=table11[["constant", "ExpDecay"]], grids=grids)
+with pd.option_context("display.max_colwidth", None):
+    display(experiment.claims_table(evidence))
+
+# %% [markdown]
+# **What differs from the paper, and why it matters.**
+#
+# - **Data.** EMNIST CR and AE run on Fashion-MNIST split into 500 two-class clients: harsher label skew than
+#   EMNIST's writers, clothing instead of characters, 10 classes instead of 62. Shakespeare runs on its own
+#   texts but with our parser and client counts (705 roles with the defaults; the paper has 715), and at
+#   `small` on 100 of them. CIFAR and Stack Overflow do not run here.
+# - **Scale.** At `small` every run is 30 rounds of 5 clients with at most 3 local steps, against the paper's
+#   1200-4000 rounds of 10 clients and a full local epoch: the numbers are early-training numbers, and
+#   rankings between methods within a point or two of each other are not meaningful. The metric is the mean
+#   over the last tenth of the rounds (the paper: the last 100 rounds).
+# - **Hyperparameters.** The paper's best values for each task, found on the paper's data and runs; on the
+#   stand-ins they are not tuned, which favours no method in particular but may hurt any.
+# - **Seeds.** One seed per run (the paper: its best run per configuration). Rerun with `-p SEED 1`.
+# - **Tuning grids.** Figures 2 and 6 are on Stack Overflow and CIFAR-100 with deep models; ours is a convex
+#   model on Fashion-MNIST, where every method has an easier landscape.
