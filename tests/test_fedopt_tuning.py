@@ -61,3 +61,45 @@ def test_cells_near_best_and_summary_on_a_hand_made_grid() -> None:
     assert summary.loc["FedAdam", "cells within 0.02 of best"] == 3 and summary.loc["FedAdam", "cells"] == 6
     ax = plots.tuning_heatmap(grid, within=0.02)
     assert len(ax.patches) == 3 and len(ax.texts) == 6
+
+
+def test_grid_axes_and_grid_builders() -> None:
+    from fedcore.experiments import fedopt
+
+    client_lrs, server_lrs, rounds = tuning.grid_axes("small")
+    assert len(client_lrs) == 6 and len(server_lrs) == 6 and rounds == 30
+    assert np.allclose(client_lrs, [10 ** (k / 2) for k in range(-5, 1)])
+    with pytest.raises(ValueError, match="SCALE='huge' not one of"):
+        tuning.grid_axes("huge")
+    builders = fedopt.grid_builders(tau=1e-3)
+    assert set(builders) == set(fedopt.METHODS)
+    adam = dict(builders["FedAdam"](0.1, 0.01).server.options)
+    assert (adam["rule"], adam["lr"], adam["tau"], adam["beta2"]) == ("adam", 0.01, 1e-3, 0.99)
+    assert builders["FedAvg"](0.3, 1.0).client_lr == 0.3
+    assert dict(builders["FedAvgM"](0.1, 1.0).server.options)["beta"] == 0.9
+
+
+def test_centralized_rounds_see_as_many_minibatches() -> None:
+    from fedcore.experiments import fedopt
+
+    assert fedopt.centralized_rounds({"rounds": 30, "clients_per_round": 5, "local_steps": 3}) == 450
+
+
+def test_tuning_explorer_outlines_the_chosen_cell_and_draws_its_curve() -> None:
+    import matplotlib.pyplot as plt
+
+    from fedcore import explore
+
+    problem, options = blobs(), dict(rounds=4, clients_per_round=3, local_steps=2, batch_size=5, progress=False)
+    build = lambda client_lr, server_lr: algorithms.fedadam(client_lr, server_lr)  # noqa: E731
+    grids = {"FedAdam": tuning.tuning_grid(problem, build, [0.01, 0.1], [0.01, 0.1], fraction=0.5, **options)}
+    curve = lambda method, c, s: simulate(problem, build(c, s), **options)  # noqa: E731
+    assert explore.explore_tuning("FedAdam", 0.1, 0.01, grids, curve) is None
+    left = plt.gcf().axes[0]
+    black = [p for p in left.patches if p.get_edgecolor()[:3] == (0.0, 0.0, 0.0)]
+    assert len(black) == 1 and black[0].get_xy() == (0.5, 0.5)  # column of 0.1, row of 0.01 (second from the top)
+    with pytest.raises(ValueError, match="is not a cell of the grid"):
+        explore.explore_tuning("FedAdam", 0.5, 0.01, grids, curve)
+    with pytest.raises(ValueError, match="method='FedYogi' has no grid"):
+        explore.explore_tuning("FedYogi", 0.1, 0.01, grids, curve)
+    plt.close("all")
