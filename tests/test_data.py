@@ -22,6 +22,7 @@ SCHEMES = [
     ("shards", {"classes_per_client": 10}),
     ("similarity", {"s": 0.5}),
     ("similarity", {"s": 0.0}),
+    ("lda", {"alpha": 0.1}),
 ]
 SCHEME_IDS = [f"{name}-{kw}" for name, kw in SCHEMES]
 
@@ -65,6 +66,18 @@ def test_partition_reproducible_from_seed(scheme, kwargs):
     other = PARTITIONERS[scheme](LABELS, 20, seed=8, **kwargs)
     assert all(torch.equal(a, b) for a, b in zip(first, again, strict=True))
     assert not all(torch.equal(a, b) for a, b in zip(first, other, strict=True))
+
+
+def test_lda_gives_equal_clients_whose_skew_falls_as_alpha_grows():
+    """TFF's CIFAR split: n / N rows per client; alpha = 0.1 gives each client few classes, alpha = 100 about
+    the global mix (mean total-variation distance to it)."""
+    from fedcore.data.partition import lda
+
+    labels = torch.arange(2000) % 10
+    skewed, mixed = lda(labels, 20, alpha=0.1, seed=0), lda(labels, 20, alpha=100.0, seed=0)
+    assert {p.numel() for p in skewed} == {100} == {p.numel() for p in mixed}
+    assert label_tv(skewed, labels).mean() > 0.6 > 0.2 > label_tv(mixed, labels).mean()
+    assert max(len(labels[p].unique()) for p in skewed) <= 5
 
 
 def test_partition_dispatch_equals_direct_call():

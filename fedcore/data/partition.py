@@ -11,6 +11,8 @@ Schemes (and the papers that use them):
 - :func:`dirichlet`: label skew drawn from Dir(alpha) per class (Hsu, Qi & Brown 2019,
   "Measuring the effects of non-identical data distribution"; Reddi et al. 2021 call it
   Latent Dirichlet Allocation over labels; FedLi and PAdaMFed use alpha = 0.5 or 1).
+- :func:`lda`: equal-sized clients whose label mixtures are drawn from Dir(alpha p) (TFF's CIFAR
+  split, Reddi et al. 2021 with alpha = 0.1).
 - :func:`shards`: McMahan et al. 2017's pathological non-IID split, each client holding
   ``classes_per_client`` classes (FAFED's high heterogeneity: 5 of 10 classes).
 - :func:`similarity`: SCAFFOLD's (Karimireddy et al. 2020) ``s`` similarity: a fraction
@@ -200,9 +202,39 @@ def similarity(labels: Tensor, num_clients: int, s: float, seed: int = 0) -> lis
     return _group(owner, num_clients)
 
 
+def lda(labels: Tensor, num_clients: int, alpha: float, seed: int = 0) -> list[Tensor]:
+    """Equal-sized clients with label mixtures drawn from a Dirichlet: the LDA split of TFF's CIFAR tasks,
+    which Reddi et al. (2021) use with ``alpha = 0.1`` (500 clients of 100 images).
+
+    Each client in turn draws its class proportions ``q ~ Dir(alpha p)`` (``p`` the global class
+    shares) and takes its ``n / N`` rows one at a time: a class drawn from ``q`` restricted to the
+    classes with rows left, a row of that class at random.  Sizes differ by at most one; small ``alpha``
+    gives each client few classes, large ``alpha`` the global mix."""
+    y = _labels_array(labels)
+    _check_clients(num_clients, y.size)
+    check_positive("alpha", alpha)
+    rng = _rng(seed)
+    classes, counts = np.unique(y, return_counts=True)
+    pools = [list(rng.permutation(np.flatnonzero(y == c))) for c in classes]
+    left = counts.astype(np.int64)
+    prior = counts / counts.sum()
+    owner = np.empty(y.size, dtype=np.int64)
+    sizes = np.bincount(_deal(y.size, num_clients), minlength=num_clients)
+    for client, size in enumerate(sizes):
+        mixture = rng.dirichlet(alpha * prior)
+        for _ in range(size):
+            weights = mixture * (left > 0)
+            weights = weights / weights.sum() if weights.sum() > 0 else (left > 0) / (left > 0).sum()
+            c = rng.choice(classes.size, p=weights)
+            owner[pools[c].pop()] = client
+            left[c] -= 1
+    return _group(owner, num_clients)
+
+
 PARTITIONERS: dict[str, Callable[..., list[Tensor]]] = {
     "iid": iid,
     "dirichlet": dirichlet,
+    "lda": lda,
     "shards": shards,
     "similarity": similarity,
 }

@@ -19,8 +19,8 @@ Choices the paper leaves to us (each also said where it is used):
   capped by the scale's ``max_local_steps`` (small: 3; Shakespeare's mean role is 1,130 steps of B = 4).
 - **Small scale** (the notebook in 15 minutes on 2 CPU cores): 30 rounds, 5 clients per round, a random
   1,000-sample test set, 100 of Shakespeare's 705 roles; the paper's learning rates.
-- **CIFAR** (paper scale, torchvision files): LDA alpha 0.1 for both; CIFAR-100's Pachinko split and the
-  24x24 crops are not in fedcore.
+- **CIFAR** (paper scale, torchvision files): LDA alpha 0.1 for both (``lda``: 500 equal clients, as
+  TFF's); CIFAR-100's Pachinko split and the 24x24 crops are not in fedcore.
 """
 
 from __future__ import annotations
@@ -134,7 +134,7 @@ def load_task(task: str, scale: str, seed: int = 0, device: str = "cpu") -> Fede
     if task == "shakespeare":
         data = load_shakespeare(settings["shakespeare_roles"], seed=seed, device=device)
     elif task.startswith("cifar"):
-        data = load_torchvision(task, FASHION_CLIENTS, "dirichlet", seed, device=device, alpha=0.1)
+        data = load_torchvision(task, FASHION_CLIENTS, "lda", seed, device=device, alpha=0.1)
     else:
         data = load_fashion_mnist(FASHION_CLIENTS, seed=seed, device=device, **FASHION_PARTITION)
         data = as_autoencoder(data) if task == "emnist_ae" else data
