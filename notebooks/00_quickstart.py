@@ -216,7 +216,7 @@ pd.DataFrame({
 # What to read into this: at `small` scale (an MLP, 150 rounds, 10 of 20 clients per round) all three learn
 # Fashion-MNIST to within a few points of each other, and none is tuned: one $\eta_l$ for all, FedAdam's
 # $\eta$ and $\tau$ picked once. Reddi et al. tune every method's learning rates on a grid before comparing;
-# `01_fedopt` (coming) will do that. The train loss is the mean client loss during local steps, so it is noisy from round
+# `01_fedopt` does that. The train loss is the mean client loss during local steps, so it is noisy from round
 # to round (other clients, other batches). `seconds` is the simulator's wall time for the run, start-up cost
 # excluded (a run read back from the results store shows the time it took when it was computed).
 
@@ -265,10 +265,11 @@ display(explore.disable_unused(explorer, toy.SLIDERS_USED))
 # %% [markdown]
 # ## Where next
 #
+# - `01_fedopt` reproduces what can be reproduced here of Reddi et al.'s comparison of FedAvg, FedAvgM,
+#   FedAdagrad, FedAdam and FedYogi, puts their convergence rate to the test, and maps how easy each is to tune;
 # - `04_fafed` takes the same tools to a faster adaptive federated method (Wu et al., AAAI 2023): why
 #   adaptive steps on the clients can diverge, and the shared preconditioner that fixes it;
-# - coming: `01_fedopt` will reproduce Reddi et al.'s comparison of FedAvg, FedAvgM, FedAdagrad, FedAdam and
-#   FedYogi with tuned learning rates, and `02_padamfed` and `03_fedli` problem-parameter-free methods.
+# - coming: `02_padamfed` and `03_fedli`, problem-parameter-free methods.
 #
 # In your own code: `fedcore.simulate(fedcore.Problem(data, model), fedcore.algorithms.make("fedyogi", client_lr=0.1),
 # rounds=..., clients_per_round=..., local_steps=..., batch_size=...)` returns a `History`, whose `.frame` is a
