@@ -25,7 +25,7 @@ import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.backend_bases import FigureCanvasBase
 from matplotlib.figure import Figure
-from matplotlib.ticker import MaxNLocator
+from matplotlib.ticker import MaxNLocator, NullFormatter
 
 from fedcore.checks import check_bool, check_int, check_number
 
@@ -262,10 +262,12 @@ def fedopt_panels(runs: Mapping[str, History], title: str = "") -> Figure:
 
 
 def grid_heatmap(table: Any, ax: Axes | None = None, label: str = "", log: bool = False,
-                 outline: Any = None, fmt: str = "{:.2g}", origin: str = "lower") -> Axes:
+                 outline: Any = None, fmt: str = "{:.2g}", origin: str = "lower",
+                 limits: tuple[float, float] | None = None) -> Axes:
     """A table (rows x columns of a grid of runs) as a heat map with every cell printed (``fmt``), a colour
-    bar named ``label`` (log scale with ``log``), and the cells where the boolean table ``outline`` is True
-    outlined in red.  NaN cells (diverged runs) are blank and print ``nan``."""
+    bar named ``label`` (log scale with ``log``; the colour range ``limits``, default the table's own), and
+    the cells where the boolean table ``outline`` is True outlined in red.  NaN cells (diverged runs) are
+    blank and print ``nan``; numeric axis labels have two significant digits."""
     import pandas as pd
     from matplotlib.colors import LogNorm
     from matplotlib.patches import Rectangle
@@ -277,12 +279,15 @@ def grid_heatmap(table: Any, ax: Axes | None = None, label: str = "", log: bool 
     values = table.to_numpy(dtype=float)
     finite = values[np.isfinite(values)]
     low, high = (finite.min(), finite.max()) if finite.size else (0.0, 1.0)
+    if limits is not None:
+        low, high = (check_number("limits[0]", limits[0]), check_number("limits[1]", limits[1]))
     norm = None
     if log:
         low = max(finite[finite > 0].min() if (finite > 0).any() else 1e-3, 1e-3)
         norm, values = LogNorm(low, max(high, low * 10)), np.where(np.isfinite(values), np.clip(values, low, None),
                                                                   values)
-    image = ax.imshow(values, cmap="viridis", norm=norm, aspect="auto", origin=origin)
+    image = ax.imshow(values, cmap="viridis", norm=norm, aspect="auto", origin=origin,
+                      **({} if log else {"vmin": low, "vmax": high}))
     middle = np.sqrt(low * max(high, low)) if log else (low + high) / 2
     marked = np.zeros(values.shape, bool) if outline is None else np.asarray(outline, bool)
     for (row, column), value in np.ndenumerate(table.to_numpy(dtype=float)):
@@ -290,8 +295,8 @@ def grid_heatmap(table: Any, ax: Axes | None = None, label: str = "", log: bool 
                 color="white" if not value >= middle else "black")
         if marked[row, column]:
             ax.add_patch(Rectangle((column - 0.5, row - 0.5), 1, 1, fill=False, edgecolor="red", linewidth=1.5))
-    ax.set_xticks(range(len(table.columns)), [f"{c:g}" if isinstance(c, float) else str(c) for c in table.columns])
-    ax.set_yticks(range(len(table.index)), [f"{r:g}" if isinstance(r, float) else str(r) for r in table.index])
+    ax.set_xticks(range(len(table.columns)), [f"{c:.2g}" if isinstance(c, float) else str(c) for c in table.columns])
+    ax.set_yticks(range(len(table.index)), [f"{r:.2g}" if isinstance(r, float) else str(r) for r in table.index])
     ax.set_xlabel(str(table.columns.name or ""))
     ax.set_ylabel(str(table.index.name or ""))
     ax.figure.colorbar(image, ax=ax, label=label)
@@ -309,14 +314,16 @@ def distance_map(table: Any, ax: Axes | None = None, start: float = 10.0) -> Axe
     return ax
 
 
-def tuning_heatmap(grid: Any, ax: Axes | None = None, within: float = 0.02, title: str = "") -> Axes:
+def tuning_heatmap(grid: Any, ax: Axes | None = None, within: float = 0.02, title: str = "",
+                   limits: tuple[float, float] | None = None) -> Axes:
     """A learning-rate grid (rows: server learning rates, largest on top; columns: client learning rates, as
     :func:`fedcore.experiments.fedopt_tuning.tuning_grid` returns) with the cells within ``within`` of the
-    best outlined: Reddi et al.'s Figures 2 and 6."""
+    best outlined: Reddi et al.'s Figures 2 and 6.  ``limits``: one colour range for several grids."""
     check_number("within", within)
     values = grid.to_numpy(dtype=float)
     near = values >= np.nanmax(values) - within if np.isfinite(values).any() else np.zeros(values.shape, bool)
-    ax = grid_heatmap(grid, ax, "accuracy (mean of the last rounds)", outline=near, fmt="{:.3f}", origin="upper")
+    ax = grid_heatmap(grid, ax, "accuracy (mean of the last rounds)", outline=near, fmt="{:.3f}", origin="upper",
+                      limits=limits)
     ax.set_xlabel("client learning rate")
     ax.set_ylabel("server learning rate")
     ax.set_title(title, fontsize="medium")
@@ -354,6 +361,8 @@ def scaling_panels(tables: Mapping[str, Any], column: str = "mean squared gradie
         slope = float(np.polyfit(np.log(x), np.log(y), 1)[0])
         ax.loglog(x, y, "o-", label="measured")
         ax.loglog(x, y[0] * (x / x[0]) ** predicted, "--", color="grey", label=f"slope {predicted:g}")
+        ax.set_xticks(x, [f"{value:g}" for value in x])  # the measured points, no crowded minor labels
+        ax.xaxis.set_minor_formatter(NullFormatter())
         ax.set_xlabel(name)
         ax.set_title(f"fitted slope {slope:.2f}", fontsize="medium")
         ax.grid(alpha=0.3, which="both")

@@ -313,8 +313,9 @@ builders = experiment.grid_builders(TAU)
 grids = {method: tuning.tuning_grid(live, build, client_lrs, server_lrs, **grid_options)
          for method, build in builders.items()}
 figure, axes = plt.subplots(1, len(grids), figsize=(4.2 * len(grids), 3.8), layout="constrained")
+limits = (min(grid.min().min() for grid in grids.values()), max(grid.max().max() for grid in grids.values()))
 for ax, (method, grid) in zip(axes, grids.items()):
-    plots.tuning_heatmap(grid, ax, title=method)
+    plots.tuning_heatmap(grid, ax, title=method, limits=limits)
 plots.savefig(figure, "01_tuning_heatmaps.png", FIGURES)
 
 # %% [markdown]
