@@ -23,6 +23,7 @@ SCHEMES = [
     ("similarity", {"s": 0.5}),
     ("similarity", {"s": 0.0}),
     ("lda", {"alpha": 0.1}),
+    ("pachinko", {"coarse": [0, 0, 1, 1, 2, 2, 3, 3, 4, 4]}),
 ]
 SCHEME_IDS = [f"{name}-{kw}" for name, kw in SCHEMES]
 
@@ -78,6 +79,43 @@ def test_lda_gives_equal_clients_whose_skew_falls_as_alpha_grows():
     assert {p.numel() for p in skewed} == {100} == {p.numel() for p in mixed}
     assert label_tv(skewed, labels).mean() > 0.6 > 0.2 > label_tv(mixed, labels).mean()
     assert max(len(labels[p].unique()) for p in skewed) <= 5
+
+
+def test_pachinko_concentrates_coarse_labels_and_spreads_fine_ones():
+    """TFF's CIFAR-100 split: equal clients; alpha = 0.1 puts each client on few coarse labels, alpha = 100 on
+    all; beta = 10 spreads a client's rows of a coarse label over its fine labels."""
+    from fedcore.data.partition import pachinko
+
+    labels, coarse = torch.arange(4000) % 20, [c // 4 for c in range(20)]  # 5 coarse labels of 4 fine ones
+    groups = torch.tensor(coarse)
+
+    def coarse_labels_held(parts):  # per client: coarse labels holding at least 10% of its rows
+        return torch.tensor([float((torch.bincount(groups[labels[p]], minlength=5) >= 0.1 * p.numel()).sum())
+                             for p in parts])
+
+    focused, spread = pachinko(labels, 40, coarse, alpha=0.1, seed=0), pachinko(labels, 40, coarse, alpha=100.0)
+    assert {p.numel() for p in focused} == {100}
+    assert coarse_labels_held(focused).mean() < 2 < 4.5 < coarse_labels_held(spread).mean()
+    fine_shares = [torch.bincount(labels[p], minlength=20).float() for p in focused]
+    main = [share.view(5, 4)[share.view(5, 4).sum(1).argmax()] for share in fine_shares]
+    assert sum(int((row > 0).sum()) for row in main) / len(main) > 3  # the main coarse label: most fine ones
+    with pytest.raises(ValueError, match="coarse must give a coarse label"):
+        pachinko(labels, 40, coarse[:5])
+
+
+def test_cifar100_coarse_reads_the_pairs_from_the_training_file(tmp_path):
+    import pickle
+
+    from fedcore.data.sources import cifar100_coarse
+
+    folder = tmp_path / "cifar-100-python"
+    folder.mkdir()
+    fine = list(range(100)) * 2
+    with open(folder / "train", "wb") as handle:
+        pickle.dump({"fine_labels": fine, "coarse_labels": [f % 20 for f in fine]}, handle)
+    assert cifar100_coarse(tmp_path) == [f % 20 for f in range(100)]
+    with pytest.raises(FileNotFoundError, match="cifar-100-python/train not found"):
+        cifar100_coarse(tmp_path / "cifar-100-python")
 
 
 def test_partition_dispatch_equals_direct_call():

@@ -270,8 +270,8 @@ def test_one_smoke_round_of_each_reachable_task(task):
 @pytest.mark.parametrize("task, classes", [("cifar10", 10), ("cifar100", 100)])
 def test_cifar_code_path_on_generated_tensors_of_the_same_shape(task, classes, monkeypatch):
     """CIFAR runs at paper scale where torchvision has the files; here the loader is replaced by images of
-    CIFAR's shape and label range (uint8 [n, 32, 32, 3], through the same from_arrays), and one round of
-    the paper's ResNet-18 with GroupNorm runs on them."""
+    CIFAR's shape and label range (uint8 [n, 32, 32, 3], through the same from_arrays and the paper's splits:
+    LDA, Pachinko with generated superclasses), and one round of the paper's ResNet-18 with GroupNorm runs."""
     from fedcore.data.sources import NORMALIZATION, from_arrays
 
     def generated(name, num_clients, partition, seed, device="cpu", **kwargs):
@@ -282,6 +282,7 @@ def test_cifar_code_path_on_generated_tensors_of_the_same_shape(task, classes, m
                            *NORMALIZATION[name], device=device, **kwargs)
 
     monkeypatch.setattr(experiment, "load_torchvision", generated)
+    monkeypatch.setattr(experiment, "cifar100_coarse", lambda: [c // 5 for c in range(100)])
     data = experiment.load_task(task, "paper")
     assert data.inputs.shape[1:] == (3, 32, 32) and data.num_classes == classes and data.num_clients == 500
     options = {**experiment.options(task, data, "paper"), "rounds": 1, "clients_per_round": 2, "local_steps": 1,

@@ -13,6 +13,8 @@ Schemes (and the papers that use them):
   Latent Dirichlet Allocation over labels; FedLi and PAdaMFed use alpha = 0.5 or 1).
 - :func:`lda`: equal-sized clients whose label mixtures are drawn from Dir(alpha p) (TFF's CIFAR
   split, Reddi et al. 2021 with alpha = 0.1).
+- :func:`pachinko`: equal-sized clients by two-level Pachinko allocation over coarse and fine labels
+  (TFF's CIFAR-100 split, Reddi et al. 2021 with alpha = 0.1, beta = 10).
 - :func:`shards`: McMahan et al. 2017's pathological non-IID split, each client holding
   ``classes_per_client`` classes (FAFED's high heterogeneity: 5 of 10 classes).
 - :func:`similarity`: SCAFFOLD's (Karimireddy et al. 2020) ``s`` similarity: a fraction
@@ -24,7 +26,7 @@ Schemes (and the papers that use them):
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import torch
@@ -223,18 +225,57 @@ def lda(labels: Tensor, num_clients: int, alpha: float, seed: int = 0) -> list[T
     for client, size in enumerate(sizes):
         mixture = rng.dirichlet(alpha * prior)
         for _ in range(size):
-            weights = mixture * (left > 0)
-            weights = weights / weights.sum() if weights.sum() > 0 else (left > 0) / (left > 0).sum()
-            c = rng.choice(classes.size, p=weights)
+            c = rng.choice(classes.size, p=_renormalized(mixture, left > 0))
             owner[pools[c].pop()] = client
             left[c] -= 1
     return _group(owner, num_clients)
+
+
+def pachinko(labels: Tensor, num_clients: int, coarse: Sequence[int], alpha: float = 0.1, beta: float = 10.0,
+             seed: int = 0) -> list[Tensor]:
+    """Equal-sized clients drawn by two-level Pachinko allocation (Li & McCallum 2006), TFF's CIFAR-100 split
+    in Reddi et al. (2021): ``alpha = 0.1`` over coarse labels, ``beta = 10`` over the fine labels of each.
+
+    ``coarse[c]`` is the coarse label of fine class ``c`` (CIFAR-100: its 20 superclasses).  Each client
+    draws coarse proportions ``~ Dir(alpha)`` and, per coarse label, fine proportions ``~ Dir(beta)``, then
+    takes its ``n / N`` rows one at a time: a coarse label, then one of its fine labels, among those with rows
+    left (proportions renormalized as labels run out), and a row of that fine label at random."""
+    y = _labels_array(labels)
+    _check_clients(num_clients, y.size)
+    check_positive("alpha", alpha)
+    check_positive("beta", beta)
+    coarse_of = np.asarray(coarse, dtype=np.int64)
+    if coarse_of.ndim != 1 or coarse_of.size <= int(y.max()) or coarse_of.min() < 0:
+        raise ValueError(f"coarse must give a coarse label >= 0 to each of the {int(y.max()) + 1} fine classes, "
+                         f"got {coarse_of.size} entries")
+    rng = _rng(seed)
+    groups = [np.flatnonzero(coarse_of == g) for g in np.unique(coarse_of)]
+    pools = [list(rng.permutation(np.flatnonzero(y == c))) for c in range(coarse_of.size)]
+    left = np.array([len(pool) for pool in pools], dtype=np.int64)
+    owner = np.empty(y.size, dtype=np.int64)
+    for client, size in enumerate(np.bincount(_deal(y.size, num_clients), minlength=num_clients)):
+        coarse_mix = rng.dirichlet(np.full(len(groups), alpha))
+        fine_mix = [rng.dirichlet(np.full(group.size, beta)) for group in groups]
+        for _ in range(size):
+            available = np.array([left[group].sum() > 0 for group in groups])
+            g = rng.choice(len(groups), p=_renormalized(coarse_mix, available))
+            f = groups[g][rng.choice(groups[g].size, p=_renormalized(fine_mix[g], left[groups[g]] > 0))]
+            owner[pools[f].pop()] = client
+            left[f] -= 1
+    return _group(owner, num_clients)
+
+
+def _renormalized(weights: np.ndarray, allowed: np.ndarray) -> np.ndarray:
+    """``weights`` restricted to ``allowed`` and summing to 1 (uniform over ``allowed`` if they are all 0)."""
+    kept = weights * allowed
+    return kept / kept.sum() if kept.sum() > 0 else allowed / allowed.sum()
 
 
 PARTITIONERS: dict[str, Callable[..., list[Tensor]]] = {
     "iid": iid,
     "dirichlet": dirichlet,
     "lda": lda,
+    "pachinko": pachinko,
     "shards": shards,
     "similarity": similarity,
 }

@@ -316,6 +316,23 @@ def load_torchvision(
     )
 
 
+def cifar100_coarse(root: str | Path | None = None) -> list[int]:
+    """The coarse label (one of 20 superclasses) of each of CIFAR-100's 100 fine classes, read from the
+    training file of torchvision's layout (``<root>/cifar-100-python/train``, ``coarse_labels`` beside
+    ``fine_labels``); the :func:`~fedcore.data.partition.pachinko` split needs it."""
+    import pickle
+
+    named = named_folder(root)
+    path = (named[0] if named else DATA_DIR / "raw") / "cifar-100-python" / "train"
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} not found: load CIFAR-100 once with load_torchvision('cifar100', "
+                                "download=True) (needs internet), or pass root=<folder in torchvision's layout>")
+    with open(path, "rb") as handle:
+        batch = pickle.load(handle, encoding="latin1")  # noqa: S301 -- the CIFAR file format is a pickle
+    pairs = dict(zip(batch["fine_labels"], batch["coarse_labels"]))
+    return [int(pairs[fine]) for fine in range(100)]
+
+
 LOADERS: dict[str, Callable[..., FederatedData]] = {
     "fashion_mnist": load_fashion_mnist,
     **{
