@@ -169,4 +169,5 @@ def explore_tuning(method: str, client_lr: float, server_lr: float, grids: Mappi
                          f"(client: {list(grid.columns)}, server: {list(grid.index)})")
     if not callable(curve):
         raise TypeError(f"curve={curve!r} must be a function (method, client_lr, server_lr) -> History")
-    plots.tuning_panels(grid, curve(method, client_lr, server_lr), client_lr, server_lr, method)
+    limits = (min(float(g.min().min()) for g in grids.values()), max(float(g.max().max()) for g in grids.values()))
+    plots.tuning_panels(grid, curve(method, client_lr, server_lr), client_lr, server_lr, method, limits)

@@ -330,14 +330,15 @@ def tuning_heatmap(grid: Any, ax: Axes | None = None, within: float = 0.02, titl
     return ax
 
 
-def tuning_panels(grid: Any, history: History, client_lr: float, server_lr: float, method: str) -> Figure:
-    """The tuning explorer's figure: the grid (:func:`tuning_heatmap`) with the cell ``(client_lr,
-    server_lr)`` outlined in black, and that run's test accuracy against rounds."""
+def tuning_panels(grid: Any, history: History, client_lr: float, server_lr: float, method: str,
+                  limits: tuple[float, float] | None = None) -> Figure:
+    """The tuning explorer's figure: the grid (:func:`tuning_heatmap`, colour range ``limits``) with the cell
+    ``(client_lr, server_lr)`` outlined in black, and that run's test accuracy against rounds."""
     from matplotlib.patches import Rectangle
 
     _check_type("history", history, "History")
     figure, (left, right) = plt.subplots(1, 2, figsize=(11, 4), layout="constrained")
-    tuning_heatmap(grid, left, title=f"{method}: mean accuracy of the last rounds")
+    tuning_heatmap(grid, left, title=f"{method}: mean accuracy of the last rounds", limits=limits)
     row, column = list(grid.index).index(server_lr), list(grid.columns).index(client_lr)
     left.add_patch(Rectangle((column - 0.5, row - 0.5), 1, 1, fill=False, edgecolor="black", linewidth=2.5))
     history.plot("test_accuracy", ax=right, label=f"client lr {client_lr:.3g}, server lr {server_lr:.3g}")

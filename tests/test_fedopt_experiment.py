@@ -142,7 +142,7 @@ def test_last_rounds_average_on_a_hand_made_history():
     assert experiment.last_rounds_average(history, "test_accuracy", 21) == pytest.approx(0.6)
     assert experiment.last_rounds_average(history, "test_accuracy", 100) == pytest.approx(0.5)  # all but round 0
     assert math.isnan(experiment.last_rounds_average(_history({0: 0.1, 50: 0.2}, diverged=51)))
-    assert experiment.window("paper") == 100 and experiment.window("small") == 0.1
+    assert experiment.window("paper") == 100 and experiment.window("small") == experiment.SHORT_WINDOW == 1 / 3
     with pytest.raises(ValueError, match="metric='accuracy'"):
         experiment.last_rounds_average(history, "accuracy")
 
@@ -290,3 +290,15 @@ def test_cifar_code_path_on_generated_tensors_of_the_same_shape(task, classes, m
     history = simulate(experiment.problem(task, data), experiment.make_builders(task)["FedAdam"](), **options)
     assert not history.diverged and 0 <= history.final("test_accuracy") <= 1
 
+
+
+def test_tasks_where_every_method_ties_are_left_out_of_the_table1_claims():
+    """A task on which every method scores the same (all at a trivial baseline) says nothing about their order."""
+    methods = list(experiment.METHODS)
+    tied = pd.DataFrame([[18.3] * 5, [60.0, 65.0, 66.0, 61.0, 62.0]], index=["shakespeare", "emnist_cr"],
+                        columns=methods)
+    claims = experiment.claims_table(experiment.Evidence(table1=tied))
+    assert "shakespeare" not in claims.loc[0, "ours"] and claims.loc[0, "verdict"] == HOLDS
+    assert claims.loc[1, "verdict"] == HOLDS  # FedYogi is the best on the one informative task
+    everything_tied = experiment.claims_table(experiment.Evidence(table1=tied.iloc[:1]))
+    assert list(everything_tied["verdict"][:2]) == [UNTESTABLE, UNTESTABLE]

@@ -59,6 +59,10 @@ def test_cells_near_best_and_summary_on_a_hand_made_grid() -> None:
     summary = tuning.tuning_summary({"FedAdam": grid})
     assert summary.loc["FedAdam", "best client lr"] == 0.01 and summary.loc["FedAdam", "best server lr"] == 1.0
     assert summary.loc["FedAdam", "cells within 0.02 of best"] == 3 and summary.loc["FedAdam", "cells"] == 6
+    assert summary.loc["FedAdam", "best on the grid's edge"]  # server 1.0 is the top row
+    inner = pd.DataFrame(np.full((3, 3), 0.5), index=[1.0, 0.1, 0.01], columns=[0.01, 0.1, 1.0])
+    inner.iloc[1, 1] = 0.9
+    assert not tuning.tuning_summary({"FedAvg": inner}).loc["FedAvg", "best on the grid's edge"]
     ax = plots.tuning_heatmap(grid, within=0.02)
     assert len(ax.patches) == 3 and len(ax.texts) == 6
 

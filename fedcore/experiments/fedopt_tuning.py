@@ -72,7 +72,7 @@ def last_rounds_average(history: History, metric: str = "test_accuracy", fractio
 
 def tuning_grid(
     problem: Problem, build: Callable[[float, float], Any], client_lrs: Sequence[float], server_lrs: Sequence[float],
-    fraction: float = 0.1, **options: Any,
+    fraction: float = 1 / 3, **options: Any,
 ) -> pd.DataFrame:
     """:data:`METRIC` of ``build(client_lr, server_lr)`` at every grid point: a table with the server learning
     rates as rows (largest on top, as the paper draws them) and the client learning rates as columns.
@@ -115,6 +115,8 @@ def tuning_summary(grids: dict[str, pd.DataFrame], within: float = NEAR_BEST) ->
     rows = {}
     for method, grid in grids.items():
         client_lr, server_lr, value = best_cell(grid)
+        edge = client_lr in (grid.columns[0], grid.columns[-1]) or server_lr in (grid.index[0], grid.index[-1])
         rows[method] = {"best accuracy": value, "best client lr": client_lr, "best server lr": server_lr,
+                        "best on the grid's edge": edge,
                         f"cells within {within:g} of best": cells_near_best(grid, within), "cells": grid.size}
     return pd.DataFrame(rows).T
