@@ -9,15 +9,15 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from fedcore.checks import check_path
+
 __all__ = ["atomic_path", "writable_file"]
 
 
 def writable_file(name: str, path: object) -> Path:
     """``path`` as a ``Path`` after checking, before any work is done, that a file can be written there:
     a path (not a folder) whose folder exists or can be created, and lets us create a file."""
-    if not isinstance(path, (str, os.PathLike)) or str(path) == "":
-        raise TypeError(f"{name}={path!r} must be a file path (str or pathlib.Path), got {type(path).__name__}")
-    path = Path(path).expanduser()
+    path = check_path(name, path).expanduser()
     if path.is_dir():
         raise ValueError(f"{name}={str(path)!r} is a folder; give a file path in it, e.g. {str(path / 'run.pt')!r}")
     try:

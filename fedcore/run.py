@@ -136,7 +136,8 @@ def simulate(
     if data.test_targets.shape[0] == 0:
         warnings.warn(f"{data.name} has no test samples (test_fraction=0?): test metrics are NaN, not measured",
                       UserWarning, stacklevel=2)
-    start = problem.x0() if x0 is None else x0
+    start = problem.x0()
+    start = start if x0 is None else x0.to(data.device, start.dtype)
     check_fits(algorithm, start, data.num_clients, clients_per_round, local_steps, batch_size,
                data.inputs[:1].nbytes + data.targets[:1].nbytes, data.device)
     oracle = GradientOracle(problem.model, backend, data.device)
@@ -145,7 +146,7 @@ def simulate(
         "seed": seed, "weighting": weighting, "eval_every": eval_every, "backend": oracle.backend,
         "diverge_above": diverge_above,
     }
-    run = _Run(problem, algorithm, oracle, config, seed, x0, callback, trace)
+    run = _Run(problem, algorithm, oracle, config, seed, start, callback, trace)
     if store is not None and not isinstance(store, Store):
         store = Store(store)
     if checkpoint is not None or store is not None:
@@ -254,7 +255,7 @@ class _Run:
     """The mutable state of one simulation: model state, random streams, rows so far."""
 
     def __init__(self, problem: Problem, algorithm: Algorithm, oracle: GradientOracle, config: dict,
-                 seed: int, x0: Tensor | None, callback: Callable[[int, State], None] | None,
+                 seed: int, start: Tensor, callback: Callable[[int, State], None] | None,
                  trace: bool = False) -> None:
         self.problem, self.algorithm, self.oracle, self.config = problem, algorithm, oracle, config
         self.callback = callback
@@ -263,10 +264,7 @@ class _Run:
         self.sampler = torch.Generator().manual_seed(seed)
         self.batch_generator = torch.Generator(device=data.device).manual_seed(seed + 1)
         self.dropout_rng = torch.Generator().manual_seed(seed + 2).get_state()
-        start = problem.x0()
-        if x0 is not None:
-            start = x0.to(data.device, start.dtype)
-        self.start = start
+        self.start = start  # the model's initial parameters, or the caller's x0
         self.identity: dict = {}
         self.state = algorithm.init(start, data.num_clients)
         self.rows: list[dict[str, float]] = []

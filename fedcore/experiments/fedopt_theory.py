@@ -44,7 +44,11 @@ class QuadraticTask:
 
     problem: Problem
     smoothness: float
-    gradient_bound: float
+
+    @property
+    def gradient_bound(self) -> float:
+        """``G``: the largest coordinate of ``|grad f(x_0)|`` at the model's start."""
+        return float(self.gradient(self.problem.x0()).abs().max())
 
     def gradient(self, x: Tensor) -> Tensor:
         """``grad f(x) = A^T (A x - y) / n``, the full gradient of the federation's objective."""
@@ -61,9 +65,7 @@ def quadratic_task(num_clients: int = 50, dim: int = 10, samples_per_client: int
                                seed=seed)
     problem = Problem(data, models.make("linear_regression", (dim,), None, seed=seed).double())
     smoothness = float(torch.linalg.eigvalsh(data.inputs.T @ data.inputs / data.inputs.shape[0]).max())
-    task = QuadraticTask(problem, smoothness, 0.0)
-    bound = float(task.gradient(problem.x0()).abs().max())
-    return QuadraticTask(problem, smoothness, bound)
+    return QuadraticTask(problem, smoothness)
 
 
 def corollary_learning_rates(local_steps: int, clients_per_round: int, rounds: int, smoothness: float,
