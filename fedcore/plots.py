@@ -372,11 +372,14 @@ def scaling_panels(tables: Mapping[str, Any], column: str = "mean squared gradie
     return figure
 
 
-def robustness(table: Any, ax: Axes | None = None, within: float = 0.03, title: str = "", legend: bool = True) -> Axes:
-    """Score against a learning-rate multiplier (log axis), one line per method (``table``: rows the
-    multipliers, columns the methods, as ``fedcore.experiments.padamfed.robustness`` returns); each method's
-    multipliers within ``within`` of its best are drawn filled, the others hollow; where a run diverged the line
-    stops.  ``legend=False`` leaves the legend to the caller (one per figure)."""
+def robustness(table: Any, ax: Axes | None = None, within: float = 0.03, title: str = "", legend: bool = True,
+               xlabel: str = "learning-rate multiplier",
+               ylabel: str = "test accuracy (last fifth of the rounds)") -> Axes:
+    """Score against a learning rate or its multiplier (log axis), one line per method (``table``: rows the
+    rates, columns the methods, as ``fedcore.experiments.padamfed.robustness`` or
+    ``fedcore.experiments.fedli.client_rate_sweep`` return); each method's rates within ``within`` of its best
+    are drawn filled, the others hollow; where a run diverged the line stops.  ``legend=False`` leaves the legend
+    to the caller (one per figure)."""
     check_number("within", within)
     _check_type("ax", ax, Axes, optional=True)
     if ax is None:
@@ -390,8 +393,8 @@ def robustness(table: Any, ax: Axes | None = None, within: float = 0.03, title: 
         ax.plot(x[good], y[good], MARKERS[index % 6], color=color)
         ax.plot(x[~good], y[~good], MARKERS[index % 6], color=color, markerfacecolor="none")
     ax.set_xscale("log")
-    ax.set_xlabel("learning-rate multiplier")
-    ax.set_ylabel("test accuracy (last fifth of the rounds)")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
     ax.set_title(title, fontsize="medium")
     ax.grid(alpha=0.3, which="both")
     if legend:

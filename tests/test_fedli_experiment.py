@@ -12,6 +12,7 @@ from conftest import cifar_like_loader
 from fedcore import algorithms
 from fedcore.experiments import fedli as experiment
 from fedcore.experiments import fedli_paper
+from fedcore.experiments.claims import DOES_NOT_HOLD, HOLDS, NOT_TESTABLE, PARTLY
 from fedcore.problem import History
 from fedcore.run import simulate
 
@@ -120,21 +121,57 @@ def test_one_smoke_round_of_every_method_on_both_tasks(femnist) -> None:
 
 def test_claims_on_the_quadratics_and_hand_made_tables() -> None:
     from fedcore.experiments import fedli_theory as theory
-    from fedcore.experiments.claims import HOLDS, PARTLY
 
     data = theory.shared_clients()
     gaps = theory.suboptimality(data, algorithms.fedli_ls(eta_max=10.0), local_steps=5, rounds=6)
     evidence = experiment.Evidence(gaps, theory.linear_rate_bound(data, 5, eta_max=10.0),
                                    theory.two_client_run(rounds=6), theory.remark2_step())
     table = experiment.claims_table(evidence)
-    assert list(table["verdict"]) == [PARTLY, PARTLY, HOLDS]
+    assert list(table["verdict"]) == [PARTLY, PARTLY, HOLDS, NOT_TESTABLE]
     assert "rises in 6 of 6 rounds" in table.loc[0, "ours"]
     accuracy = pd.DataFrame([[80.0, 79.0, 78.0, 77.0, 76.0, 75.0, 74.0], [40.0, 41.0, 48.0, 42.0, 45.0, 35.0, 41.0]],
                             index=["femnist", "shakespeare"], columns=list(fedli_paper.METHODS))
     both = experiment.claims_table(experiment.Evidence(gaps, 0.5, theory.two_client_run(rounds=2),
                                                        theory.remark2_step(), accuracy, accuracy))
-    assert len(both) == 6 and list(both["verdict"][3:]) == [PARTLY, PARTLY, PARTLY]
-    assert both.loc[3, "the paper's own tables"].endswith("(partly)")
+    assert len(both) == 7 and list(both["verdict"][4:]) == [PARTLY, PARTLY, PARTLY]
+    assert both.loc[4, "the paper's own tables"].endswith("(partly)")
+
+
+def test_client_rate_sweep_runs_each_rate_as_table_1_does(femnist, monkeypatch) -> None:
+    data, problem = femnist
+    monkeypatch.setattr(experiment, "SWEEP_LRS", [0.01, 1.0])
+    chosen = {"FedAvg": {"client_lr": 0.1}, "FedProx": {"client_lr": 0.1, "mu": 0.01}, "SCAFFOLD": {"client_lr": 0.1},
+              "FedAdam": {"client_lr": 0.1, "server_lr": 0.01}, "FedExP": {"client_lr": 0.1, "eps": 0.01}}
+    table = experiment.client_rate_sweep(problem, data, chosen, "smoke")
+    assert list(table.columns) == ["FedLi-LU", "FedAvg", "FedExP", "FedLi-LS"] and list(table.index) == [0.01, 1.0]
+    run = experiment.options(data, "smoke")
+    for method, build in {"FedLi-LU": lambda: algorithms.fedli_lu(1.0), "FedAvg": lambda: algorithms.fedavg(1.0),
+                          "FedExP": lambda: algorithms.fedexp(1.0, 0.01)}.items():
+        assert table.loc[1.0, method] == pytest.approx(experiment.final_accuracy(simulate(problem, build(), **run)))
+    assert table["FedLi-LS"].nunique() == 1  # no rate: one run, a flat column
+    assert table.loc[0.01, "FedLi-LU"] != table.loc[1.0, "FedLi-LU"]  # its clients' rate matters
+    summary = experiment.rate_summary(table)
+    assert list(summary.index) == ["FedLi-LU", "FedAvg", "FedExP"]  # the flat column has no best rate
+
+
+def test_rate_summary_and_the_tuning_claim_by_hand() -> None:
+    from fedcore.experiments import fedli_theory as theory
+
+    rates = [0.001, 0.01, 0.1, 1.0]
+    table = pd.DataFrame({"FedLi-LU": [10.0, 70.0, 78.0, 11.0], "FedAvg": [40.0, 76.0, 79.0, 77.0],
+                          "FedExP": [60.0, 77.0, 78.0, math.nan], "FedLi-LS": 75.0}, index=rates)
+    summary = experiment.rate_summary(table)
+    assert summary.loc["FedLi-LU", "best accuracy"] == 78.0 and summary.loc["FedLi-LU", "at rate"] == 0.1
+    assert summary.loc["FedAvg", "decades within 3 points of best"] == pytest.approx(2.0)  # 0.01 .. 1
+    assert summary.loc["FedLi-LU", "decades within 3 points of best"] == 0.0
+    data = theory.shared_clients()
+    gaps = theory.suboptimality(data, algorithms.fedli_ls(eta_max=10.0), local_steps=5, rounds=3)
+    base = (gaps, 0.5, theory.two_client_run(rounds=2), theory.remark2_step())
+    claim = experiment.claims_table(experiment.Evidence(*base, rate_sweep=table)).iloc[3]
+    assert claim["verdict"] == DOES_NOT_HOLD  # 0.0 decades against 2.0 and 1.0
+    assert claim["ours"].endswith("FedLi-LU 0.0, FedAvg 2.0, FedExP 1.0")
+    table["FedLi-LU"] = [10.0, 76.0, 78.0, 11.0]  # now 0.01 .. 0.1: one decade, as FedExP's
+    assert experiment.claims_table(experiment.Evidence(*base, rate_sweep=table)).iloc[3]["verdict"] == PARTLY
 
 
 @pytest.mark.parametrize("task, classes", [("cifar10", 10), ("cifar100", 100)])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pandas as pd
+import pytest
 
 from fedcore.experiments import fedli_paper as paper
 from fedcore.experiments.claims import DOES_NOT_HOLD, HOLDS, PARTLY
@@ -49,3 +50,27 @@ def test_beside_pairs_each_method_with_the_papers_number() -> None:
     assert list(both.index) == ["femnist (stand-in)"]
     assert both.loc["femnist (stand-in)", ("FedAvg", "paper")] == 84.67
     assert both.loc["femnist (stand-in)", ("FedAvg", "fedcore")] == 74.67
+
+
+def test_reading_the_tables_side_by_side() -> None:
+    """The paper's FEMNIST row by hand: FedLi-LU first (84.79), FedLi-LS 4th (80.66, below FedAvg's 84.67 and FedExP's
+    82.51), FedLi-LU 84.79 - 84.67 = +0.12 over FedAvg, its loss 0.8649 second highest."""
+    ours = paper.TABLE1.loc[["femnist"]].copy()
+    ours.loc["femnist"] = [70.0, 75.0, 78.7, 78.5, 78.45, 79.95, 79.3]  # a reversed order, by construction
+    table = paper.reading(ours, paper.TABLE2.loc[["femnist"]])
+    assert list(table.columns) == [("femnist", "paper"), ("femnist", "fedcore")]
+    mine = table[("femnist", "paper")]
+    assert mine["best accuracy"] == "FedLi-LU (84.79)" and mine["FedLi-LU accuracy rank"] == "1 of 7"
+    assert mine["FedLi-LS accuracy rank"] == "4 of 7" and mine["FedLi-LU - FedAvg (points)"] == "+0.12"
+    assert mine["FedLi-LU training-loss rank"] == "6 of 7" and mine["order agrees with the paper's (Spearman)"] == ""
+    theirs = table[("femnist", "fedcore")]
+    assert theirs["best accuracy"] == "SCAFFOLD (79.95)" and theirs["FedLi-LU accuracy rank"] == "7 of 7"
+    assert theirs["FedLi-LS - FedAvg (points)"] == "-3.50"
+    paper_ranks = [1, 4, 5, 2, 6, 7, 3]  # the paper's FEMNIST order, and ours below
+    our_ranks = [7, 6, 3, 4, 5, 1, 2]
+    d2 = sum((a - b) ** 2 for a, b in zip(paper_ranks, our_ranks))
+    assert float(theirs["order agrees with the paper's (Spearman)"]) == pytest.approx(1 - 6 * d2 / (7 * 48), abs=5e-3)
+    tied = ours.copy()
+    tied.loc["femnist"] = [18.2, 18.2, 21.35, 18.2, 18.2, 18.2, 18.2]
+    assert paper.reading(tied, paper.TABLE2.loc[["femnist"]]).loc["FedLi-LU accuracy rank", ("femnist", "fedcore")] \
+        == "2 of 7 (tied with 5)"

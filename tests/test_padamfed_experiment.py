@@ -18,6 +18,7 @@ from fedcore import algorithms, explore, plots  # noqa: E402
 from fedcore.experiments import padamfed as experiment  # noqa: E402
 from fedcore.experiments import padamfed_theory as theory  # noqa: E402
 from fedcore.experiments.claims import DOES_NOT_HOLD, HOLDS, NOT_TESTABLE, PARTLY  # noqa: E402
+from fedcore.experiments.search import good_range  # noqa: E402
 from fedcore.run import simulate  # noqa: E402
 
 # ------------------------------------------------------------------ settings and builders
@@ -144,9 +145,9 @@ def test_robustness_scores_each_method_at_each_multiplier(tiny) -> None:
 
 def test_good_range_in_decades() -> None:
     column = pd.Series([0.50, 0.80, 0.82, 0.81, np.nan], index=[0.01, 0.1, 1.0, 10.0, 100.0])
-    assert experiment.good_range(column) == pytest.approx(2.0)  # 0.1 .. 10 lie within 0.03 of 0.82
-    assert experiment.good_range(column, within=0.001) == 0.0
-    assert math.isnan(experiment.good_range(pd.Series([np.nan, np.nan], index=[1.0, 10.0])))
+    assert good_range(column, within=0.03) == pytest.approx(2.0)  # 0.1 .. 10 lie within 0.03 of 0.82
+    assert good_range(column, within=0.001) == 0.0
+    assert math.isnan(good_range(pd.Series([np.nan, np.nan], index=[1.0, 10.0]), within=0.03))
     summary = experiment.robustness_summary(pd.DataFrame({"A": column}))
     assert summary.loc["A", "best multiplier"] == 1.0 and summary.loc["A", "decades within 0.03 of best"] == 2.0
 

@@ -32,27 +32,30 @@ import pandas as pd
 from fedcore import algorithms, models
 from fedcore.checks import check_choice, check_int, check_scale, check_seed
 from fedcore.data import FederatedData, load_fashion_mnist, load_shakespeare, load_torchvision
-from fedcore.experiments.claims import Claim, verdict
+from fedcore.experiments.claims import NOT_TESTABLE, Claim, verdict
 from fedcore.experiments.claims import claims_table as shared_claims_table
 from fedcore.experiments.fedli_paper import METHODS, summary_against_tables
 from fedcore.experiments.fedopt_tuning import half_decades
-from fedcore.experiments.search import grid_search
+from fedcore.experiments.search import good_range, grid_search
 from fedcore.problem import History, Problem
+from fedcore.run import simulate, sweep
 
 SCALES: dict[str, dict[str, Any]] = {
     "smoke": {"rounds": 3, "eval_every": 3, "tune_rounds": 2, "max_local_steps": 2, "test_samples": 200,
-              "shakespeare_roles": 10, "grid_points": 1,
+              "shakespeare_roles": 10, "grid_points": 1, "rate_sweep_tasks": ("femnist",),
               "shakespeare": {"rounds": 2, "eval_every": 2, "tune_rounds": 1, "max_local_steps": 1}},
     "small": {"rounds": 40, "eval_every": 5, "tune_rounds": 10, "max_local_steps": 5, "test_samples": 2000,
-              "shakespeare_roles": 100, "grid_points": None,
+              "shakespeare_roles": 100, "grid_points": None, "rate_sweep_tasks": ("femnist",),
               "shakespeare": {"rounds": 20, "eval_every": 5, "tune_rounds": 5, "max_local_steps": 2,
                               "client_lrs": half_decades(-1.0, 0.0)}},
     "paper": {"rounds": 500, "eval_every": 10, "tune_rounds": 100, "max_local_steps": None, "test_samples": None,
-              "shakespeare_roles": None, "grid_points": None, "shakespeare": {}},
+              "shakespeare_roles": None, "grid_points": None, "rate_sweep_tasks": ("femnist", "shakespeare"),
+              "shakespeare": {}},
 }
 """Per scale: rounds (the paper: 500), evaluation period, rounds per tuning run (the paper: 100), a cap on K,
 test samples (None: all), Shakespeare roles (None: every eligible one), grid points per list (None: all; smoke:
-the middle one), and what Shakespeare's char-LSTM, the slow task on a CPU, does differently (fewer rounds and
+the middle one), the tasks of the client-rate sweep (:func:`client_rate_sweep`; the LSTM's is left to ``paper``,
+for time), and what Shakespeare's char-LSTM, the slow task on a CPU, does differently (fewer rounds and
 local steps, three client rates in the grids at ``small``)."""
 TASKS = ("femnist", "shakespeare")
 CIFAR = ("cifar10", "cifar100")
@@ -69,6 +72,10 @@ GRIDS: dict[str, dict[str, list[float]]] = {
 }
 """The baselines' grids (ours; the paper's were lost): 5 + 15 + 5 + 15 + 15 = 55 runs per task."""
 FEDADAM_TAU = 1e-3
+SWEEP_LRS = half_decades(-3.0, 0.5)
+"""The clients' SGD rates of :func:`client_rate_sweep`: half-decades from 0.001 to 3.16."""
+NEAR_BEST = 3.0
+"""A client rate is 'good' if its final accuracy lies within 3 points of the method's best (:func:`rate_summary`)."""
 
 
 def _scale(scale: str) -> dict[str, Any]:
@@ -212,14 +219,47 @@ def line_search_cost(histories: Mapping[str, History]) -> pd.DataFrame:
     return pd.DataFrame(rows).T
 
 
+def final_accuracy(history: History) -> float:
+    """Table 1's number: the last test accuracy in % (NaN if the run diverged)."""
+    return math.nan if history.diverged else 100.0 * history.final("test_accuracy")
+
+
+def client_rate_sweep(problem: Problem, data: FederatedData, chosen: Mapping[str, Mapping[str, float]], scale: str,
+                      seed: int = 0, **extra: Any) -> pd.DataFrame:
+    """How much FedLi-LU still depends on a learning rate: the final test accuracy (%, :func:`final_accuracy`) at
+    every clients' SGD rate of :data:`SWEEP_LRS` (rows) for the methods whose clients run SGD at a rate nobody sets
+    for them: FedLi-LU (its server step is computed; the paper does not say which client rate it used), FedAvg
+    and FedExP (at its ``chosen`` eps); FedLi-LS (Armijo clients, no rate) once, as a flat column.  The runs are
+    Table 1's (:func:`options`: full rounds), so the table's point at the tuned rate is Table 1's number; a
+    diverged run scores NaN."""
+    run = options(data, scale, seed, **extra)
+    sgd_clients = {"FedLi-LU": lambda client_lr: algorithms.fedli_lu(client_lr),
+                   "FedAvg": BASELINES["FedAvg"],
+                   "FedExP": lambda client_lr: BASELINES["FedExP"](client_lr, chosen["FedExP"]["eps"])}
+    table = {method: sweep(problem, build, {"client_lr": SWEEP_LRS},
+                           summary=lambda h: {"score": final_accuracy(h)}, **run).set_index("client_lr")["score"]
+             for method, build in sgd_clients.items()}
+    line_search = final_accuracy(simulate(problem, builders(chosen, data, scale)["FedLi-LS"](), **run))
+    return pd.DataFrame({**table, "FedLi-LS": line_search}).rename_axis("client SGD rate")
+
+
+def rate_summary(table: pd.DataFrame, within: float = NEAR_BEST) -> pd.DataFrame:
+    """Per method of :func:`client_rate_sweep`: its best accuracy, at which rate, the worst, and how many decades
+    of rates lie within ``within`` points of the best (``search.good_range``)."""
+    return pd.DataFrame({method: {"best accuracy": table[method].max(), "at rate": table[method].idxmax(),
+                                  "worst accuracy": table[method].min(),
+                                  f"decades within {within:g} points of best": good_range(table[method], within)}
+                         for method in table if table[method].nunique() > 1}).T
+
+
 # ------------------------------------------------------------------ the paper's claims as data
 
 
 @dataclass(frozen=True)
 class Evidence:
     """What the claims read: the shared-row clients' gaps ``f(x_t) - f*`` and Lemma 3's per-round bound, the two
-    convex clients' run (``fedli_theory.two_client_run``), our Remark 2 step (``fedli_theory.remark2_step``), and
-    our Tables 1 and 2 (tasks by methods)."""
+    convex clients' run (``fedli_theory.two_client_run``), our Remark 2 step (``fedli_theory.remark2_step``),
+    our Tables 1 and 2 (tasks by methods) and the FEMNIST stand-in's :func:`client_rate_sweep`."""
 
     shared_gaps: Sequence[float]
     shared_bound: float
@@ -227,6 +267,7 @@ class Evidence:
     remark2: Mapping[str, Any]
     accuracy: pd.DataFrame | None = None
     loss: pd.DataFrame | None = None
+    rate_sweep: pd.DataFrame | None = None
 
 
 def _descent(e: Evidence) -> tuple[str, str]:
@@ -255,16 +296,29 @@ def _remark2(e: Evidence) -> tuple[str, str]:
             f"global f {r['f(x0)']:.3f} -> {r['f(x_bar)']:.3f}"), verdict(int(holds), 1)
 
 
+def _least_tuning(e: Evidence) -> tuple[str, str]:
+    if e.rate_sweep is None:
+        return "no client-rate sweep", NOT_TESTABLE
+    widths = {m: good_range(e.rate_sweep[m], NEAR_BEST) for m in ("FedLi-LU", "FedAvg", "FedExP")}
+    others = ("FedAvg", "FedExP")
+    hits = sum(widths["FedLi-LU"] >= widths[m] - 0.5 for m in others)  # as forgiving, give or take one grid step
+    return (f"decades of client SGD rates within {NEAR_BEST:g} points of the best: "
+            + ", ".join(f"{m} {w:.1f}" for m, w in widths.items())), verdict(hits, len(others))
+
+
 CLAIMS: tuple[Claim, ...] = (
     Claim("Descent-ensuring client steps give descent of the convex global objective (Lemma 3, Remark 1)", _descent),
     Claim("Linear convergence for strongly convex objectives (Section 5)", _linear),
     Claim("For non-convex clients, local descent need not give global descent (Remark 2)", _remark2),
+    Claim("For FedLi-LU 'hyperparameter tuning is almost the least effort-taking' (Section 6): its clients' SGD "
+          "rate is as forgiving as FedAvg's and FedExP's, give or take half a decade", _least_tuning),
 )
-"""The paper's theory claims, judged on the quadratics of sections 1 and 2."""
+"""The paper's theory claims, judged on the quadratics of sections 1 and 2, and its tuning claim, judged on the
+client-rate sweep (:func:`client_rate_sweep`; not testable without one)."""
 
 
 def claims_table(evidence: Evidence) -> pd.DataFrame:
-    """The theory claims (:data:`CLAIMS`), then the summary sentences (``fedli_paper.SUMMARY_CLAIMS``) judged on our
+    """The claims of :data:`CLAIMS`, then the summary sentences (``fedli_paper.SUMMARY_CLAIMS``) judged on our
     tables, each beside what the paper's own tables say."""
     theory = shared_claims_table(evidence, CLAIMS)
     theory["the paper's own tables"] = "-"

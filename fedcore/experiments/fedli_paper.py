@@ -101,3 +101,36 @@ def beside(ours: pd.DataFrame, paper: pd.DataFrame = TABLE1, label: Callable[[st
     both = both.swaplevel(axis=1).sort_index(axis=1, level=0)
     both.index = [label(task) for task in both.index]
     return both
+
+
+def _spearman(a: pd.Series, b: pd.Series) -> float:
+    """Spearman's rank correlation (ties get their mean rank): 1 the same order, -1 the reverse."""
+    return float(a.rank().corr(b.rank()))
+
+
+def _rank(row: pd.Series, method: str, lower_is_better: bool = False) -> str:
+    rank = int(row.rank(ascending=lower_is_better, method="min")[method])
+    tied = int((row == row[method]).sum()) - 1
+    return f"{rank} of {len(row)}" + (f" (tied with {tied})" if tied else "")
+
+
+def reading(accuracy: pd.DataFrame, loss: pd.DataFrame) -> pd.DataFrame:
+    """Tables 1 and 2 read side by side: per task and source (columns: ``(task, "paper" | "fedcore")``), the best
+    method by accuracy, FedLi-LU's and FedLi-LS's accuracy rank among the seven (ties share the better rank), their
+    margin over FedAvg in points, FedLi-LU's training-loss rank, and, under fedcore, how far our order of the seven
+    methods agrees with the paper's (Spearman's rank correlation: 1 the same order, 0 none, -1 the reverse)."""
+    columns = {}
+    for task in [task for task in accuracy.index if task in TABLE1.index]:
+        for source, acc, los in (("paper", TABLE1, TABLE2), ("fedcore", accuracy, loss)):
+            row = acc.loc[task, list(METHODS)]
+            columns[(task, source)] = {
+                "best accuracy": f"{row.idxmax()} ({row.max():.2f})",
+                "FedLi-LU accuracy rank": _rank(row, "FedLi-LU"),
+                "FedLi-LS accuracy rank": _rank(row, "FedLi-LS"),
+                "FedLi-LU - FedAvg (points)": f"{row['FedLi-LU'] - row['FedAvg']:+.2f}",
+                "FedLi-LS - FedAvg (points)": f"{row['FedLi-LS'] - row['FedAvg']:+.2f}",
+                "FedLi-LU training-loss rank": _rank(los.loc[task, list(METHODS)], "FedLi-LU", lower_is_better=True),
+                "order agrees with the paper's (Spearman)":
+                    f"{_spearman(TABLE1.loc[task], row):+.2f}" if source == "fedcore" else "",
+            }
+    return pd.DataFrame(columns)

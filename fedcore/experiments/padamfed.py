@@ -32,7 +32,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from fedcore import algorithms, models
@@ -43,7 +42,7 @@ from fedcore.data.sources import load_torchvision
 from fedcore.experiments.claims import DOES_NOT_HOLD, HOLDS, NOT_TESTABLE, PARTLY, Claim, verdict  # noqa: F401
 from fedcore.experiments.claims import claims_table as shared_claims_table
 from fedcore.experiments.fedopt_tuning import half_decades, last_rounds_average
-from fedcore.experiments.search import grid_search
+from fedcore.experiments.search import good_range, grid_search
 from fedcore.problem import History, Problem
 from fedcore.run import simulate
 
@@ -194,16 +193,6 @@ def robustness(problem: Problem, base: Mapping[str, Mapping[str, float]], factor
     return pd.DataFrame(table).rename_axis("multiplier")
 
 
-def good_range(column: pd.Series, within: float = NEAR_BEST) -> float:
-    """The width in decades of the multipliers whose score lies within ``within`` of the column's best (all the
-    multipliers between the smallest and the largest such one; 0 if only one; NaN if every run diverged)."""
-    values = column.to_numpy(dtype=float)
-    if np.isnan(values).all():
-        return math.nan
-    good = column.index[values >= np.nanmax(values) - within].to_numpy(dtype=float)
-    return float(np.log10(good.max() / good.min()))
-
-
 def robustness_summary(table: pd.DataFrame, within: float = NEAR_BEST) -> pd.DataFrame:
     """Per method: its best score, at which multiplier, and the good range in decades (:func:`good_range`)."""
     return pd.DataFrame({method: {"best score": table[method].max(), "best multiplier": table[method].idxmax(),
@@ -246,7 +235,7 @@ def _wider(e: Evidence) -> tuple[str, str]:
         return f"no runs under the reading {JUDGED_READING!r}", NOT_TESTABLE
     parts, passed, total = [], [], 0
     for reading, table in e.robustness.items():
-        widths = {m: good_range(table[m]) for m in table}
+        widths = {m: good_range(table[m], NEAR_BEST) for m in table}
         parts.append(f"{reading}: " + ", ".join(f"{m} {w:.1f}" for m, w in widths.items()))
         if reading == JUDGED_READING:
             pairs = [(ours, other) for ours in PARAMETER_FREE for other in table if other not in PARAMETER_FREE]
