@@ -402,24 +402,30 @@ def robustness(table: Any, ax: Axes | None = None, within: float = 0.03, title: 
     return ax
 
 
-def remark2(curves: Mapping[str, Any], points: Mapping[str, tuple[float, float]], ax: Axes | None = None) -> Axes:
+def remark2(curves: Mapping[str, Any], moves: Mapping[str, tuple[tuple[float, float], tuple[float, float]]],
+            ax: Axes | None = None) -> Axes:
     """FedLi's Remark 2 in one picture: ``curves`` (``{label: (x, y)}``: the clients' objectives and the global
-    one, drawn thick, last) and ``points`` (``{label: (x, y)}``: the start, each client's step on its own curve, the
-    average on the global one), as ``fedcore.experiments.fedli_theory.remark2_picture`` computes them."""
+    one, drawn thick, last) and one move per curve (``{label: ((x, y), (x', y'))}``, in the curve's colour: each
+    client's step on its own curve, then the server's move to the average on the global one), as
+    ``fedcore.experiments.fedli_theory.remark2_picture`` computes them.  The y range fits the moves."""
     _check_type("ax", ax, Axes, optional=True)
     if ax is None:
-        _, ax = plt.subplots(figsize=(6, 4))
+        _, ax = plt.subplots(figsize=(8.5, 4), layout="constrained")
     for index, (label, (x, y)) in enumerate(curves.items()):
         ax.plot(x, y, color=f"C{index}", linestyle=LINE_STYLES[index % 6],
                 linewidth=2.5 if index == len(curves) - 1 else 1.2, label=label)
-    for index, (label, (x, y)) in enumerate(points.items()):
-        ax.plot([x], [y], "o", color="black" if index == 0 else f"C{index - 1}", markersize=7)
-        ax.annotate(label, (x, y), textcoords="offset points", xytext=(5, 6))
-    ax.set_ylim(-6, 8)
+    ends = []
+    for index, (label, (start, end)) in enumerate(moves.items()):
+        ax.annotate("", end, start, arrowprops={"arrowstyle": "->", "color": f"C{index}", "linewidth": 2})
+        ax.plot(*zip(start, end), "o", color=f"C{index}", markersize=6, markeredgecolor="black", label=label)
+        ends += [start[1], end[1]]
+    low, high = min(ends), max(ends)
+    margin = 0.25 * (high - low) + 0.5
+    ax.set_ylim(low - margin, high + margin)
     ax.set_xlabel("x")
     ax.set_ylabel("objective")
     ax.grid(alpha=0.3)
-    ax.legend(fontsize="small", loc="upper center")
+    ax.legend(fontsize="small", loc="center left", bbox_to_anchor=(1.01, 0.5))
     return ax
 
 

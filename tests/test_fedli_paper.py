@@ -74,3 +74,14 @@ def test_reading_the_tables_side_by_side() -> None:
     tied.loc["femnist"] = [18.2, 18.2, 21.35, 18.2, 18.2, 18.2, 18.2]
     assert paper.reading(tied, paper.TABLE2.loc[["femnist"]]).loc["FedLi-LU accuracy rank", ("femnist", "fedcore")] \
         == "2 of 7 (tied with 5)"
+
+
+def test_ties_are_said_not_counted_as_losses() -> None:
+    """Our Shakespeare row at small: six methods at the trivial baseline, FedAdam above it."""
+    tied = pd.DataFrame([[18.2, 18.2, 21.35, 18.2, 18.2, 18.2, 18.2]], index=["shakespeare"],
+                        columns=list(paper.METHODS))
+    table = paper.summary_against_tables((tied, tied + 1))
+    assert table.loc[1, "ours"] == "FedLi-LU shakespeare: accuracy rank 2 of 7 (tied with 5), loss rank 1 of 7 " \
+                                   "(tied with 5)"
+    assert table.loc[2, "ours"].endswith("not FedLi-LU on shakespeare (tied), FedLi-LS on shakespeare (tied)")
+    assert list(table["verdict"]) == [DOES_NOT_HOLD, DOES_NOT_HOLD, DOES_NOT_HOLD]

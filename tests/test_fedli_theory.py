@@ -3,8 +3,6 @@ instance of Remark 2."""
 
 from __future__ import annotations
 
-import math
-
 import matplotlib
 
 matplotlib.use("Agg")
@@ -65,7 +63,11 @@ def test_remark2_explorer_draws_the_three_curves_and_names_the_ascent() -> None:
     ax = plt.gcf().axes[0]
     assert "the average ASCENDS" in ax.get_title() and not step["global descends"]
     assert len([line for line in ax.get_lines() if len(line.get_xdata()) > 100]) == 3
-    assert math.isclose(ax.get_lines()[-1].get_xdata()[0], 0.2375)
+    server = ax.get_lines()[-1]  # the last move, x_0 = 0.5 to (x_1 + x_2) / 2
+    # x_1 = 0.5 - 0.5 * f_1'(0.5) = 0.5 - 0.5 * 1.5, x_2 = 0.5 - 0.05 * f_2'(0.5) = 0.5 + 0.05 * 4.5
+    assert list(server.get_xdata()) == pytest.approx([0.5, 0.2375]) and server.get_label().startswith("server")
+    low, high = ax.get_ylim()
+    assert low < -1.95 and high > 2.06  # every move in view: client 2 ends at -1.950, client 1 starts at 2.062
     plt.close("all")
 
 

@@ -270,13 +270,19 @@ class Evidence:
     rate_sweep: pd.DataFrame | None = None
 
 
+def _universal(holds_when_alike: bool, holds_when_different: bool) -> str:
+    """Lemma 3 and the linear rate are stated for every convex federation: a counterexample that meets their
+    hypotheses refutes them, whatever the homogeneous case shows."""
+    return verdict(int(holds_when_alike and holds_when_different), 1)
+
+
 def _descent(e: Evidence) -> tuple[str, str]:
     shared = all(b < a for a, b in zip(e.shared_gaps, e.shared_gaps[1:]) if a > 1e-12)
     values = e.convex_run.global_objective
     rises = sum(b > a for a, b in zip(values, values[1:]))
     return (f"clients sharing their data: the global gap falls every round: {'yes' if shared else 'no'}; two convex "
             f"clients with different optima, K = 10: the global objective rises in {rises} of {len(values) - 1} "
-            f"rounds while each client lowers its own"), verdict(int(shared) + int(rises == 0), 2)
+            f"rounds while each client lowers its own"), _universal(shared, rises == 0)
 
 
 def _linear(e: Evidence) -> tuple[str, str]:
@@ -286,7 +292,7 @@ def _linear(e: Evidence) -> tuple[str, str]:
     x_end, x_star = e.convex_run.x[-1], 10 / 101
     converged = abs(x_end - x_star) < 1e-3
     return (f"shared data: worst per-round factor {worst:.3g} against the bound {e.shared_bound:.3g}; two convex "
-            f"clients: x ends at {x_end:.3f}, x* = {x_star:.3f}"), verdict(int(within) + int(converged), 2)
+            f"clients: x ends at {x_end:.3f}, x* = {x_star:.3f}"), _universal(within, converged)
 
 
 def _remark2(e: Evidence) -> tuple[str, str]:

@@ -115,14 +115,16 @@ def remark2_step(eta1: float = REMARK2["eta1"], eta2: float = REMARK2["eta2"], x
 
 def remark2_picture(step: dict[str, float | bool], tilt: float = REMARK2["tilt"]) -> tuple[dict, dict]:
     """What :func:`fedcore.plots.remark2` draws for :func:`remark2_step`'s ``step``: the three curves
-    ``{label: (x, y)}`` on a grid that covers the points, and the points ``{label: (x, y)}``."""
+    ``{label: (x, y)}`` on a grid that covers the points, and one move per curve ``{label: ((x, y), (x', y'))}``:
+    each client's step on its own curve, and the server's move from ``x_0`` to the average on the global one."""
     xs = [float(step[key]) for key in ("x0", "x1", "x2", "x_bar")]
     grid = torch.linspace(min(-1.6, *xs) - 0.1, max(1.6, *xs) + 0.1, 400).tolist()
     curves = {label: (grid, [double_well(x, t) for x in grid])
               for label, t in (("client 1: f_1", tilt), ("client 2: f_2", -tilt), ("global: f", 0.0))}
-    points = {label: (x, double_well(x, t)) for label, x, t in
-              (("x_0", xs[0], 0.0), ("x_1", xs[1], tilt), ("x_2", xs[2], -tilt), ("x_bar", xs[3], 0.0))}
-    return curves, points
+    moves = {label: ((xs[0], double_well(xs[0], t)), (x, double_well(x, t))) for label, x, t in
+             (("client 1: x_0 -> x_1", xs[1], tilt), ("client 2: x_0 -> x_2", xs[2], -tilt),
+              ("server: x_0 -> x_bar = (x_1 + x_2) / 2", xs[3], 0.0))}
+    return curves, moves
 
 
 def shared_clients(num_clients: int = 4, dim: int = 3, samples: int = 8, seed: int = 4) -> FederatedData:
