@@ -227,10 +227,11 @@ FEDLI_LU_CLIENT_LR = 0.1
 def explore_fedli(client_lr: float = 0.1, rounds: int = 20, problem: Problem | None = None) -> None:
     """The FedLi explorer: FedAvg and FedExP at the slider's client rate beside FedLi-LS (Armijo clients: no rate)
     and FedLi-LU (its clients at :data:`FEDLI_LU_CLIENT_LR`, its server step computed), on :func:`live_problem`;
-    only the first two depend on the slider."""
+    only FedAvg and FedExP depend on the slider."""
     check_positive("client_lr", client_lr)
     problem, options = _live_run(problem, rounds=_check_steps("rounds", rounds))
-    runs = {"FedLi-LS": algorithms.fedli_ls(), "FedLi-LU": algorithms.fedli_lu(FEDLI_LU_CLIENT_LR),
+    runs = {"FedLi-LS (server step 1)": algorithms.fedli_ls(),
+            f"FedLi-LU (clients' lr {FEDLI_LU_CLIENT_LR:g})": algorithms.fedli_lu(FEDLI_LU_CLIENT_LR),
             f"FedAvg (lr {client_lr:g})": algorithms.fedavg(client_lr),
             f"FedExP (lr {client_lr:g})": algorithms.fedexp(client_lr)}
     plots.fedopt_panels({name: simulate(problem, algorithm, **options) for name, algorithm in runs.items()},

@@ -10,6 +10,7 @@ its Axes or Figure, showing nothing; :mod:`fedcore.explore` computes and then ca
 - :func:`server_optimizer_panels`: that path beside its loss gap against rounds;
 - :func:`plot_counterexample`, :func:`counterexample_panels`: runs on the FAFED
   counterexample (:func:`fedcore.counterexample.run`);
+- :func:`robustness`, :func:`remark2`, :func:`descent_panels`: notebooks 02 and 03's pictures;
 - :func:`savefig`: write a figure into a folder when one is given.
 """
 
@@ -126,6 +127,7 @@ def compare(
         ax.set_yscale("log")
     if legend:
         ax.legend(fontsize="small")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # rounds are whole numbers
     ax.grid(alpha=0.3)
     return ax
 
@@ -248,15 +250,17 @@ def counterexample_panels(naive: Trajectory, fixed: Trajectory, eta: float, beta
 
 
 def fedopt_panels(runs: Mapping[str, History], title: str = "") -> Figure:
-    """The FedOpt explorer's figure: test accuracy and training loss (log scale) of ``runs`` against rounds,
-    one legend, ``title`` above, each run's final accuracy in its label."""
+    """The explorers' figure: test accuracy and training loss (log scale) of ``runs`` against rounds, ``title``
+    above, one legend to the right of both panels with each run's final test accuracy."""
     if not isinstance(runs, Mapping) or not runs:
         raise TypeError(f"runs={runs!r} must be a non-empty {{label: History}}")
-    figure, (left, right) = plt.subplots(1, 2, figsize=(10, 3.8), layout="constrained")
-    labelled = {f"{label} ({history.final('test_accuracy'):.3f})" if "test_accuracy" in history.frame else label:
+    figure, (left, right) = plt.subplots(1, 2, figsize=(11.5, 3.8), layout="constrained")
+    labelled = {f"{label}: {history.final('test_accuracy'):.3f}" if "test_accuracy" in history.frame else label:
                 history for label, history in runs.items()}
     compare(labelled, "test_accuracy", ax=left, legend=False)
-    compare(labelled, "train_loss", ax=right, logy=True)
+    compare(labelled, "train_loss", ax=right, logy=True, legend=False)
+    figure.legend(*left.get_legend_handles_labels(), loc="outside right center", fontsize="small",
+                  title="final test accuracy", title_fontsize="small")
     figure.suptitle(title, fontsize="medium")
     return figure
 
@@ -427,6 +431,38 @@ def remark2(curves: Mapping[str, Any], moves: Mapping[str, tuple[tuple[float, fl
     ax.grid(alpha=0.3)
     ax.legend(fontsize="small", loc="center left", bbox_to_anchor=(1.01, 0.5))
     return ax
+
+
+def descent_panels(gaps: Sequence[float], bound: float, run: Any, x_star: float) -> Figure:
+    """FedLi's Lemma 3 put to the test, three panels: the gap ``f(x_t) - f*`` of clients that share their data
+    against the bound's geometric rate ``bound`` per round; the two different convex clients' global objective
+    with each client's own objective before (squares) and after (triangles) its local steps, one colour per
+    client; and their server iterate ``x_t`` against ``x*`` (``run``: ``fedcore.experiments.fedli_theory``'s
+    ``TwoClientRun``, with ``x``, ``global_objective``, ``own_before``, ``own_after``)."""
+    figure, (left, middle, right) = plt.subplots(1, 3, figsize=(14, 3.9), layout="constrained")
+    rounds = range(len(gaps))
+    left.semilogy(rounds, gaps, "o-", label="measured f(x_t) - f*")
+    left.semilogy(rounds, [gaps[0] * bound**t for t in rounds], "--", color="grey",
+                  label=f"bound: factor {bound:.3f} per round")
+    left.set(xlabel="round", ylabel="f(x_t) - f*", title="clients sharing their data (every f_i = f)")
+    left.legend(fontsize="small")
+    rounds = range(len(run.global_objective))
+    middle.plot(rounds, run.global_objective, "o-", color="black", linewidth=2.5, label="global f(x_t)")
+    for i in range(len(run.own_before[0])):
+        middle.plot(rounds[:-1], [row[i] for row in run.own_before], "s--", color=f"C{i}",
+                    label=f"client {i + 1}: f_{i + 1}(x_t), before its steps")
+        middle.plot(rounds[:-1], [row[i] for row in run.own_after], "^:", color=f"C{i}", markerfacecolor="none",
+                    label=f"client {i + 1}: f_{i + 1} after its K steps")
+    middle.set(xlabel="round", ylabel="objective", title="two different convex clients")
+    middle.legend(fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2)
+    right.plot(range(len(run.x)), run.x, "o-", label="server iterate x_t")
+    right.axhline(x_star, color="grey", linestyle="--", label=f"x* = {x_star:.3f}")
+    right.set(xlabel="round", ylabel="x", title="where the server goes")
+    right.legend(fontsize="small")
+    for ax in (left, middle, right):
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.grid(alpha=0.3)
+    return figure
 
 
 def savefig(figure: Figure, name: str, directory: str | os.PathLike | None) -> None:

@@ -222,7 +222,9 @@ def test_fedopt_explorer_runs_headless_against_fedavg() -> None:
 
     assert explore.explore_fedopt("fedyogi", rounds=5, problem=_blobs_problem()) is None
     left, right = plt.gcf().axes[:2]
-    labels = [text.get_text() for text in right.get_legend().get_texts()]
-    assert labels[0].startswith("fedyogi (") and labels[1].startswith("fedavg (server lr 1) (")
+    legend = plt.gcf().legends[0]  # one, beside both panels, with each run's final test accuracy
+    labels = [text.get_text() for text in legend.get_texts()]
+    assert labels[0].startswith("fedyogi: ") and labels[1].startswith("fedavg (server lr 1): ")
+    assert legend.get_title().get_text() == "final test accuracy" and right.get_legend() is None
     assert left.get_ylabel() == "test accuracy" and right.get_yscale() == "log"
     plt.close("all")

@@ -94,8 +94,8 @@ def test_results_and_cost_tables_by_hand() -> None:
     assert experiment.results_table({"femnist": {"FedAvg": a}}, "train_loss").loc["femnist", "FedAvg"] == 1.5
     cost = experiment.line_search_cost({"FedAvg": a, "FedLi-LS": b})
     assert cost.loc["FedLi-LS", "relative to FedAvg"] == pytest.approx(3.0)
-    assert cost.loc["FedLi-LS", "loss_evaluations_per_step"] == 2.0 and cost.loc["FedLi-LS", "client_step_max"] == 0.95
-    assert math.isnan(cost.loc["FedAvg", "loss_evaluations_per_step"])
+    assert cost.loc["FedLi-LS", "loss evaluations per step"] == 2.0 and cost.loc["FedLi-LS", "max"] == 0.95
+    assert math.isnan(cost.loc["FedAvg", "loss evaluations per step"])
     with pytest.raises(ValueError, match="needs a FedAvg run"):
         experiment.line_search_cost({"FedLi-LS": b})
 
@@ -194,3 +194,20 @@ def test_cifar_code_path_on_generated_tensors_of_the_same_shape(task, classes, m
            "batch_size": 2, "eval_every": 1}
     history = simulate(problem, algorithms.fedavg(0.1), **run)
     assert not history.diverged and 0 <= history.final("test_accuracy") <= 1
+
+
+def test_server_steps_identical_curves_and_grid_edges() -> None:
+    ls = _history([{"round": 1, "eta_g": 0.2, "test_accuracy": 0.5}, {"round": 2, "eta_g": 0.4, "test_accuracy": 0.6}])
+    lu = _history([{"round": 1, "gamma": 1.0, "test_accuracy": 0.5}, {"round": 2, "gamma": 0.25, "test_accuracy": 0.6}])
+    avg = _history([{"round": 1, "test_accuracy": 0.5}, {"round": 2, "test_accuracy": 0.7}])
+    steps = experiment.server_steps({"femnist": {"FedLi-LS": ls, "FedLi-LU": lu}})
+    assert steps.loc["femnist", "FedLi-LS eta_g: mean"] == pytest.approx(0.3)
+    assert steps.loc["femnist", "FedLi-LU gamma_t: rounds at 1"] == "1 of 2"
+    assert steps.loc["femnist", "smallest gamma_t"] == 0.25
+    assert experiment.identical_curves({"FedLi-LS": ls, "FedLi-LU": lu, "FedAvg": avg}) == [["FedLi-LS", "FedLi-LU"]]
+    assert experiment.identical_curves({"FedLi-LS": ls, "FedAvg": avg}) == []
+    grids = {"FedAvg": {"client_lr": [0.1, 10**-0.5, 1.0]}, "FedProx": {"client_lr": [0.1, 1.0], "mu": [0.01]}}
+    chosen = {"FedAvg": {"client_lr": 1.0}, "FedProx": {"client_lr": 0.1, "mu": 0.01}}
+    assert experiment.on_grid_edge(chosen, grids) == ["FedAvg client_lr = 1 (largest)",
+                                                      "FedProx client_lr = 0.1 (smallest)"]
+    assert experiment.on_grid_edge({"FedAvg": {"client_lr": 10**-0.5}}, grids) == []

@@ -47,9 +47,10 @@ def test_summary_on_tables_where_fedli_never_wins() -> None:
 def test_beside_pairs_each_method_with_the_papers_number() -> None:
     ours = paper.TABLE1.loc[["femnist"]] - 10
     both = paper.beside(ours, label=lambda task: f"{task} (stand-in)")
-    assert list(both.index) == ["femnist (stand-in)"]
-    assert both.loc["femnist (stand-in)", ("FedAvg", "paper")] == 84.67
-    assert both.loc["femnist (stand-in)", ("FedAvg", "fedcore")] == 74.67
+    assert list(both.index) == list(paper.METHODS)  # one row per method, the paper's order
+    assert list(both.columns) == [("femnist (stand-in)", "paper"), ("femnist (stand-in)", "fedcore")]
+    assert both.loc["FedAvg", ("femnist (stand-in)", "paper")] == 84.67
+    assert both.loc["FedAvg", ("femnist (stand-in)", "fedcore")] == 74.67
 
 
 def test_reading_the_tables_side_by_side() -> None:

@@ -94,8 +94,26 @@ def test_fedli_explorer_moves_only_the_baselines() -> None:
     for lr in (0.01, 1.0):
         explore.explore_fedli(client_lr=lr, rounds=4)
         left = plt.gcf().axes[0]
-        curves[lr] = {line.get_label().split(" (")[0]: line.get_ydata().tolist() for line in left.get_lines()
-                      if not line.get_label().startswith("_")}
+        curves[lr] = {line.get_label().split(":")[0].split(" (")[0]: line.get_ydata().tolist()
+                      for line in left.get_lines() if not line.get_label().startswith("_")}
         plt.close("all")
     assert curves[0.01]["FedLi-LS"] == curves[1.0]["FedLi-LS"] and curves[0.01]["FedLi-LU"] == curves[1.0]["FedLi-LU"]
     assert curves[0.01]["FedAvg"] != curves[1.0]["FedAvg"]
+
+
+def test_descent_panels_draw_the_gap_the_clients_and_the_server_iterate() -> None:
+    import matplotlib.pyplot as plt
+
+    from fedcore import plots
+
+    run = theory.two_client_run(rounds=3)
+    figure = plots.descent_panels([1.0, 0.1, 0.01], 0.5, run, x_star=10 / 101)
+    left, middle, right = figure.axes
+    assert list(left.get_lines()[1].get_ydata()) == pytest.approx([1.0, 0.5, 0.25])  # the bound's geometric rate
+    colours: dict[str, set] = {}
+    for line in middle.get_lines()[1:]:  # each client's before and after
+        colours.setdefault(line.get_label()[:8], set()).add(line.get_color())
+    assert sorted(colours) == ["client 1", "client 2"] and all(len(c) == 1 for c in colours.values())
+    assert colours["client 1"] != colours["client 2"]
+    assert list(right.get_lines()[0].get_ydata()) == run.x and right.get_lines()[1].get_ydata()[0] == 10 / 101
+    plt.close(figure)

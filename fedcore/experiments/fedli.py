@@ -212,11 +212,49 @@ def line_search_cost(histories: Mapping[str, History]) -> pd.DataFrame:
         frame = history.frame
         row = {"seconds per round": float(frame["seconds"].mean()),
                "relative to FedAvg": float(frame["seconds"].mean()) / base}
-        for column in ("loss_evaluations_per_step", "client_step_mean", "client_step_min", "client_step_max"):
+        for column, name in (("loss_evaluations_per_step", "loss evaluations per step"),
+                             ("client_step_mean", "client step: mean"), ("client_step_min", "min"),
+                             ("client_step_max", "max")):
             if column in frame:
-                row[column] = float(frame[column].mean())
+                row[name] = float(frame[column].mean())
         rows[method] = row
     return pd.DataFrame(rows).T
+
+
+def server_steps(histories: Mapping[str, Mapping[str, History]]) -> pd.DataFrame:
+    """Per task: the server steps the two FedLi methods computed.  FedLi-LS's ``eta_g`` (the largest client step,
+    section 3's rule: the share of the clients' mean move the server takes) and FedLi-LU's Deep-Frank-Wolfe
+    ``gamma_t``: at 1 it is clipped, and the server's step is then ``eta`` times the pseudo-gradient plus momentum,
+    a fixed step, not a computed one."""
+    rows = {}
+    for task, runs in histories.items():
+        eta_g, gamma = runs["FedLi-LS"].frame["eta_g"].dropna(), runs["FedLi-LU"].frame["gamma"].dropna()
+        rows[task] = {"FedLi-LS eta_g: mean": eta_g.mean(), "min": eta_g.min(), "max": eta_g.max(),
+                      "FedLi-LU gamma_t: rounds at 1": f"{int((gamma >= 1.0).sum())} of {len(gamma)}",
+                      "smallest gamma_t": gamma.min()}
+    return pd.DataFrame(rows).T
+
+
+def identical_curves(runs: Mapping[str, History], metric: str = "test_accuracy") -> list[list[str]]:
+    """Groups of methods whose ``metric`` curves are identical (they hide each other in a figure)."""
+    groups: dict[tuple, list[str]] = {}
+    for method, history in runs.items():
+        groups.setdefault(tuple(history.frame[metric].dropna().round(12)), []).append(method)
+    return [group for group in groups.values() if len(group) > 1]
+
+
+def on_grid_edge(chosen: Mapping[str, Mapping[str, float]],
+                 grids: Mapping[str, Mapping[str, list[float]]]) -> list[str]:
+    """The tuned values that sit on an edge of their grid (the best might lie beyond it): ``"FedAvg client_lr =
+    1 (largest)"``; grids of one value are left out."""
+    edges = []
+    for method, point in chosen.items():
+        for name, value in point.items():
+            values = grids[method][name]
+            for edge, word in ((max(values), "largest"), (min(values), "smallest")):
+                if len(values) > 1 and math.isclose(value, edge):
+                    edges.append(f"{method} {name} = {value:.3g} ({word})")
+    return edges
 
 
 def final_accuracy(history: History) -> float:

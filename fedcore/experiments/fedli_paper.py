@@ -104,12 +104,12 @@ def summary_against_tables(tables: Tables = (TABLE1, TABLE2),
 
 
 def beside(ours: pd.DataFrame, paper: pd.DataFrame = TABLE1, label: Callable[[str], str] = str) -> pd.DataFrame:
-    """The paper's numbers and ours side by side for the tasks in ``ours`` (columns: method, then paper/fedcore)."""
+    """The paper's numbers and ours side by side: one row per method in the paper's order, columns ``(task label,
+    "paper" | "fedcore")`` for the tasks in ``ours``."""
     shared = [task for task in ours.index if task in paper.index]
-    both = pd.concat({"paper": paper.loc[shared], "fedcore": ours.loc[shared]}, axis=1)
-    both = both.swaplevel(axis=1).sort_index(axis=1, level=0)
-    both.index = [label(task) for task in both.index]
-    return both
+    methods = [method for method in METHODS if method in ours.columns]
+    return pd.concat({(label(task), source): table.loc[task, methods]
+                      for task in shared for source, table in (("paper", paper), ("fedcore", ours))}, axis=1)
 
 
 def _spearman(a: pd.Series, b: pd.Series) -> float:
@@ -117,16 +117,17 @@ def _spearman(a: pd.Series, b: pd.Series) -> float:
     return float(a.rank().corr(b.rank()))
 
 
-def reading(accuracy: pd.DataFrame, loss: pd.DataFrame) -> pd.DataFrame:
+def reading(accuracy: pd.DataFrame, loss: pd.DataFrame, label: Callable[[str], str] = str) -> pd.DataFrame:
     """Tables 1 and 2 read side by side: per task and source (columns: ``(task, "paper" | "fedcore")``), the best
     method by accuracy, FedLi-LU's and FedLi-LS's accuracy rank among the seven (ties share the better rank), their
     margin over FedAvg in points, FedLi-LU's training-loss rank, and, under fedcore, how far our order of the seven
-    methods agrees with the paper's (Spearman's rank correlation: 1 the same order, 0 none, -1 the reverse)."""
+    methods agrees with the paper's (Spearman's rank correlation: 1 the same order, 0 none, -1 the reverse).  Tasks
+    are named by ``label``."""
     columns = {}
     for task in [task for task in accuracy.index if task in TABLE1.index]:
         for source, acc, los in (("paper", TABLE1, TABLE2), ("fedcore", accuracy, loss)):
             row, losses = acc.loc[task, list(METHODS)], los.loc[task, list(METHODS)]
-            columns[(task, source)] = {
+            columns[(label(task), source)] = {
                 "best accuracy": f"{row.idxmax()} ({row.max():.2f})",
                 "FedLi-LU accuracy rank": rank_text(row, "FedLi-LU"),
                 "FedLi-LS accuracy rank": rank_text(row, "FedLi-LS"),
