@@ -26,7 +26,7 @@ import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.backend_bases import FigureCanvasBase
 from matplotlib.figure import Figure
-from matplotlib.ticker import MaxNLocator, NullFormatter
+from matplotlib.ticker import FuncFormatter, MaxNLocator, NullFormatter
 
 from fedcore.checks import check_bool, check_int, check_number
 
@@ -125,6 +125,9 @@ def compare(
                      marker=MARKERS[index % 6], markevery=(index * every // len(items), every), markersize=4)
     if logy:
         ax.set_yscale("log")
+        plain = FuncFormatter(lambda value, _: f"{value:g}")  # 0.6, 2, 3 rather than 6x10^-1, 2x10^0, 3x10^0
+        ax.yaxis.set_major_formatter(plain)
+        ax.yaxis.set_minor_formatter(plain)
     if legend:
         ax.legend(fontsize="small")
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # rounds are whole numbers
