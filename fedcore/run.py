@@ -73,6 +73,9 @@ def simulate(
     """Run ``algorithm`` for ``rounds`` communication rounds on ``problem``.
 
     ``weighting`` is ``"samples"`` (``w_i = n_i / sum_S n_j``) or ``"uniform"``.
+    The global model is evaluated on the test set before the first round, every ``eval_every``
+    rounds and after the last; ``eval_every=0`` never evaluates it (runs scored by their training
+    loss, such as a tuning search, skip the test set's cost).
     With ``checkpoint`` set, the run is saved every ``checkpoint_every`` rounds and at
     the end (with a checksum, flushed to disk); ``resume=True`` continues from that file when
     it exists, after checking that it was written by the same run (:mod:`fedcore.identity`:
@@ -105,7 +108,7 @@ def simulate(
     if batch_size > data.inputs.shape[0]:
         raise ValueError(f"batch_size={batch_size} > {data.inputs.shape[0]}, the training samples of the whole "
                          f"federation; a minibatch is drawn from one client (largest: {int(data.sizes.max())} samples)")
-    eval_every = check_int("eval_every", eval_every)
+    eval_every = check_int("eval_every", eval_every, low=0)
     checkpoint_every = check_int("checkpoint_every", checkpoint_every)
     check_choice("weighting", weighting, ("samples", "uniform"))
     seed = check_seed("seed", seed)
@@ -325,7 +328,7 @@ class _Run:
              checkpoint: str | os.PathLike | None, checkpoint_every: int) -> History:
         path = Path(checkpoint) if checkpoint is not None else None
         if self.round == 0:
-            self.rows.append({"round": 0, **self.evaluate()})
+            self.rows.append({"round": 0, **(self.evaluate() if eval_every else {})})
         bar = tqdm(total=rounds, initial=min(self.round, rounds), disable=not progress,
                    desc=getattr(self.algorithm, "name", "run"), leave=False)
         with torch.random.fork_rng(devices=[]), bar:
@@ -373,7 +376,7 @@ class _Run:
         self.state = state
         if self.trace is not None and batch.trace:
             self.trace.append((batch.clients, torch.stack(batch.trace)))
-        if self.round % eval_every == 0 or self.round == rounds:
+        if eval_every and (self.round % eval_every == 0 or self.round == rounds):
             row.update(self.evaluate())
         self.rows.append(row)
         self.dropout_rng = torch.get_rng_state()

@@ -32,7 +32,7 @@ def test_femnist_stand_in_settings(femnist) -> None:
     assert experiment.local_steps(data, "paper") == math.ceil(600 / 32)  # one epoch of the mean client (600)
     assert experiment.local_steps(data, "small") == 5 and experiment.local_steps(data, "smoke") == 2
     run = experiment.options(data, "small", tuning=True)
-    assert (run["rounds"], run["clients_per_round"], run["batch_size"], run["eval_every"]) == (10, 10, 32, 10)
+    assert (run["rounds"], run["clients_per_round"], run["batch_size"], run["eval_every"]) == (10, 10, 32, 0)
     assert experiment.options(data, "paper")["rounds"] == 500
     paper_problem = experiment.problem("femnist", data, "paper")
     assert paper_problem.x0().numel() > 10**6  # the CNN

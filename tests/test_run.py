@@ -48,6 +48,17 @@ def test_history_layout(tiny_classification) -> None:
     assert not history.diverged and 0 <= history.final("test_accuracy") <= 1
 
 
+def test_eval_every_zero_skips_the_test_set_and_changes_nothing_else(tiny_classification) -> None:
+    """A tuning search scored on the training loss skips the test set: same training, no test columns."""
+    evaluated = run(tiny_classification, rounds=4, eval_every=1)
+    blind = run(tiny_classification, rounds=4, eval_every=0)
+    assert "test_accuracy" not in blind.frame and list(blind.frame.index) == [0, 1, 2, 3, 4]
+    pd.testing.assert_series_equal(evaluated.frame["train_loss"], blind.frame["train_loss"])
+    assert torch.equal(evaluated.final_state["x"], blind.final_state["x"])  # dropout masks untouched by evaluation
+    with pytest.raises(ValueError, match="eval_every=-1 must be >= 0"):
+        run(tiny_classification, eval_every=-1)
+
+
 @pytest.mark.parametrize("stop_at", [2, 3])
 def test_resume_from_checkpoint_is_identical(tiny_classification, tmp_path, stop_at: int) -> None:
     """An interrupted run (stopped after `stop_at` rounds) resumed from its checkpoint ends identical,

@@ -132,11 +132,12 @@ def local_steps(data: FederatedData, scale: str) -> int:
 
 def options(data: FederatedData, scale: str, seed: int = 0, tuning: bool = False, **extra: Any) -> dict[str, Any]:
     """``simulate``'s options: 10 clients per round, one local epoch (:func:`local_steps`) of batch 32, the scale's
-    rounds (``tune_rounds`` when ``tuning``), uniform sampling; ``extra`` (``store``, ``progress``) passed on."""
+    rounds (``tune_rounds`` when ``tuning``, without test evaluations: :func:`tune` scores the training loss),
+    uniform sampling; ``extra`` (``store``, ``progress``) passed on."""
     chosen = settings(scale, data)
     rounds = chosen["tune_rounds"] if tuning else chosen["rounds"]
     return {"rounds": rounds, "clients_per_round": CLIENTS_PER_ROUND, "local_steps": local_steps(data, scale),
-            "batch_size": BATCH_SIZE, "eval_every": rounds if tuning else chosen["eval_every"],
+            "batch_size": BATCH_SIZE, "eval_every": 0 if tuning else chosen["eval_every"],
             "seed": check_seed("seed", seed), "progress": False, **extra}
 
 
