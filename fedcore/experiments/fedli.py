@@ -231,7 +231,7 @@ def server_steps(histories: Mapping[str, Mapping[str, History]]) -> pd.DataFrame
     for task, runs in histories.items():
         eta_g, gamma = runs["FedLi-LS"].frame["eta_g"].dropna(), runs["FedLi-LU"].frame["gamma"].dropna()
         rows[task] = {"FedLi-LS eta_g: mean": eta_g.mean(), "min": eta_g.min(), "max": eta_g.max(),
-                      "FedLi-LU gamma_t: rounds at 1": f"{int((gamma >= 1.0).sum())} of {len(gamma)}",
+                      "FedLi-LU: rounds": len(gamma), "rounds with gamma_t = 1": int((gamma >= 1.0).sum()),
                       "smallest gamma_t": gamma.min()}
     return pd.DataFrame(rows).T
 
@@ -321,7 +321,7 @@ def _descent(e: Evidence) -> tuple[str, str]:
     rises = sum(b > a for a, b in zip(values, values[1:]))
     return (f"clients sharing their data: the global gap falls every round: {'yes' if shared else 'no'}; two convex "
             f"clients with different optima, K = 10: the global objective rises in {rises} of {len(values) - 1} "
-            f"rounds while each client lowers its own"), _universal(shared, rises == 0)
+            f"rounds while each client lowers its own (or stays at its optimum)"), _universal(shared, rises == 0)
 
 
 def _linear(e: Evidence) -> tuple[str, str]:
@@ -346,7 +346,7 @@ def _least_tuning(e: Evidence) -> tuple[str, str]:
         return "no client-rate sweep", NOT_TESTABLE
     widths = {m: good_range(e.rate_sweep[m], NEAR_BEST) for m in ("FedLi-LU", "FedAvg", "FedExP")}
     others = ("FedAvg", "FedExP")
-    hits = sum(widths["FedLi-LU"] >= widths[m] - 0.5 for m in others)  # as forgiving, give or take one grid step
+    hits = sum(widths["FedLi-LU"] >= widths[m] for m in others)  # at least as forgiving as each of them
     return (f"decades of client SGD rates within {NEAR_BEST:g} points of the best: "
             + ", ".join(f"{m} {w:.1f}" for m, w in widths.items())), verdict(hits, len(others))
 
@@ -356,7 +356,8 @@ CLAIMS: tuple[Claim, ...] = (
     Claim("Linear convergence for strongly convex objectives (Section 5)", _linear),
     Claim("For non-convex clients, local descent need not give global descent (Remark 2)", _remark2),
     Claim("For FedLi-LU 'hyperparameter tuning is almost the least effort-taking' (Section 6): its clients' SGD "
-          "rate is as forgiving as FedAvg's and FedExP's, give or take half a decade", _least_tuning),
+          "rate is at least as forgiving as FedAvg's and FedExP's (decades of rates within 3 points of the best)",
+          _least_tuning),
 )
 """The paper's theory claims, judged on the quadratics of sections 1 and 2, and its tuning claim, judged on the
 client-rate sweep (:func:`client_rate_sweep`; not testable without one)."""
