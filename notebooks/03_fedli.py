@@ -307,7 +307,7 @@ experiment.server_steps(histories).round(3)
 
 # %%
 sweeps = {task: experiment.client_rate_sweep(*loaded[task], chosen[task], SCALE, SEED, store=store,
-                                             progress=PROGRESS)
+                                             progress=PROGRESS, fedli_ls=histories[task]["FedLi-LS"])
           for task in experiment.SCALES[SCALE]["rate_sweep_tasks"]}
 figure, axes = plt.subplots(1, len(sweeps), figsize=(6.5 * len(sweeps), 3.8), layout="constrained", squeeze=False)
 for ax, (task, table) in zip(axes[0], sweeps.items()):

@@ -153,6 +153,13 @@ def test_client_rate_sweep_runs_each_rate_as_table_1_does(femnist, monkeypatch) 
                           "FedExP": lambda: algorithms.fedexp(1.0, 0.01)}.items():
         assert table.loc[1.0, method] == pytest.approx(experiment.final_accuracy(simulate(problem, build(), **run)))
     assert table["FedLi-LS"].nunique() == 1  # no rate: one run, a flat column
+    ls = simulate(problem, experiment.builders(chosen, data, "smoke")["FedLi-LS"](), **run)
+    assert table.loc[1.0, "FedLi-LS"] == experiment.final_accuracy(ls)
+    other = simulate(problem, algorithms.fedavg(1.0), **run)  # a given run is used as it is, not rerun
+    given = experiment.client_rate_sweep(problem, data, chosen, "smoke", fedli_ls=other)
+    assert (given["FedLi-LS"] == experiment.final_accuracy(other)).all() and other.final("test_accuracy") != ls.final(
+        "test_accuracy")
+    pd.testing.assert_frame_equal(given.drop(columns="FedLi-LS"), table.drop(columns="FedLi-LS"))
     assert table.loc[0.01, "FedLi-LU"] != table.loc[1.0, "FedLi-LU"]  # its clients' rate matters
     summary = experiment.rate_summary(table)
     assert list(summary.index) == ["FedLi-LU", "FedAvg", "FedExP"]  # the flat column has no best rate

@@ -163,9 +163,22 @@ def grids(scale: str, data: FederatedData | None = None) -> dict[str, dict[str, 
             for method, grid in full.items()}
 
 
+def final_value(history: History, metric: str) -> float:
+    """What Tables 1 and 2 report of a run: ``metric``'s last value, in % for ``test_accuracy``; NaN if the run
+    diverged."""
+    if history.diverged:
+        return math.nan
+    return (100.0 if metric == "test_accuracy" else 1.0) * history.final(metric)
+
+
 def final_train_loss(history: History) -> float:
-    """The tuning score: the clients' mean training loss in the last round (NaN if the run diverged)."""
-    return math.nan if history.diverged else float(history.frame["train_loss"].dropna().iloc[-1])
+    """The tuning score and Table 2's number: the clients' mean training loss in the last round."""
+    return final_value(history, "train_loss")
+
+
+def final_accuracy(history: History) -> float:
+    """Table 1's number: the last test accuracy in %."""
+    return final_value(history, "test_accuracy")
 
 
 def tune(problem: Problem, data: FederatedData, scale: str, seed: int = 0,
@@ -196,9 +209,7 @@ def builders(chosen: Mapping[str, Mapping[str, float]], data: FederatedData,
 def results_table(histories: Mapping[str, Mapping[str, History]], metric: str) -> pd.DataFrame:
     """Tasks by methods: ``metric``'s last value, as % for ``test_accuracy`` (Table 1) or as is for ``train_loss``
     (Table 2: the clients' mean training loss in the last round, as the paper reports it)."""
-    scale = 100.0 if metric == "test_accuracy" else 1.0
-    return pd.DataFrame({task: {method: scale * float(h.frame[metric].dropna().iloc[-1]) if not h.diverged
-                                else math.nan for method, h in runs.items()}
+    return pd.DataFrame({task: {method: final_value(h, metric) for method, h in runs.items()}
                          for task, runs in histories.items()}).T
 
 
@@ -258,27 +269,23 @@ def on_grid_edge(chosen: Mapping[str, Mapping[str, float]],
     return edges
 
 
-def final_accuracy(history: History) -> float:
-    """Table 1's number: the last test accuracy in % (NaN if the run diverged)."""
-    return math.nan if history.diverged else 100.0 * history.final("test_accuracy")
-
-
 def client_rate_sweep(problem: Problem, data: FederatedData, chosen: Mapping[str, Mapping[str, float]], scale: str,
-                      seed: int = 0, **extra: Any) -> pd.DataFrame:
+                      seed: int = 0, fedli_ls: History | None = None, **extra: Any) -> pd.DataFrame:
     """How much FedLi-LU still depends on a learning rate: the final test accuracy (%, :func:`final_accuracy`) at
     every clients' SGD rate of :data:`SWEEP_LRS` (rows) for the methods whose clients run SGD at a rate nobody sets
     for them: FedLi-LU (its server step is computed; the paper does not say which client rate it used), FedAvg
     and FedExP (at its ``chosen`` eps); FedLi-LS (Armijo clients, no rate) once, as a flat column.  The runs are
     Table 1's (:func:`options`: full rounds), so the table's point at the tuned rate is Table 1's number; a
-    diverged run scores NaN."""
+    diverged run scores NaN.  ``fedli_ls``: Table 1's FedLi-LS run, if there is one (else it is run here)."""
     run = options(data, scale, seed, **extra)
-    sgd_clients = {"FedLi-LU": lambda client_lr: algorithms.fedli_lu(client_lr),
-                   "FedAvg": BASELINES["FedAvg"],
+    sgd_clients = {"FedLi-LU": algorithms.fedli_lu, "FedAvg": BASELINES["FedAvg"],
                    "FedExP": lambda client_lr: BASELINES["FedExP"](client_lr, chosen["FedExP"]["eps"])}
     table = {method: sweep(problem, build, {"client_lr": SWEEP_LRS},
                            summary=lambda h: {"score": final_accuracy(h)}, **run).set_index("client_lr")["score"]
              for method, build in sgd_clients.items()}
-    line_search = final_accuracy(simulate(problem, builders(chosen, data, scale)["FedLi-LS"](), **run))
+    if fedli_ls is None:
+        fedli_ls = simulate(problem, builders(chosen, data, scale)["FedLi-LS"](), **run)
+    line_search = final_accuracy(fedli_ls)
     return pd.DataFrame({**table, "FedLi-LS": line_search}).rename_axis("client SGD rate")
 
 
