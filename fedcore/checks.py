@@ -25,8 +25,19 @@ def _interval(low: float, high: float, low_closed: bool, high_closed: bool) -> s
     return f"{'[' if low_closed else '('}{low:g}, {high:g}{']' if high_closed else ')'}"
 
 
-def check_number(name: str, value: Any) -> float:
-    """``value`` must be a finite real number (bools are refused; numpy and 0-d torch scalars are numbers)."""
+def _per_run(value: Any) -> bool:
+    """A floating tensor of one value per run (``[R, 1, 1]``: the hyperparameters of a pass of several runs,
+    :mod:`fedcore.runs`): the checks below apply to every element."""
+    return type(value).__module__ == "torch" and getattr(value, "dim", lambda: 0)() > 0 and value.is_floating_point()
+
+
+def check_number(name: str, value: Any) -> Any:
+    """``value`` must be a finite real number (bools are refused; numpy and 0-d torch scalars are numbers).
+    A floating tensor of per-run values is checked element by element and returned as it is."""
+    if _per_run(value):
+        if not bool(value.isfinite().all()):
+            raise ValueError(f"{name}={value.flatten().tolist()!r} must be finite")
+        return value
     value = _scalar(value)
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise TypeError(f"{name}={value!r} must be a number, got {type(value).__name__}")
@@ -43,21 +54,23 @@ def check_range(
     *,
     low_closed: bool = True,
     high_closed: bool = False,
-) -> float:
+) -> Any:
     """``value`` must lie in the interval; ``check_range('beta1', 1.2, 0, 1)`` -> ``beta1=1.2 not in [0, 1)``."""
     number = check_number(name, value)
     above = number >= low if low_closed else number > low
     below = number <= high if high_closed else number < high
-    if not (above and below):
-        raise ValueError(f"{name}={value!r} not in {_interval(low, high, low_closed, high_closed)}")
+    if not bool((above & below).all() if _per_run(number) else above and below):
+        shown = number.flatten().tolist() if _per_run(number) else value
+        raise ValueError(f"{name}={shown!r} not in {_interval(low, high, low_closed, high_closed)}")
     return number
 
 
-def check_positive(name: str, value: Any) -> float:
+def check_positive(name: str, value: Any) -> Any:
     """``value`` must be a finite number > 0 (``tau=0 must be > 0``)."""
     number = check_number(name, value)
-    if number <= 0:
-        raise ValueError(f"{name}={value!r} must be > 0")
+    if not bool((number > 0).all() if _per_run(number) else number > 0):
+        shown = number.flatten().tolist() if _per_run(number) else value
+        raise ValueError(f"{name}={shown!r} must be > 0")
     return number
 
 

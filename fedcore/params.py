@@ -293,7 +293,6 @@ def _batch_error(error: Exception, **tensors: Tensor) -> ValueError:
     return ValueError(f"the model does not accept this batch ({parts}): {type(error).__name__}: {error}")
 
 
-@torch.no_grad()
 def evaluate(
     model: FlatModel, x: Tensor, inputs: Tensor, targets: Tensor, batch_size: int = 2000,
     ignore_classes: Sequence[int] = (),
@@ -304,8 +303,22 @@ def evaluate(
     out-of-vocabulary and padding ids); the loss counts every target.  With no test samples
     (``test_fraction=0``) both are NaN: nothing was measured.
     """
+    for name, value in (("x", x),):
+        if not isinstance(value, Tensor):
+            raise TypeError(f"{name} must be a tensor, got {type(value).__name__}")
+    return evaluate_runs(model, x.reshape(1, -1), inputs, targets, batch_size, ignore_classes)[0]
+
+
+@torch.no_grad()
+def evaluate_runs(
+    model: FlatModel, X: Tensor, inputs: Tensor, targets: Tensor, batch_size: int = 2000,
+    ignore_classes: Sequence[int] = (), backend: str = "loop",
+) -> list[dict[str, float]]:
+    """:func:`evaluate` for R models ``X [R, d]`` on the same test set: one dict per model.  With
+    ``backend="vmap"`` the R models go through one forward per test batch (``torch.func.vmap`` over the
+    parameters); with ``"loop"`` one model at a time."""
     check_int("batch_size", batch_size)
-    for name, value in (("x", x), ("inputs", inputs), ("targets", targets)):
+    for name, value in (("x", X), ("inputs", inputs), ("targets", targets)):
         if not isinstance(value, Tensor):
             raise TypeError(f"{name} must be a tensor, got {type(value).__name__}")
     if inputs.dim() == 0 or targets.dim() == 0 or inputs.shape[0] != targets.shape[0]:
@@ -315,25 +328,31 @@ def evaluate(
         raise TypeError(f"ignore_classes={ignore_classes!r} must be a sequence of class ids (ints >= 0)")
     ids = [check_int("ignore_classes", c, 0) for c in ignore_classes]
     ignored = torch.as_tensor(ids, dtype=torch.long, device=targets.device)
-    total_loss, correct, count, scored = 0.0, 0, 0, 0
+    runs = X.shape[0]
+    total_loss, correct = torch.zeros(runs, dtype=torch.float64), torch.zeros(runs, dtype=torch.long)
+    count, scored = 0, 0
+    forward = vmap(model.forward, in_dims=(0, None)) if backend == "vmap" and runs > 1 else None
     with model.mode(training=False):
         for start in range(0, targets.shape[0], batch_size):
             batch_in = inputs[start : start + batch_size]
             batch_t = targets[start : start + batch_size]
             try:
-                outputs = model.forward(x, batch_in)
-                loss = model.loss_fn(outputs, batch_t)
+                outputs = forward(X, batch_in) if forward else torch.stack([model.forward(x, batch_in) for x in X])
+                losses = torch.stack([model.loss_fn(out, batch_t) for out in outputs])
             except torch.OutOfMemoryError:
                 raise
             except (RuntimeError, IndexError) as error:
-                raise _batch_error(error, x=x, inputs=batch_in, targets=batch_t) from None
-            total_loss += float(loss) * batch_t.numel()
+                raise _batch_error(error, x=X[0] if runs == 1 else X, inputs=batch_in, targets=batch_t) from None
+            total_loss += losses.double().cpu() * batch_t.numel()
             count += batch_t.numel()
             if not batch_t.is_floating_point():
                 kept = ~torch.isin(batch_t, ignored)
-                correct += int(((outputs.argmax(-1) == batch_t) & kept).sum())
+                correct += ((outputs.argmax(-1) == batch_t) & kept).flatten(1).sum(1).cpu()
                 scored += int(kept.sum())
-    metrics = {"test_loss": total_loss / count if count else math.nan}
-    if not targets.is_floating_point():
-        metrics["test_accuracy"] = correct / scored if scored else math.nan
-    return metrics
+    results = []
+    for run in range(runs):
+        metrics = {"test_loss": float(total_loss[run]) / count if count else math.nan}
+        if not targets.is_floating_point():
+            metrics["test_accuracy"] = int(correct[run]) / scored if scored else math.nan
+        results.append(metrics)
+    return results

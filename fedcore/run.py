@@ -41,8 +41,9 @@ from fedcore.data.federated import FederatedData
 from fedcore.files import writable_file
 from fedcore.identity import differences, run_identity, uncomparable
 from fedcore.memory import check_fits
-from fedcore.params import GradientOracle, evaluate
+from fedcore.params import GradientOracle, evaluate, evaluate_runs
 from fedcore.problem import History, Problem
+from fedcore.runs import run_state, select, signature, stack
 from fedcore.store import Store, run_key
 
 CHECKPOINT_VERSION = 2
@@ -95,26 +96,13 @@ def simulate(
     ``callback``, a ``trace`` or a plain-function hyperparameter (which cannot be compared) is
     neither looked up nor kept.
     """
-    if not isinstance(problem, Problem):
-        hint = ": wrap it as Problem(data, model)" if isinstance(problem, FederatedData) else ""
-        raise TypeError(f"problem={type(problem).__name__} must be a fedcore.Problem{hint}")
-    data = problem.data
-    rounds = check_int("rounds", rounds)
-    clients_per_round = check_int("clients_per_round", clients_per_round)
-    if clients_per_round > data.num_clients:
-        raise ValueError(f"clients_per_round={clients_per_round} > num_clients={data.num_clients}")
-    local_steps = check_int("local_steps", local_steps)
-    batch_size = check_int("batch_size", batch_size)
-    if batch_size > data.inputs.shape[0]:
-        raise ValueError(f"batch_size={batch_size} > {data.inputs.shape[0]}, the training samples of the whole "
-                         f"federation; a minibatch is drawn from one client (largest: {int(data.sizes.max())} samples)")
-    eval_every = check_int("eval_every", eval_every, low=0)
+    checked = _checked_options(problem, rounds, clients_per_round, local_steps, batch_size, eval_every, weighting,
+                               progress, diverge_above)
+    data, eval_every, progress, diverge_above = problem.data, checked["eval_every"], checked["progress"], \
+        checked["config"]["diverge_above"]
     checkpoint_every = check_int("checkpoint_every", checkpoint_every)
-    check_choice("weighting", weighting, ("samples", "uniform"))
     seed = check_seed("seed", seed)
-    progress, trace = check_bool("progress", progress), check_bool("trace", trace)
-    if diverge_above is not None:
-        diverge_above = check_positive("diverge_above", diverge_above)
+    trace = check_bool("trace", trace)
     if callback is not None:
         check_function("callback", callback, "round", "state")
     if checkpoint is not None:
@@ -126,8 +114,7 @@ def simulate(
             raise ValueError(f"x0 has shape {shape}; expected a tensor of shape ({dim},), the model's parameters")
         if not bool(torch.isfinite(x0).all()):
             raise ValueError(f"x0 has {int((~torch.isfinite(x0)).sum())} non-finite entries; a start must be finite")
-    if not callable(getattr(algorithm, "round", None)) or not callable(getattr(algorithm, "init", None)):
-        raise TypeError(f"algorithm={algorithm!r} needs init(x0, num_clients) and round(state, batch, oracle)")
+    _check_algorithm(algorithm)
     if resume not in (False, True, "trust") or not isinstance(resume, (bool, str)):
         raise ValueError(f"resume={resume!r} not one of False, True, 'trust'")
     if resume and checkpoint is None:
@@ -144,32 +131,73 @@ def simulate(
     check_fits(algorithm, start, data.num_clients, clients_per_round, local_steps, batch_size,
                data.inputs[:1].nbytes + data.targets[:1].nbytes, data.device)
     oracle = GradientOracle(problem.model, backend, data.device)
-    config = {
-        "clients_per_round": clients_per_round, "local_steps": local_steps, "batch_size": batch_size,
-        "seed": seed, "weighting": weighting, "eval_every": eval_every, "backend": oracle.backend,
-        "diverge_above": diverge_above,
-    }
-    run = _Run(problem, algorithm, oracle, config, seed, start, callback, trace)
+    config = {**checked["config"], "seed": seed, "backend": oracle.backend}
+    run = _Pass(problem, [algorithm], oracle, config, [seed], start, callback, trace)
     if store is not None and not isinstance(store, Store):
         store = Store(store)
-    if checkpoint is not None or store is not None:
-        run.identity = run_identity(data, problem.model.module, run.start, algorithm, config)
-    key = None
-    if store is not None and callback is None and not trace and not uncomparable(run.identity):
-        key = run_key(run.identity, rounds)
-        entry = store.get(key)
-        if entry is not None:
-            return History(entry["frame"], entry["algorithm"], entry["backend"], {"x": entry["x"]},
-                           entry["diverged_round"], stored=True, diverged_because=entry.get("diverged_because"))
+    needed = checkpoint is not None or store is not None
+    identity = run_identity(data, problem.model.module, start, algorithm, config) if needed else {}
+    run.identity = identity
+    key = _key(store, identity, rounds) if callback is None and not trace else None
+    if key is not None and (stored := _stored(store, key)) is not None:
+        return stored
     if checkpoint is not None and resume and Path(checkpoint).exists():
         run.load(Path(checkpoint), rounds, trust=resume == "trust")
-    history = run.loop(rounds, eval_every, weighting, progress, checkpoint, checkpoint_every)
-    if store is not None and key is not None:
-        store.put(key, run.identity, rounds, {"frame": history.frame, "algorithm": history.algorithm,
-                                              "backend": history.backend, "x": history.final_state["x"],
-                                              "diverged_round": history.diverged_round,
-                                              "diverged_because": history.diverged_because})
+    history = run.loop(rounds, eval_every, weighting, progress, checkpoint, checkpoint_every)[0]
+    if key is not None:
+        _keep(store, key, identity, rounds, history)
     return history
+
+
+def _checked_options(problem: Problem, rounds: Any, clients_per_round: Any, local_steps: Any, batch_size: Any,
+                     eval_every: Any, weighting: Any, progress: Any, diverge_above: Any) -> dict[str, Any]:
+    """The round settings :func:`simulate` and :func:`simulate_runs` share, checked; ``config`` is what a run's
+    identity records of them (with the seed and the backend added by the caller)."""
+    if not isinstance(problem, Problem):
+        hint = ": wrap it as Problem(data, model)" if isinstance(problem, FederatedData) else ""
+        raise TypeError(f"problem={type(problem).__name__} must be a fedcore.Problem{hint}")
+    data = problem.data
+    rounds = check_int("rounds", rounds)
+    clients_per_round = check_int("clients_per_round", clients_per_round)
+    if clients_per_round > data.num_clients:
+        raise ValueError(f"clients_per_round={clients_per_round} > num_clients={data.num_clients}")
+    local_steps = check_int("local_steps", local_steps)
+    batch_size = check_int("batch_size", batch_size)
+    if batch_size > data.inputs.shape[0]:
+        raise ValueError(f"batch_size={batch_size} > {data.inputs.shape[0]}, the training samples of the whole "
+                         f"federation; a minibatch is drawn from one client (largest: {int(data.sizes.max())} samples)")
+    eval_every = check_int("eval_every", eval_every, low=0)
+    check_choice("weighting", weighting, ("samples", "uniform"))
+    if diverge_above is not None:
+        diverge_above = check_positive("diverge_above", diverge_above)
+    config = {"clients_per_round": clients_per_round, "local_steps": local_steps, "batch_size": batch_size,
+              "weighting": weighting, "eval_every": eval_every, "diverge_above": diverge_above}
+    return {"config": config, "eval_every": eval_every, "progress": check_bool("progress", progress)}
+
+
+def _check_algorithm(algorithm: Any) -> None:
+    if not callable(getattr(algorithm, "round", None)) or not callable(getattr(algorithm, "init", None)):
+        raise TypeError(f"algorithm={algorithm!r} needs init(x0, num_clients) and round(state, batch, oracle)")
+
+
+def _key(store: Store | None, identity: dict, rounds: int) -> str | None:
+    """The store's key of a run, or None when there is no store or the run cannot be compared."""
+    return None if store is None or uncomparable(identity) else run_key(identity, rounds)
+
+
+def _stored(store: Store, key: str) -> History | None:
+    entry = store.get(key)
+    if entry is None:
+        return None
+    return History(entry["frame"], entry["algorithm"], entry["backend"], {"x": entry["x"]}, entry["diverged_round"],
+                   stored=True, diverged_because=entry.get("diverged_because"))
+
+
+def _keep(store: Store, key: str, identity: dict, rounds: int, history: History) -> None:
+    store.put(key, identity, rounds, {"frame": history.frame, "algorithm": history.algorithm,
+                                      "backend": history.backend, "x": history.final_state["x"],
+                                      "diverged_round": history.diverged_round,
+                                      "diverged_because": history.diverged_because})
 
 
 def warm_up(problem: Problem, backend: str = "auto") -> float:
@@ -189,17 +217,137 @@ def warm_up(problem: Problem, backend: str = "auto") -> float:
     return time.perf_counter() - started
 
 
-def sweep(problem: Problem, build: Callable[..., Any], grid: dict[str, Sequence[Any]], *,
-          summary: Callable[[History], dict[str, float]] | None = None, **options: Any) -> pd.DataFrame:
-    """Run ``simulate(problem, build(**point), **options)`` for every point of ``grid``.
+def simulate_runs(
+    problem: Problem,
+    algorithms: Sequence[Algorithm],
+    rounds: int,
+    clients_per_round: int,
+    local_steps: int,
+    batch_size: int,
+    *,
+    seeds: Sequence[int] = (0,),
+    batch: str | int = "auto",
+    eval_every: int = 1,
+    weighting: str = "samples",
+    backend: str = "auto",
+    progress: bool = True,
+    store: Store | str | os.PathLike | None = None,
+    diverge_above: float | None = None,
+) -> list[History]:
+    """``[simulate(problem, algorithms[i], ..., seed=seeds[i]) for i]``, computed in passes of several runs.
 
-    ``sweep(problem, lambda client_lr: fedavg(client_lr), {"client_lr": [0.01, 0.1, 1]}, rounds=50, ...)``
-    returns one row per point with the final train loss, final and best test accuracy, and
-    ``diverged_round`` (NaN when the run did not diverge): a divergence is a result, not a crash.
-    A point whose hyperparameters ``build`` refuses (a negative learning rate) is a row with its
-    ``error``.  With ``store=`` (see :func:`simulate`) each point is kept as it finishes, so an
-    interrupted sweep, run again, computes only the points it had not finished.  ``summary(history)``
-    adds columns of its own to each row (a paper's metric, e.g. the mean accuracy of the last rounds).
+    ``seeds`` has one seed per algorithm (or one for all).  Runs whose algorithms differ only in the values of
+    their hyperparameters (:func:`fedcore.runs.signature`) go through the client loop together, up to
+    ``batch`` runs per pass (``"auto"``: :func:`runs_per_pass`; ``"off"`` or 1: one run at a time): the
+    clients of all runs are one ``[R*S, d]`` matrix for the gradient oracle, the server state is per run, and
+    each run keeps its own initial model, client sampling and minibatch stream, so run i equals
+    ``simulate(..., seed=seeds[i])`` (up to float rounding; with dropout each run draws its own masks from
+    the pass's stream, so it equals it in distribution).  A run that diverges leaves its pass at that round
+    (its history says where and why, as ``simulate``'s does); the others go on.  The test set is evaluated
+    for all runs of a pass in one forward where the backend is ``vmap``.  A run that cannot share a pass
+    (a plain-function schedule, another family) runs alone, said once.  With ``store``, each run is looked
+    up under its own identity, only the missing ones are computed, and each pass keeps its runs as it
+    finishes (an interrupted call loses no finished pass).  The ``seconds`` of a round of a pass are the
+    pass's time divided by its runs.
+    """
+    algorithms = list(algorithms)
+    if not algorithms:
+        raise ValueError("algorithms=[] is empty: give at least one algorithm")
+    seeds = [check_seed("seeds", seed) for seed in (seeds if isinstance(seeds, Sequence) else [seeds])]
+    if len(seeds) == 1:
+        seeds = seeds * len(algorithms)
+    if len(seeds) != len(algorithms):
+        raise ValueError(f"seeds has {len(seeds)} seeds for {len(algorithms)} algorithms: give one seed per "
+                         "algorithm, or one for all")
+    for algorithm in algorithms:
+        _check_algorithm(algorithm)
+    checked = _checked_options(problem, rounds, clients_per_round, local_steps, batch_size, eval_every, weighting,
+                               progress, diverge_above)
+    data = problem.data
+    oracle = GradientOracle(problem.model, backend, data.device)
+    start = problem.x0()
+    most = runs_per_pass(problem, oracle.backend, clients_per_round) if batch == "auto" else _check_batch(batch)
+    if store is not None and not isinstance(store, Store):
+        store = Store(store)
+    histories: list[History | None] = [None] * len(algorithms)
+    identities, keys = {}, {}
+    for i, (algorithm, seed) in enumerate(zip(algorithms, seeds)):
+        config = {**checked["config"], "seed": seed, "backend": oracle.backend}
+        identities[i] = run_identity(data, problem.model.module, start, algorithm, config) if store is not None else {}
+        keys[i] = _key(store, identities[i], rounds)
+        if keys[i] is not None:
+            histories[i] = _stored(store, keys[i])
+    missing = [i for i, history in enumerate(histories) if history is None]
+    for group in _passes([algorithms[i] for i in missing], most):
+        runs = [missing[j] for j in group]
+        config = {**checked["config"], "backend": oracle.backend}
+        check_fits(stack([algorithms[i] for i in runs], start.dtype, data.device),
+                   start.expand(len(runs), 1, -1), data.num_clients, len(runs) * clients_per_round, local_steps,
+                   batch_size, data.inputs[:1].nbytes + data.targets[:1].nbytes, data.device)
+        engine = _Pass(problem, [algorithms[i] for i in runs], oracle, config, [seeds[i] for i in runs], start)
+        finished = engine.loop(rounds, checked["eval_every"], weighting, checked["progress"], None, 1)
+        for i, history in zip(runs, finished):
+            histories[i] = history
+            if keys[i] is not None:
+                _keep(store, keys[i], identities[i], rounds, history)
+    return histories  # type: ignore[return-value]
+
+
+def runs_per_pass(problem: Problem, backend: str, clients_per_round: int) -> int:
+    """The ``batch="auto"`` rule: how many runs share a pass.  Measured (``benchmarks/round_speed.py --workloads
+    runs``, ``benchmarks/README.md``): on a CPU, models on the ``vmap`` backend gain up to about R*S = 160 client
+    rows per pass and little beyond; the ``loop`` backend (convolutions, LSTMs, large models) computes client by
+    client either way, and a pass saves only the per-run Python of a round: 4 runs.  On a GPU: up to 64 runs."""
+    if problem.data.device.type != "cpu":
+        return 64
+    if backend == "loop":
+        return 4
+    return max(1, min(16, 160 // clients_per_round))
+
+
+def _check_batch(batch: Any) -> int:
+    if batch == "off":
+        return 1
+    if isinstance(batch, str):
+        raise ValueError(f"batch={batch!r} not one of 'auto', 'off' or an int >= 1 (the most runs in one pass)")
+    return check_int("batch", batch)
+
+
+_said: set[str] = set()
+
+
+def _passes(algorithms: list[Algorithm], most: int) -> list[list[int]]:
+    """The passes: indices of ``algorithms`` grouped by :func:`fedcore.runs.signature`, at most ``most`` per
+    pass, in order of first appearance; an algorithm that cannot share a pass is alone (said once)."""
+    groups: dict[str, list[int]] = {}
+    alone = []
+    for i, algorithm in enumerate(algorithms):
+        key, reason = signature(algorithm)
+        if key is None:
+            alone.append([i])
+            name = getattr(algorithm, "name", type(algorithm).__name__)
+            if most > 1 and f"{name}: {reason}" not in _said:
+                _said.add(f"{name}: {reason}")
+                warnings.warn(f"{name} runs alone, not in a pass with others: {reason}", UserWarning, stacklevel=3)
+        else:
+            groups.setdefault(key, []).append(i)
+    passes = [group[j:j + most] for group in groups.values() for j in range(0, len(group), most)] + alone
+    return sorted(passes, key=lambda indices: indices[0])
+
+
+def sweep(problem: Problem, build: Callable[..., Any], grid: dict[str, Sequence[Any]], *,
+          seeds: Sequence[int] = (0,), batch: str | int = "auto",
+          summary: Callable[[History], dict[str, float]] | None = None, **options: Any) -> pd.DataFrame:
+    """Run ``build(**point)`` for every point of ``grid`` and every seed of ``seeds``: one row per (point, seed).
+
+    ``sweep(problem, lambda client_lr: fedavg(client_lr), {"client_lr": [0.01, 0.1, 1]}, seeds=(0, 1, 2),
+    rounds=50, ...)`` returns the point's values, ``seed``, the final train loss, final and best test accuracy,
+    and ``diverged_round`` (NaN when the run did not diverge): a divergence is a result, not a crash.  A point
+    whose hyperparameters ``build`` refuses (a negative learning rate) is a row with its ``error``.  The runs
+    go through :func:`simulate_runs` (``batch`` runs per pass; ``"off"`` runs them one at a time), so with
+    ``store=`` each run is kept when its pass finishes and an interrupted sweep, run again, computes only the
+    runs it had not finished.  ``summary(history)`` adds columns of its own to each row (a paper's metric,
+    e.g. the mean accuracy of the last rounds).
     """
     if summary is not None:
         check_function("summary", summary, "history")
@@ -207,27 +355,44 @@ def sweep(problem: Problem, build: Callable[..., Any], grid: dict[str, Sequence[
         raise TypeError(f"build={build!r} must be a function (**hyperparameters) -> algorithm")
     _check_grid(grid)
     check_keywords(build, grid, "build (with the grid's keys)")
-    rows = []
+    if "seed" in options:  # one seed, as simulate takes it: the table has no seed column
+        if tuple(seeds) != (0,):
+            raise ValueError(f"seed={options['seed']!r} and seeds={seeds!r}: give one of them")
+        seeds = [options.pop("seed")]
+    if isinstance(seeds, (str, bytes)) or not isinstance(seeds, Sequence) or len(seeds) == 0:
+        raise ValueError(f"seeds={seeds!r} must be a non-empty list of seeds, e.g. (0, 1, 2)")
+    seeds = [check_seed("seeds", seed) for seed in seeds]
+    rows, runs = [], []
     for values in itertools.product(*grid.values()):
         point = dict(zip(grid, values))
         try:
             algorithm = build(**point)
         except (ValueError, TypeError) as error:
-            rows.append({**point, "error": str(error)})
+            rows += [{**point, "seed": seed, "error": str(error)} for seed in seeds]
             continue
+        for seed in seeds:
+            rows.append({**point, "seed": seed})
+            runs.append((len(rows) - 1, algorithm, seed))
+    if runs:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
-            history = simulate(problem, algorithm, **options)
-        frame = history.frame
-        rows.append({
-            **point,
-            "final_train_loss": float(frame["train_loss"].iloc[-1]),
-            "final_test_accuracy": history.final("test_accuracy") if "test_accuracy" in frame else math.nan,
-            "best_test_accuracy": float(frame["test_accuracy"].max()) if "test_accuracy" in frame else math.nan,
-            "diverged_round": history.diverged_round if history.diverged else math.nan,
-            **(summary(history) if summary is not None else {}),
-        })
-    return pd.DataFrame(rows)
+            histories = simulate_runs(problem, [a for _, a, _ in runs], seeds=[s for _, _, s in runs], batch=batch,
+                                      **options)
+        for (row, _, _), history in zip(runs, histories):
+            rows[row].update(_summary_row(history, summary))
+    table = pd.DataFrame(rows)
+    return table if len(seeds) > 1 else table.drop(columns="seed")
+
+
+def _summary_row(history: History, summary: Callable[[History], dict[str, float]] | None) -> dict[str, float]:
+    frame = history.frame
+    return {
+        "final_train_loss": float(frame["train_loss"].iloc[-1]),
+        "final_test_accuracy": history.final("test_accuracy") if "test_accuracy" in frame else math.nan,
+        "best_test_accuracy": float(frame["test_accuracy"].max()) if "test_accuracy" in frame else math.nan,
+        "diverged_round": history.diverged_round if history.diverged else math.nan,
+        **(summary(history) if summary is not None else {}),
+    }
 
 
 def _check_grid(grid: Any) -> None:
@@ -243,7 +408,7 @@ def sample_round(
     data: FederatedData, t: int, clients_per_round: int, local_steps: int, batch_size: int,
     weighting: str, dtype: torch.dtype, sampler: torch.Generator, batch_generator: torch.Generator,
 ) -> RoundBatch:
-    """Round ``t``'s batch: ``clients_per_round`` clients drawn without replacement (``sampler``,
+    """Round ``t``'s batch of one run: ``clients_per_round`` clients drawn without replacement (``sampler``,
     a CPU generator), their weights (``n_i / sum n_j`` or uniform) and the rows of their
     ``local_steps`` minibatches of ``batch_size`` (``batch_generator``, on the data's device),
     gathered step by step from the resident data by :meth:`RoundBatch.step`."""
@@ -254,29 +419,42 @@ def sample_round(
     return RoundBatch(t, clients, weights, rows, data.inputs, data.targets, data.num_clients)
 
 
-class _Run:
-    """The mutable state of one simulation: model state, random streams, rows so far."""
+def _per_run(metrics: dict[str, Any], runs: int) -> dict[str, list[float]]:
+    """A round's metrics as one float per run (a number is every run's; a tensor holds one per run)."""
+    out = {}
+    for name, value in metrics.items():
+        if isinstance(value, Tensor):
+            out[name] = value.detach().reshape(-1).tolist() if value.numel() == runs else [float(value)] * runs
+        else:
+            out[name] = [float(value)] * runs
+    return out
 
-    def __init__(self, problem: Problem, algorithm: Algorithm, oracle: GradientOracle, config: dict,
-                 seed: int, start: Tensor, callback: Callable[[int, State], None] | None,
+
+class _Pass:
+    """The mutable state of R runs simulated together (R = 1 for :func:`simulate`): the stacked algorithm
+    and its state, each run's random streams and rows so far, and the runs that left the pass."""
+
+    def __init__(self, problem: Problem, algorithms: list[Algorithm], oracle: GradientOracle, config: dict,
+                 seeds: list[int], start: Tensor, callback: Callable[[int, State], None] | None = None,
                  trace: bool = False) -> None:
-        self.problem, self.algorithm, self.oracle, self.config = problem, algorithm, oracle, config
+        self.problem, self.algorithms, self.oracle, self.config = problem, algorithms, oracle, config
         self.callback = callback
         self.trace: list[tuple[Tensor, Tensor]] | None = [] if trace else None
         data = problem.data
-        self.sampler = torch.Generator().manual_seed(seed)
-        self.batch_generator = torch.Generator(device=data.device).manual_seed(seed + 1)
-        self.dropout_rng = torch.Generator().manual_seed(seed + 2).get_state()
+        self.samplers = [torch.Generator().manual_seed(seed) for seed in seeds]
+        self.batch_generators = [torch.Generator(device=data.device).manual_seed(seed + 1) for seed in seeds]
+        self.dropout_rng = torch.Generator().manual_seed(seeds[0] + 2).get_state()
         self.start = start  # the model's initial parameters, or the caller's x0
         self.identity: dict = {}
-        self.state = algorithm.init(start, data.num_clients)
-        self.rows: list[dict[str, float]] = []
+        self.live = list(range(len(algorithms)))  # the runs still in the pass, in the pass's order
+        self.algorithm = stack(algorithms, start.dtype, data.device)
+        self.state = self.algorithm.init(start.expand(len(algorithms), 1, -1).clone(), data.num_clients)
+        self.rows: list[list[dict[str, float]]] = [[] for _ in algorithms]
+        self.ended: dict[int, tuple[State, int, str]] = {}  # run -> (state, diverged round, why)
         self.round = 0
-        self.diverged_round: int | None = None
-        self.diverged_because: str | None = None
 
     def load(self, path: Path, rounds: int, trust: bool) -> None:
-        """Continue from ``path`` after checking that it is this run's (see :func:`simulate`)."""
+        """Continue from ``path`` after checking that it is this run's (see :func:`simulate`; one run only)."""
         unknown = uncomparable(self.identity)
         if unknown and not trust:
             raise ValueError(
@@ -298,88 +476,123 @@ class _Run:
                 f"checkpoint={str(path)!r} holds {saved['round']} rounds, more than rounds={rounds}: pass "
                 f"rounds>={saved['round']} to continue it, or another checkpoint path"
             )
-        self.state, self.rows, self.round = saved["state"], saved["rows"], saved["round"]
-        self.sampler.set_state(saved["sampler"])
-        self.batch_generator.set_state(saved["batch_generator"].to(self.batch_generator.get_state().device))
+        self.state, self.rows[0], self.round = saved["state"], saved["rows"], saved["round"]
+        self.samplers[0].set_state(saved["sampler"])
+        self.batch_generators[0].set_state(saved["batch_generator"].to(self.batch_generators[0].get_state().device))
         self.dropout_rng = saved["dropout_rng"]
 
     def save(self, path: Path) -> None:
         checkpoint_file.write(path, {
-            "version": CHECKPOINT_VERSION, "identity": self.identity, "state": self.state, "rows": self.rows,
-            "round": self.round, "sampler": self.sampler.get_state(),
-            "batch_generator": self.batch_generator.get_state(), "dropout_rng": self.dropout_rng,
+            "version": CHECKPOINT_VERSION, "identity": self.identity, "state": self.state, "rows": self.rows[0],
+            "round": self.round, "sampler": self.samplers[0].get_state(),
+            "batch_generator": self.batch_generators[0].get_state(), "dropout_rng": self.dropout_rng,
         })
 
     def batch(self, weighting: str) -> RoundBatch:
-        config = self.config
-        batch = sample_round(
-            self.problem.data, self.round, config["clients_per_round"], config["local_steps"],
-            config["batch_size"], weighting, self.state["x"].dtype, self.sampler, self.batch_generator,
-        )
-        return batch if self.trace is None else replace(batch, trace=[])
+        """Round t's batch of every live run (each from its own streams), as one batch of R runs."""
+        config, data = self.config, self.problem.data
+        parts = [sample_round(data, self.round, config["clients_per_round"], config["local_steps"],
+                              config["batch_size"], weighting, self.start.dtype, self.samplers[run],
+                              self.batch_generators[run]) for run in self.live]
+        if len(parts) == 1:
+            one = parts[0]
+            return one if self.trace is None else replace(one, trace=[])
+        return RoundBatch(self.round, torch.cat([p.clients for p in parts]), torch.cat([p.weights for p in parts]),
+                          torch.cat([p.rows for p in parts]), data.inputs, data.targets, data.num_clients)
 
-    def evaluate(self) -> dict[str, float]:
+    def evaluate(self) -> list[dict[str, float]]:
+        """Each live run's test metrics, in one forward over the runs' models where the backend is vmap."""
         data = self.problem.data
         point = getattr(self.algorithm, "eval_point", lambda state: state["x"])(self.state)
-        return evaluate(self.problem.model, point, data.test_inputs, data.test_targets,
-                        ignore_classes=data.info.get("ignore_classes", ()))
+        return evaluate_runs(self.problem.model, point.reshape(len(self.live), -1), data.test_inputs,
+                             data.test_targets, ignore_classes=data.info.get("ignore_classes", ()),
+                             backend=self.oracle.backend)
 
     def loop(self, rounds: int, eval_every: int, weighting: str, progress: bool,
-             checkpoint: str | os.PathLike | None, checkpoint_every: int) -> History:
+             checkpoint: str | os.PathLike | None, checkpoint_every: int) -> list[History]:
         path = Path(checkpoint) if checkpoint is not None else None
         if self.round == 0:
-            self.rows.append({"round": 0, **(self.evaluate() if eval_every else {})})
-        bar = tqdm(total=rounds, initial=min(self.round, rounds), disable=not progress,
-                   desc=getattr(self.algorithm, "name", "run"), leave=False)
+            tested = self.evaluate() if eval_every else [{} for _ in self.live]
+            for run, metrics in zip(self.live, tested):
+                self.rows[run].append({"round": 0, **metrics})
+        name = getattr(self.algorithms[0], "name", "run")
+        bar = tqdm(total=rounds, initial=min(self.round, rounds), disable=not progress, leave=False,
+                   desc=name if len(self.algorithms) == 1 else f"{name} x {len(self.algorithms)} runs")
         with torch.random.fork_rng(devices=[]), bar:
             torch.set_rng_state(self.dropout_rng)
-            while self.round < rounds and self.diverged_round is None:
+            while self.round < rounds and self.live:
                 row = self.step(weighting, eval_every, rounds)
                 bar.update(1)
                 bar.set_postfix({k: f"{v:.4g}" for k, v in row.items() if k != "round"}, refresh=False)
-                saving = self.round % checkpoint_every == 0 or self.round == rounds
-                if path is not None and saving and self.diverged_round is None:
+                if path is not None and self.live and (self.round % checkpoint_every == 0 or self.round == rounds):
                     self.save(path)
-        frame = pd.DataFrame(self.rows).set_index("round")
-        return History(frame, getattr(self.algorithm, "name", type(self.algorithm).__name__),
-                       self.oracle.backend, self.state, self.diverged_round, self.trace,
-                       diverged_because=self.diverged_because)
+        return [self.history(run) for run in range(len(self.algorithms))]
 
-    def divergence(self, train_loss: float, x: Tensor) -> str | None:
-        """Why this round counts as diverged, or None."""
+    def history(self, run: int) -> History:
+        if run in self.ended:
+            state, diverged_round, because = self.ended[run]
+        else:
+            state, diverged_round, because = run_state(self.state, self.live.index(run)), None, None
+        frame = pd.DataFrame(self.rows[run]).set_index("round")
+        algorithm = self.algorithms[run]
+        trace = None
+        if self.trace is not None:
+            trace = [(clients[0], models[:, 0]) for clients, models in self.trace]
+        return History(frame, getattr(algorithm, "name", type(algorithm).__name__), self.oracle.backend, state,
+                       diverged_round, trace, diverged_because=because)
+
+    def divergence(self, train_loss: float, finite: bool) -> str | None:
+        """Why this round counts as diverged for one run, or None."""
         bound = self.config["diverge_above"]
         if not math.isfinite(train_loss):
             return f"train_loss={train_loss} is not finite"
-        if not bool(torch.isfinite(x).all()):
+        if not finite:
             return "the model is not finite"
         if bound is not None and train_loss > bound:
             return f"train_loss={train_loss:.6g} > diverge_above={bound:g}"
         return None
 
     def step(self, weighting: str, eval_every: int, rounds: int) -> dict[str, float]:
+        """One round of every live run; a run that diverges leaves the pass with its state of the round before.
+        Returns the first live run's row (for the progress bar)."""
         started = time.perf_counter()
         batch = self.batch(weighting)
+        runs = len(self.live)
         with self.problem.model.mode(training=True):
             state, metrics = self.algorithm.round(self.state, batch, self.oracle)
-        row = {"round": self.round + 1, **metrics, "seconds": time.perf_counter() - started}
-        because = self.divergence(metrics.get("train_loss", 0.0), state["x"])
-        if because is not None:
-            self.diverged_round, self.diverged_because = self.round + 1, because  # the rest stays at the round before
-            self.rows.append(row)
-            warnings.warn(
-                f"{getattr(self.algorithm, 'name', 'run')} diverged at round {self.diverged_round} "
-                f"({because}); history and state kept up to round {self.round}",
-                RuntimeWarning, stacklevel=4,
-            )
-            return row
+        seconds = (time.perf_counter() - started) / runs
+        values = _per_run(metrics, runs)
+        finite = torch.isfinite(state["x"].reshape(runs, -1)).all(dim=1).tolist()
+        losses = values.get("train_loss", [0.0] * runs)
+        because = [self.divergence(losses[p], finite[p]) for p in range(runs)]
+        rows = []
+        for p, run in enumerate(self.live):
+            rows.append({"round": self.round + 1, **{k: v[p] for k, v in values.items()}, "seconds": seconds})
+            self.rows[run].append(rows[-1])
+        diverged = [p for p in range(runs) if because[p] is not None]
+        if diverged:
+            batch.undo(torch.tensor(diverged, device=batch.clients.device))  # their per-client rows, as before
+            for p in diverged:
+                run = self.live[p]
+                self.ended[run] = (run_state(self.state, p), self.round + 1, because[p])  # the rest: the round before
+                warnings.warn(
+                    f"{getattr(self.algorithms[run], 'name', 'run')} diverged at round {self.round + 1} "
+                    f"({because[p]}); history and state kept up to round {self.round}", RuntimeWarning, stacklevel=5)
+            kept = [p for p in range(runs) if because[p] is None]
+            self.live = [self.live[p] for p in kept]
+            if not self.live:
+                return rows[0]
+            state = select(state, torch.tensor(kept))
+            self.algorithm = stack([self.algorithms[run] for run in self.live], self.start.dtype,
+                                   self.problem.data.device)
         self.round += 1
         self.state = state
         if self.trace is not None and batch.trace:
             self.trace.append((batch.clients, torch.stack(batch.trace)))
         if eval_every and (self.round % eval_every == 0 or self.round == rounds):
-            row.update(self.evaluate())
-        self.rows.append(row)
+            for run, tested in zip(self.live, self.evaluate()):
+                self.rows[run][-1].update(tested)
         self.dropout_rng = torch.get_rng_state()
         if self.callback is not None:
-            self.callback(self.round, self.state)
-        return row
+            self.callback(self.round, run_state(self.state, 0))
+        return self.rows[self.live[0]][-1]

@@ -45,6 +45,17 @@ class ServerOptimizer(NamedTuple):
     options: tuple[tuple[str, Any], ...] = ()  # every hyperparameter: what a run's identity compares
 
 
+def dot(a: Tensor, b: Tensor) -> Tensor:
+    """``<a, b>`` over the last dimension, kept: ``[R, 1, 1]`` for two models ``[R, 1, d]``, ``[R, S, 1]``
+    for two client matrices (a rule that needs a norm reads it the same way for one run or a pass)."""
+    return (a * b).sum(dim=-1, keepdim=True)
+
+
+def shown(value: Any) -> str:
+    """A hyperparameter as a name shows it: ``0.01``, or ``per-run`` for the values of a pass of runs."""
+    return "per-run" if isinstance(value, Tensor) and value.dim() > 0 else f"{value:g}"
+
+
 def sgd(lr: float = 1.0) -> ServerOptimizer:
     """``x_{t+1} = x_t + eta Delta_t``; ``lr = 1`` is McMahan et al.'s FedAvg."""
     check_positive("lr", lr)
@@ -55,7 +66,7 @@ def sgd(lr: float = 1.0) -> ServerOptimizer:
     def update(delta: Tensor, state: State, **extras: Tensor) -> tuple[Tensor, State]:
         return lr * delta, state
 
-    return ServerOptimizer(init, update, f"sgd(lr={lr:g})", (("rule", "sgd"), ("lr", lr)))
+    return ServerOptimizer(init, update, f"sgd(lr={shown(lr)})", (("rule", "sgd"), ("lr", lr)))
 
 
 def sgdm(lr: float = 1.0, beta: float = 0.9) -> ServerOptimizer:
@@ -71,7 +82,7 @@ def sgdm(lr: float = 1.0, beta: float = 0.9) -> ServerOptimizer:
         return lr * m, {"m": m}
 
     every = (("rule", "sgdm"), ("lr", lr), ("beta", beta))
-    return ServerOptimizer(init, update, f"sgdm(lr={lr:g}, beta={beta:g})", every)
+    return ServerOptimizer(init, update, f"sgdm(lr={shown(lr)}, beta={shown(beta)})", every)
 
 
 def _adagrad_v(beta2: float) -> SecondMoment:
@@ -117,7 +128,7 @@ def _adaptive(
     v0 = tau**2 if initial_v == "tau^2" else 0.0
 
     def init(x: Tensor) -> State:
-        return {"m": torch.zeros_like(x), "v": torch.full_like(x, v0), "t": torch.zeros((), dtype=torch.long)}
+        return {"m": torch.zeros_like(x), "v": torch.zeros_like(x) + v0, "t": torch.zeros((), dtype=torch.long)}
 
     def update(delta: Tensor, state: State, **extras: Tensor) -> tuple[Tensor, State]:
         t = state["t"] + 1
@@ -127,7 +138,7 @@ def _adaptive(
         eta_t = lr * _bias_factor(bias_correction, int(t), beta1, beta2)
         return eta_t * m / denominator, {"m": m, "v": v, "t": t}
 
-    options = f"lr={lr:g}, beta1={beta1:g}, beta2={beta2:g}, tau={tau:g}"
+    options = f"lr={shown(lr)}, beta1={shown(beta1)}, beta2={shown(beta2)}, tau={shown(tau)}"
     every = (("rule", name), ("lr", lr), ("beta1", beta1), ("beta2", beta2), ("tau", tau),
              ("bias_correction", bias_correction), ("tau_inside_sqrt", tau_inside_sqrt), ("initial_v", initial_v))
     return ServerOptimizer(init, update, f"{name}({options})", every)
@@ -167,7 +178,7 @@ def amsgrad(lr: float = 0.01, beta1: float = 0.9, beta2: float = 0.99, eps: floa
     check_positive("eps", eps)
 
     def init(x: Tensor) -> State:
-        return {"m": torch.zeros_like(x), "v": torch.zeros_like(x), "v_hat": torch.full_like(x, eps)}
+        return {"m": torch.zeros_like(x), "v": torch.zeros_like(x), "v_hat": torch.zeros_like(x) + eps}
 
     def update(delta: Tensor, state: State, **extras: Tensor) -> tuple[Tensor, State]:
         m = beta1 * state["m"] + (1 - beta1) * delta
@@ -176,7 +187,8 @@ def amsgrad(lr: float = 0.01, beta1: float = 0.9, beta2: float = 0.99, eps: floa
         return lr * m / v_hat.sqrt(), {"m": m, "v": v, "v_hat": v_hat}
 
     every = (("rule", "amsgrad"), ("lr", lr), ("beta1", beta1), ("beta2", beta2), ("eps", eps))
-    return ServerOptimizer(init, update, f"amsgrad(lr={lr:g}, beta1={beta1:g}, beta2={beta2:g}, eps={eps:g})", every)
+    name = f"amsgrad(lr={shown(lr)}, beta1={shown(beta1)}, beta2={shown(beta2)}, eps={shown(eps)})"
+    return ServerOptimizer(init, update, name, every)
 
 
 SERVER_OPTIMIZERS: dict[str, Callable[..., ServerOptimizer]] = {

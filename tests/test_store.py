@@ -78,36 +78,6 @@ def test_runs_that_cannot_be_keyed_are_neither_looked_up_nor_kept(tmp_path) -> N
     assert len(runs) == 0
 
 
-def test_an_interrupted_sweep_computes_only_the_points_it_had_not_finished(tmp_path) -> None:
-    runs = Store(tmp_path / "runs.sqlite")
-    data = blobs()
-    built = []
-
-    def build(client_lr):
-        built.append(client_lr)
-        if client_lr == 0.3 and len(built) == 3:
-            raise KeyboardInterrupt  # the user stops the sweep at its third point
-        return algorithms.fedavg(client_lr)
-
-    with pytest.raises(KeyboardInterrupt):
-        sweep(problem(data), build, {"client_lr": [0.1, 0.2, 0.3, 0.4]}, store=runs, **OPTIONS)
-    assert len(runs) == 2
-    computed = []
-    original = simulate.__globals__["_Run"].loop
-
-    def counting_loop(self, *args, **kwargs):
-        computed.append(1)
-        return original(self, *args, **kwargs)
-
-    simulate.__globals__["_Run"].loop = counting_loop
-    try:
-        table = sweep(problem(data), build, {"client_lr": [0.1, 0.2, 0.3, 0.4]}, store=runs, **OPTIONS)
-    finally:
-        simulate.__globals__["_Run"].loop = original
-    assert len(computed) == 2 and len(runs) == 4
-    assert list(table["client_lr"]) == [0.1, 0.2, 0.3, 0.4] and table["final_train_loss"].notna().all()
-
-
 def test_an_invalid_point_is_a_row_with_its_error(tmp_path) -> None:
     table = sweep(problem(), lambda client_lr: algorithms.fedavg(client_lr), {"client_lr": [0.1, -0.1, 0.2]},
                   **OPTIONS)

@@ -10,14 +10,19 @@ The simulator hands it a :class:`RoundBatch` (the sampled clients, their aggrega
 weights and their minibatches ``[S, K, B, ...]``) and the gradient oracle; algorithms
 never see data sets, models or the simulator.  The client side of a round is
 :func:`fedcore.algorithms.client.local_steps` with a client rule; the server side is a
-server optimizer fed by :func:`server_step`.  Here: the protocol, the batch, the
-client learning-rate schedules and the per-client-state helper :func:`with_rows`.
+server optimizer fed by :func:`server_step`.
+
+Every algorithm runs R independent runs at once (R = 1 for one run; :mod:`fedcore.runs` for more): the
+server model is ``x [R, 1, d]``, the clients' models ``X [R, S, d]``, per-client state ``[R, N, d]``, and a
+hyperparameter is a number or a tensor ``[R, 1, 1]`` of one value per run.  All of them broadcast against
+each other, so an algorithm's lines read as the paper's, for one run or for many.  Here: the protocol, the
+batch, the client learning-rate schedules.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 import torch
@@ -37,17 +42,20 @@ Schedule = Callable[[int], float]
 
 @dataclass(frozen=True)
 class RoundBatch:
-    """What one round of an algorithm is handed by the simulator.
+    """What one round of an algorithm is handed by the simulator, for a pass of R runs (R = 1 for one run).
 
-    ``t`` is the 0-based round; ``clients [S]`` the sampled client ids; ``weights [S]``
-    the aggregation weights (they sum to 1: ``n_i / sum n_j`` or uniform);
-    ``num_clients`` is N.  The minibatches of the K local steps are the rows
-    ``rows [S, K, B]`` of the resident ``pool_inputs``/``pool_targets``; :meth:`step`
-    gathers step k's ``[S, B, ...]`` just before it is used (while it is in the cache),
-    and ``inputs [S, K, B, ...]``/``targets [S, K, B, ...]`` gather all K at once.
-    Build one from minibatches already gathered with :meth:`of`.  When ``trace`` is a
-    list, the algorithm appends the clients' models ``[S, d]`` after each local step
-    (:meth:`record`; the last one before averaging), for plots of client drift.
+    ``t`` is the 0-based round; ``clients [R, S]`` each run's sampled client ids; ``weights [R, 1, S]``
+    the aggregation weights (each run's sum to 1: ``n_i / sum n_j`` or uniform), shaped so that
+    ``weights @ M`` is each run's weighted sum over its clients of ``M [R, S, ...]``; ``num_clients`` is N.
+    The minibatches of the K local steps are the rows ``rows [R, S, K, B]`` of the resident
+    ``pool_inputs``/``pool_targets``; :meth:`step` gathers step k's ``[R*S, B, ...]`` (the oracle's
+    layout, run by run) just before it is used, and ``inputs [R*S, K, B, ...]``/``targets`` gather all K.
+    Build one from minibatches already gathered with :meth:`of`.  When ``trace`` is a list, the algorithm
+    appends the clients' models ``[R, S, d]`` after each local step (:meth:`record`).
+
+    Per-client state (SCAFFOLD's ``c_i``, one ``[R, N, d]`` matrix) is read with :meth:`rows_of` and written
+    in place, the S sampled rows only, with :meth:`write_rows`, which keeps the rows it overwrote so that the
+    simulator can take a diverged run back to the round before (:meth:`undo`).
     """
 
     t: int
@@ -58,32 +66,53 @@ class RoundBatch:
     pool_targets: Tensor
     num_clients: int
     trace: list[Tensor] | None = None
+    written: list[tuple[Tensor, Tensor]] = field(default_factory=list, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.clients.dim() == 1:  # one run: [S] -> [1, S]
+            object.__setattr__(self, "clients", self.clients.unsqueeze(0))
+            object.__setattr__(self, "rows", self.rows.unsqueeze(0))
+        R, S = self.clients.shape
+        object.__setattr__(self, "weights", self.weights.reshape(R, 1, S))
 
     @classmethod
     def of(
         cls, t: int, clients: Tensor, weights: Tensor, inputs: Tensor, targets: Tensor, num_clients: int,
         trace: list[Tensor] | None = None,
     ) -> RoundBatch:
-        """A batch from minibatches ``inputs [S, K, B, ...]``, ``targets [S, K, B, ...]``."""
-        S, K, B = targets.shape[:3]
-        rows = torch.arange(S * K * B, device=targets.device).view(S, K, B)
-        return cls(t, clients, weights, rows, inputs.flatten(0, 2), targets.flatten(0, 2), num_clients, trace)
+        """A batch from minibatches ``inputs [S, K, B, ...]``, ``targets [S, K, B, ...]`` of one run (clients
+        ``[S]``), or ``[R, S, K, B, ...]`` of R runs (clients ``[R, S]``)."""
+        lead = clients.dim() + 2  # the [(R,) S, K, B] dimensions
+        shape = targets.shape[:lead]
+        rows = torch.arange(shape.numel(), device=targets.device).view(shape)
+        return cls(t, clients, weights, rows, inputs.flatten(0, lead - 1), targets.flatten(0, lead - 1),
+                   num_clients, trace)
+
+    @property
+    def runs(self) -> int:
+        """R, the runs of the pass."""
+        return self.clients.shape[0]
+
+    @property
+    def clients_per_round(self) -> int:
+        """S, the clients each run samples."""
+        return self.clients.shape[1]
 
     @property
     def local_steps(self) -> int:
-        return self.rows.shape[1]
+        return self.rows.shape[2]
 
     @property
     def inputs(self) -> Tensor:
-        return self._gather(self.pool_inputs, self.rows)
+        return self._gather(self.pool_inputs, self.rows.flatten(0, 1))
 
     @property
     def targets(self) -> Tensor:
-        return self._gather(self.pool_targets, self.rows)
+        return self._gather(self.pool_targets, self.rows.flatten(0, 1))
 
     def step(self, k: int) -> tuple[Tensor, Tensor]:
-        """The minibatches ``([S, B, ...], [S, B, ...])`` of local step ``k``."""
-        rows = self.rows[:, k]
+        """The minibatches ``([R*S, B, ...], [R*S, B, ...])`` of local step ``k``."""
+        rows = self.rows[:, :, k].flatten(0, 1)
         return self._gather(self.pool_inputs, rows), self._gather(self.pool_targets, rows)
 
     def record(self, X: Tensor) -> None:
@@ -91,9 +120,39 @@ class RoundBatch:
         if self.trace is not None:
             self.trace.append(X.detach().clone())
 
+    def rows_of(self, matrix: Tensor) -> Tensor:
+        """The sampled clients' rows ``[R, S, d]`` of a per-client matrix ``[R, N, d]`` (a copy)."""
+        return matrix[self._run_index, self.clients]
+
+    def write_rows(self, matrix: Tensor, rows: Tensor) -> Tensor:
+        """``matrix[r, clients[r]] <- rows[r]`` in place (O(S d), not a copy of the ``[R, N, d]`` matrix);
+        the rows it overwrites are kept for :meth:`undo`.  Returns ``matrix``."""
+        self.written.append((matrix, self.rows_of(matrix)))
+        matrix[self._run_index, self.clients] = rows.to(matrix.dtype)
+        return matrix
+
+    def undo(self, runs: Tensor) -> None:
+        """Put back the rows :meth:`write_rows` overwrote, for the runs ``runs`` (indices into the pass)."""
+        for matrix, old in reversed(self.written):
+            matrix[runs.unsqueeze(1), self.clients[runs]] = old[runs]
+
+    @property
+    def _run_index(self) -> Tensor:
+        return torch.arange(self.runs, device=self.clients.device).unsqueeze(1)
+
     @staticmethod
     def _gather(pool: Tensor, rows: Tensor) -> Tensor:
         return pool.index_select(0, rows.reshape(-1)).view(*rows.shape, *pool.shape[1:])
+
+
+def as_runs(x: Tensor) -> Tensor:
+    """A model as an algorithm's state holds it: ``[R, 1, d]`` (one row per run); a vector ``[d]`` is one run."""
+    return x.reshape(1, 1, -1) if x.dim() == 1 else x
+
+
+def per_run_scalar(x: Tensor, value: float) -> Tensor:
+    """A number per run, ``[R, 1, 1]`` beside ``x [R, 1, d]`` (broadcasts against ``x`` and ``X [R, S, d]``)."""
+    return x.new_full((*x.shape[:-1], 1), value)
 
 
 @dataclass(frozen=True)
@@ -148,28 +207,23 @@ def schedule_at(
         raise ValueError(f"{name}={schedule!r} gives {value!r} at {unit} {t}: {error}") from None
 
 
-def with_rows(matrix: Tensor, clients: Tensor, rows: Tensor) -> Tensor:
-    """A copy of the per-client matrix ``[N, d]`` whose rows ``clients`` are replaced by ``rows [S, d]``
-    (SCAFFOLD's ``c_i``, the clients' ``v_i`` or previous models): state is never changed in place."""
-    updated = matrix.clone()
-    updated[clients] = rows
-    return updated
-
-
 def round_gradient(x: Tensor, batch: RoundBatch, oracle: GradientOracle) -> Tensor:
-    """Each sampled client's gradient at the server model ``x`` on all K*B samples of its round ``[S, d]``
-    (the mean loss over them): SCAFFOLD's option I, FAFED's ``m_0`` and ``v_0``, PAdaMFed's ``c_i^{-1}``."""
+    """Each sampled client's gradient at the server model ``x [R, 1, d]`` on all K*B samples of its round
+    ``[R, S, d]`` (the mean loss over them): SCAFFOLD's option I, FAFED's ``m_0`` and ``v_0``, PAdaMFed's
+    ``c_i^{-1}``."""
     inputs, targets = batch.inputs.flatten(1, 2), batch.targets.flatten(1, 2)
-    return oracle(x.expand(batch.clients.numel(), -1), inputs, targets)[1]
+    X = x.expand(-1, batch.clients_per_round, -1)
+    return oracle(X.reshape(-1, X.shape[-1]), inputs, targets)[1].view(X.shape)
 
 
 def server_step(
     server: ServerOptimizer, server_state: State, x: Tensor, run: ClientRun, batch: RoundBatch,
 ) -> tuple[Tensor, State]:
     """``x_{t+1} = x_t + step``, the step from the server optimizer on the pseudo-gradient
-    ``Delta_t = sum_i w_i (x_i,K - x_t)`` (the weighted direction the clients moved).  The server
-    rule also sees ``x``, each client's move ``[S, d]``, their mean losses and their weights
-    (FedExP and FedLi-LU read them; the FedOpt rules ignore them).  Returns ``(x_{t+1}, state)``."""
+    ``Delta_t = sum_i w_i (x_i,K - x_t)`` (the weighted direction the clients moved; ``[R, 1, d]``, one per
+    run).  The server rule also sees ``x``, each client's move ``[R, S, d]``, their mean losses ``[R, S, 1]``
+    and their weights ``[R, 1, S]`` (FedExP and FedLi-LU read them; the FedOpt rules ignore them).  Returns
+    ``(x_{t+1}, state)``."""
     moves = run.X - x
     delta = batch.weights @ moves
     step, server_state = server.update(
@@ -186,9 +240,13 @@ class Algorithm(Protocol):
     name: str
 
     def init(self, x0: Tensor, num_clients: int) -> State:
-        """The state before the first round (tensors only: it checkpoints with ``torch.save``)."""
+        """The state before the first round (tensors only: it checkpoints with ``torch.save``).  ``x0`` is
+        ``[R, 1, d]`` (or ``[d]``, one run); every per-run tensor of the state leads with R (the model
+        ``[R, 1, d]``, per-client matrices ``[R, N, d]``, numbers ``[R, 1, 1]``), a 0-d tensor is shared by
+        the runs of a pass (a round counter)."""
         ...
 
     def round(self, state: State, batch: RoundBatch, oracle: GradientOracle) -> tuple[State, Metrics]:
-        """One communication round: the new state and the round's metrics (``train_loss``)."""
+        """One communication round: the new state and the round's metrics (``train_loss``), each a number or
+        a tensor of R numbers (one per run)."""
         ...

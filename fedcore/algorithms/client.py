@@ -31,6 +31,9 @@ rule                           update                                           
 :func:`armijo` (c, backtrack)  per client, the largest ``eta`` with sufficient decrease     FedLi-LS
 =============================  ==========================================================  =======================
 
+For a pass of R runs the matrices are ``[R, S, d]`` and a hyperparameter may be a tensor ``[R, 1, 1]`` (one value
+per run); every rule is elementwise or reduces over the last dimension, so it serves one run and R alike.
+
 A rule sees the step (:class:`Step`): the clients' models and gradients, the minibatch, and two
 probes that evaluate another point on the **same minibatch with the same dropout masks**
 (:meth:`Step.gradient_at` for STORM, :meth:`Step.losses_at` for a line search).  ``Step.X`` and
@@ -70,8 +73,9 @@ class ClientRule(NamedTuple):
 
 @dataclass
 class Step:
-    """What a client rule sees at local step ``k``: the models ``X [S, d]`` before the step, their
-    minibatch losses ``loss [S]`` and gradients ``G [S, d]``, and the minibatch itself."""
+    """What a client rule sees at local step ``k``: the models ``X [R, S, d]`` before the step, their
+    minibatch losses ``loss [R, S, 1]`` and gradients ``G [R, S, d]``, and the minibatch itself (``[R*S, B, ...]``,
+    the oracle's layout)."""
 
     k: int
     X: Tensor
@@ -88,19 +92,21 @@ class Step:
         The result lives in a buffer that the next call overwrites."""
         if not self._buffer:
             self._buffer.append(torch.empty_like(self.G))
+        flat = self.G.shape[-1]
         with self.oracle.replaying(self.random_state):
-            return self.oracle(Y, self.inputs, self.targets, out=self._buffer[0])[1]
+            self.oracle(Y.reshape(-1, flat), self.inputs, self.targets, out=self._buffer[0].view(-1, flat))
+        return self._buffer[0]
 
     def losses_at(self, Y: Tensor) -> Tensor:
-        """``F(Y_i; same minibatch)`` per client ``[S]``, with the same dropout masks, no gradient."""
+        """``F(Y_i; same minibatch)`` per client ``[R, S, 1]``, with the same dropout masks, no gradient."""
         with self.oracle.replaying(self.random_state):
-            return self.oracle.losses(Y, self.inputs, self.targets)
+            return self.oracle.losses(Y.reshape(-1, Y.shape[-1]), self.inputs, self.targets).view(self.loss.shape)
 
 
 @dataclass
 class ClientRun:
-    """The result of :func:`local_steps`: final models ``X [S, d]``, the sum over the K steps of
-    each client's minibatch loss ``loss_sum [S]``, and the rule's final state."""
+    """The result of :func:`local_steps`: final models ``X [R, S, d]``, the sum over the K steps of
+    each client's minibatch loss ``loss_sum [R, S, 1]``, and the rule's final state."""
 
     X: Tensor
     loss_sum: Tensor
@@ -109,30 +115,32 @@ class ClientRun:
 
     @property
     def mean_loss(self) -> Tensor:
-        """Each client's mean minibatch loss over its local steps ``[S]``."""
+        """Each client's mean minibatch loss over its local steps ``[R, S, 1]``."""
         return self.loss_sum / self.steps
 
 
 def local_steps(
     x: Tensor, batch: RoundBatch, oracle: GradientOracle, rule: ClientRule, *, move_last: bool = True
 ) -> ClientRun:
-    """K local steps of ``rule`` on all S sampled clients, each starting from the server model ``x``.
+    """K local steps of ``rule`` on all S sampled clients of each of the R runs, each starting from its
+    run's server model ``x [R, 1, d]``.
 
     ``X <- X - eta D`` with ``(D, eta)`` from ``rule`` (a single ``eta`` is applied in one fused pass,
-    ``X.add_(D, alpha=-eta)``; per-client ``eta [S]`` row by row).  The oracle writes every step's
-    gradients into one buffer the loop owns.  Each move is recorded (``batch.record``) for drift
-    plots.  ``move_last=False`` computes the last step's update (and so the rule's state) without
-    moving: FAFED's averaging step takes its place.
+    ``X.add_(D, alpha=-eta)``; a tensor ``eta``, per run or per client, by broadcasting).  The oracle sees
+    the R*S clients as one ``[R*S, d]`` matrix and writes every step's gradients into one buffer the loop
+    owns.  Each move is recorded (``batch.record``) for drift plots.  ``move_last=False`` computes the last
+    step's update (and so the rule's state) without moving: FAFED's averaging step takes its place.
     """
-    S, K = batch.clients.numel(), batch.local_steps
-    X = x.expand(S, -1).clone()
+    R, S, K = batch.runs, batch.clients_per_round, batch.local_steps
+    X = x.expand(R, S, -1).clone()
     G = torch.empty_like(X)
+    flat_X, flat_G = X.view(R * S, -1), G.view(R * S, -1)
     state = rule.init(X)
-    loss_sum = torch.zeros(S, dtype=X.dtype, device=X.device)
+    loss_sum = X.new_zeros(R, S, 1)
     for k in range(K):
         inputs, targets = batch.step(k)
         random_state = oracle.random_state()
-        loss, _ = oracle(X, inputs, targets, out=G)
+        loss = oracle(flat_X, inputs, targets, out=flat_G)[0].view(R, S, 1)
         step = Step(k, X, G, loss, inputs, targets, oracle, random_state)
         update, state = rule.update(Update(G, 1.0), state, step)
         loss_sum += loss
@@ -146,7 +154,7 @@ def apply(X: Tensor, update: Update) -> None:
     """``X <- X - eta D`` in place."""
     direction, eta = update
     if isinstance(eta, Tensor):
-        X.sub_(eta.unsqueeze(1) * direction)
+        X.sub_(eta * direction)
     else:
         X.add_(direction, alpha=-eta)
 
@@ -209,7 +217,7 @@ def normalize() -> ClientRule:
     """``D_i <- D_i / ||D_i||`` per client (a zero direction stays zero): PAdaMFed's normalized step."""
 
     def transform(u: Update, step: Step) -> Update:
-        norms = u.direction.norm(dim=1, keepdim=True)
+        norms = u.direction.norm(dim=-1, keepdim=True)
         return Update(torch.where(norms > 0, u.direction / norms, 0.0), u.step_size)
 
     return _stateless(transform)
@@ -293,8 +301,10 @@ def armijo(
         F(X_i - eta_i D_i; xi) <= F(X_i; xi) - c eta_i <G_i, D_i>
 
     on the same minibatch with the same dropout masks; a client that satisfies it stops backtracking.
-    The step size it sets is ``eta [S]`` (it replaces the incoming one); the state is the last ``eta``
-    (each client's last step size, which FedLi reports).  ``initial`` is ``eta_prev`` at the first step
+    The step size it sets is ``eta [R, S, 1]`` (it replaces the incoming one).  The state is ``(eta,
+    evaluations)``: each client's last step size (which FedLi reports) and, per run ``[R, 1, 1]``, the loss
+    evaluations of its search so far (one evaluation probes all of a run's clients at once, so a step
+    counts the most that any of its clients needed).  ``initial`` is ``eta_prev`` at the first step
     (``eta_max`` when None); ``growth = gamma^(b/n)`` is Vaswani's "reset" heuristic, 1 keeps it.
     """
     check_range("c", c, 0, 1, low_closed=False, high_closed=False)
@@ -303,19 +313,23 @@ def armijo(
     check_positive("growth", growth)
     check_int("max_backtracks", max_backtracks)
 
-    def init(X: Tensor) -> Tensor:
-        return torch.full((X.shape[0],), eta_max, dtype=X.dtype, device=X.device) if initial is None else initial
+    def init(X: Tensor) -> tuple[Tensor, Tensor]:
+        eta = X.new_zeros(*X.shape[:-1], 1) + eta_max if initial is None else initial
+        return eta, X.new_zeros(X.shape[0], 1, 1)
 
-    def update(u: Update, eta_prev: Tensor, step: Step) -> tuple[Update, Tensor]:
+    def update(u: Update, state: tuple[Tensor, Tensor], step: Step) -> tuple[Update, tuple[Tensor, Tensor]]:
+        eta_prev, evaluations = state
         D = u.direction
-        eta = (growth * eta_prev).clamp(max=eta_max)
-        decrease = c * (step.G * D).sum(dim=1)  # c <G, D>; c ||G||^2 for D = G
+        eta = torch.minimum(growth * eta_prev, eta_max + torch.zeros_like(eta_prev))
+        decrease = c * (step.G * D).sum(dim=-1, keepdim=True)  # c <G, D>; c ||G||^2 for D = G
         done = torch.zeros_like(eta, dtype=torch.bool)
+        tries = torch.zeros_like(eta)
         for _ in range(max_backtracks):
-            done |= step.losses_at(step.X - eta.unsqueeze(1) * D) <= step.loss - eta * decrease
+            tries += ~done
+            done |= step.losses_at(step.X - eta * D) <= step.loss - eta * decrease
             if bool(done.all()):
                 break
             eta = torch.where(done, eta, backtrack * eta)
-        return Update(D, eta), eta
+        return Update(D, eta), (eta, evaluations + tries.amax(dim=1, keepdim=True))
 
     return ClientRule(init, update)

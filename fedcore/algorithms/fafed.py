@@ -49,7 +49,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from fedcore.algorithms.base import Metrics, RoundBatch, Schedule, State, round_gradient, schedule_at, with_rows
+from fedcore.algorithms.base import Metrics, RoundBatch, Schedule, State, as_runs, round_gradient, schedule_at
 from fedcore.algorithms.client import chain, divide, local_steps, scale, storm, track_second_moment
 from fedcore.checks import check_positive, check_range
 from fedcore.params import GradientOracle
@@ -84,7 +84,8 @@ class storm_momentum:  # noqa: N801
                             f"got {type(self.step_size).__name__}")
 
     def __call__(self, t: int) -> float:
-        return min(1.0, self.c * self.step_size(max(t - 1, 0)) ** 2)
+        value = self.c * self.step_size(max(t - 1, 0)) ** 2
+        return value.clamp(max=1.0) if isinstance(value, Tensor) else min(1.0, value)  # per-run values: a tensor
 
 
 def _momentum(name: str, value: float) -> float:
@@ -115,10 +116,11 @@ class FAFED:
         return schedule_at("alpha", self.alpha, t, "step", _momentum)
 
     def init(self, x0: Tensor, num_clients: int) -> State:
-        zeros = torch.zeros_like(x0)
+        x = as_runs(x0).detach().clone()
+        zeros = torch.zeros_like(x)
         return {
-            "x": x0.detach().clone(), "m": zeros, "v": zeros.clone(), "A": torch.ones_like(x0),
-            "x_prev": x0.detach().expand(num_clients, -1).clone(), "t": torch.tensor(0),
+            "x": x, "m": zeros, "v": zeros.clone(), "A": torch.ones_like(x),
+            "x_prev": x.expand(-1, num_clients, -1).clone(), "t": torch.tensor(0),
         }
 
     def preconditioner(self, v_bar: Tensor) -> Tensor:
@@ -130,20 +132,20 @@ class FAFED:
         x, w = state["x"], batch.weights
         G0 = round_gradient(x, batch, oracle)
         m, v = w @ G0, w @ G0.square()
-        x_prev = with_rows(state["x_prev"], batch.clients, x.expand(batch.clients.numel(), -1))
+        x_prev = batch.write_rows(state["x_prev"], x.expand_as(G0))
         x_1 = x - self.eta(0) * m
-        batch.record(x_1.expand(batch.clients.numel(), -1))
+        batch.record(x_1.expand_as(G0))
         return {**state, "x": x_1, "m": m, "v": v, "A": self.preconditioner(v), "x_prev": x_prev,
                 "t": torch.tensor(1)}
 
     def round(self, state: State, batch: RoundBatch, oracle: GradientOracle) -> tuple[State, Metrics]:
         if int(state["t"]) == 0:
             state = self._initialize(state, batch, oracle)
-        w, t0, S, q = batch.weights, int(state["t"]), batch.clients.numel(), batch.local_steps
-        m_0, v_0 = state["m"].expand(S, -1), state["v"].expand(S, -1)
+        w, t0, S, q = batch.weights, int(state["t"]), batch.clients_per_round, batch.local_steps
+        m_0, v_0 = state["m"].expand(-1, S, -1), state["v"].expand(-1, S, -1)
         moment = [track_second_moment(self.beta, v_0)] if self.adaptive else []
         rule = chain(
-            storm(lambda k: self.alpha_t(t0 + k), m_0, state["x_prev"][batch.clients]),  # eq. (3), same B_t,i
+            storm(lambda k: self.alpha_t(t0 + k), m_0, batch.rows_of(state["x_prev"])),   # eq. (3), same B_t,i
             *moment,                                                                       # eq. (2)
             scale(lambda k: self.eta(t0 + k)), divide(state["A"]),                         # line 15, A_t = A_t-1
         )
@@ -155,10 +157,10 @@ class FAFED:
         step = self.eta(t) * m_bar / A
         batch.record(run.X - step)                                         # the clients' models, not yet averaged
         x_bar = w @ run.X - step                                           # line 12
-        x_prev = with_rows(state["x_prev"], batch.clients, X)  # x_t,i before averaging: next round's x_t-1,i
+        x_prev = batch.write_rows(state["x_prev"], X)  # x_t,i before averaging: next round's x_t-1,i
         new_state = {**state, "x": x_bar, "m": m_bar, "v": v_bar, "A": A, "x_prev": x_prev,
                      "t": torch.tensor(t + 1)}
-        return new_state, {"train_loss": float(w @ run.loss_sum) / q}
+        return new_state, {"train_loss": w @ run.mean_loss}
 
 def fafed(lr: float | Schedule, alpha: float | Schedule = 0.1, beta: float = 0.9, rho: float = 0.01) -> FAFED:
     """FAFED (Wu et al., AAAI 2023, Alg. 2): STORM momentum, shared ``A = diag(sqrt(v_bar) + rho)``."""

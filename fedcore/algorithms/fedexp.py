@@ -33,11 +33,11 @@ from dataclasses import dataclass, field
 import torch
 from torch import Tensor
 
-from fedcore.algorithms.base import Metrics, RoundBatch, Schedule, State, schedule_at
+from fedcore.algorithms.base import Metrics, RoundBatch, Schedule, State, per_run_scalar, schedule_at
 from fedcore.algorithms.fedopt import FedOpt
 from fedcore.checks import check_choice
 from fedcore.params import GradientOracle
-from fedcore.server_opt import ServerOptimizer
+from fedcore.server_opt import ServerOptimizer, dot
 
 EPS_CONVENTIONS = ("paper", "code")
 
@@ -51,15 +51,15 @@ def extrapolation(eps: float | Schedule = 1e-3, eps_convention: str = "paper") -
     check_choice("eps_convention", eps_convention, EPS_CONVENTIONS)
 
     def init(x: Tensor) -> State:
-        return {"x_prev": x.detach().clone(), "eta_g": x.new_ones(()), "t": torch.zeros((), dtype=torch.long)}
+        return {"x_prev": x.detach().clone(), "eta_g": per_run_scalar(x, 1.0), "t": torch.zeros((), dtype=torch.long)}
 
     def update(delta: Tensor, state: State, *, x: Tensor, client_moves: Tensor, weights: Tensor,
                **extras: Tensor) -> tuple[Tensor, State]:
         eps_t = schedule_at("eps", eps, int(state["t"]))
         if eps_convention == "code":
-            eps_t *= client_moves.shape[0]  # S eps
-        spread = weights @ client_moves.square().sum(dim=1)  # sum_i w_i ||Delta_i||^2
-        eta_g = (spread / (2 * (delta.square().sum() + eps_t))).clamp(min=1.0)
+            eps_t = eps_t * client_moves.shape[-2]  # S eps
+        spread = weights @ dot(client_moves, client_moves)  # sum_i w_i ||Delta_i||^2
+        eta_g = (spread / (2 * (dot(delta, delta) + eps_t))).clamp(min=1.0)
         return eta_g * delta, {"x_prev": x, "eta_g": eta_g, "t": state["t"] + 1}
 
     every = (("rule", "extrapolation"), ("eps", eps), ("eps_convention", eps_convention))
@@ -76,7 +76,7 @@ class FedExP(FedOpt):
 
     def round(self, state: State, batch: RoundBatch, oracle: GradientOracle) -> tuple[State, Metrics]:
         state, metrics = super().round(state, batch, oracle)
-        return state, {**metrics, "eta_g": float(state["server"]["eta_g"])}
+        return state, {**metrics, "eta_g": state["server"]["eta_g"]}
 
     def eval_point(self, state: State) -> Tensor:
         """``(x_{t+1} + x_t) / 2``: the average of the last two iterates (``x_0`` before the first round)."""

@@ -48,37 +48,14 @@ import torch
 from torch import Tensor
 
 from fedcore import server_opt
-from fedcore.algorithms.base import Metrics, RoundBatch, Schedule, State, server_step
-from fedcore.algorithms.client import ClientRule, RuleState, Step, Update, armijo, local_steps
+from fedcore.algorithms.base import Metrics, RoundBatch, Schedule, State, as_runs, per_run_scalar, server_step
+from fedcore.algorithms.client import ClientRule, armijo, local_steps
 from fedcore.algorithms.fedopt import FedOpt
 from fedcore.checks import check_choice, check_int, check_positive, check_range
 from fedcore.params import GradientOracle
-from fedcore.server_opt import ServerOptimizer
+from fedcore.server_opt import ServerOptimizer, dot, shown
 
 SERVER_STEP_SIZES = ("one", "max_client_step")
-
-
-@dataclass
-class _CountedStep(Step):
-    """A :class:`~fedcore.algorithms.client.Step` that counts its loss probes."""
-
-    probes: int = 0
-
-    def losses_at(self, Y: Tensor) -> Tensor:
-        self.probes += 1
-        return super().losses_at(Y)
-
-
-def counting_probes(rule: ClientRule) -> ClientRule:
-    """``rule`` with its loss evaluations (:meth:`Step.losses_at`) counted; the state is ``(rule's state, count)``."""
-
-    def update(u: Update, state: tuple[RuleState, int], step: Step) -> tuple[Update, tuple[RuleState, int]]:
-        inner, probes = state
-        counted = _CountedStep(**vars(step))
-        u, inner = rule.update(u, inner, counted)
-        return u, (inner, probes + counted.probes)
-
-    return ClientRule(lambda X: (rule.init(X), 0), update)
 
 
 @dataclass(frozen=True)
@@ -110,17 +87,18 @@ class FedLiLS:
         return armijo(self.c, self.backtrack, self.eta_max, growth, max_backtracks=self.max_backtracks)
 
     def init(self, x0: Tensor, num_clients: int) -> State:
-        return {"x": x0.detach().clone()}
+        return {"x": as_runs(x0).detach().clone()}
 
     def round(self, state: State, batch: RoundBatch, oracle: GradientOracle) -> tuple[State, Metrics]:
         x, K = state["x"], batch.local_steps
-        run = local_steps(x, batch, oracle, counting_probes(self.line_search(K)))
-        eta_i, probes = run.state  # each client's last step size [S]; the line search's loss evaluations
-        eta_g = 1.0 if self.server_step_size == "one" else float(eta_i.max())
+        run = local_steps(x, batch, oracle, self.line_search(K))
+        eta_i, evaluations = run.state  # each client's last step size [R, S, 1]; the line search's loss evaluations
+        eta_max_i = eta_i.amax(dim=1, keepdim=True)
+        eta_g = 1.0 if self.server_step_size == "one" else eta_max_i
         x_next, _ = server_step(server_opt.sgd(eta_g), {}, x, run, batch)  # x + eta_g Delta
-        metrics = {"train_loss": float(batch.weights @ run.mean_loss), "eta_g": eta_g,
-                   "client_step_mean": float(eta_i.mean()), "client_step_min": float(eta_i.min()),
-                   "client_step_max": float(eta_i.max()), "loss_evaluations_per_step": probes / K}
+        metrics = {"train_loss": batch.weights @ run.mean_loss, "eta_g": eta_g,
+                   "client_step_mean": eta_i.mean(dim=1), "client_step_min": eta_i.amin(dim=1),
+                   "client_step_max": eta_max_i, "loss_evaluations_per_step": evaluations / K}
         return {**state, "x": x_next}, metrics
 
 
@@ -145,19 +123,19 @@ def deep_frank_wolfe(
     check_positive("eps", eps)
 
     def init(x: Tensor) -> State:
-        return {"z": torch.zeros_like(x), "gamma": x.new_zeros(())}
+        return {"z": torch.zeros_like(x), "gamma": per_run_scalar(x, 0.0)}
 
     def update(delta: Tensor, state: State, *, x: Tensor, client_losses: Tensor, weights: Tensor,
                **extras: Tensor) -> tuple[Tensor, State]:
         d, r = -delta, weight_decay * x
         L = weights @ client_losses  # the pseudo-objective
-        gamma = ((L - eta * (d @ r)) / (eta * (d @ d) + eps)).clamp(0, 1)
+        gamma = ((L - eta * dot(d, r)) / (eta * dot(d, d) + eps)).clamp(0, 1)
         z = mu * state["z"] - eta * gamma * (d + r)
         return -eta * (r + gamma * d) + mu * z, {"z": z, "gamma": gamma}
 
     every = (("rule", "deep_frank_wolfe"), ("eta", eta), ("mu", mu), ("weight_decay", weight_decay), ("eps", eps))
-    return ServerOptimizer(init, update, f"deep_frank_wolfe(eta={eta:g}, mu={mu:g}, weight_decay={weight_decay:g}, "
-                           f"eps={eps:g})", every)
+    return ServerOptimizer(init, update, f"deep_frank_wolfe(eta={shown(eta)}, mu={shown(mu)}, "
+                           f"weight_decay={shown(weight_decay)}, eps={shown(eps)})", every)
 
 
 @dataclass(frozen=True)
@@ -169,7 +147,7 @@ class FedLiLU(FedOpt):
 
     def round(self, state: State, batch: RoundBatch, oracle: GradientOracle) -> tuple[State, Metrics]:
         state, metrics = super().round(state, batch, oracle)
-        return state, {**metrics, "gamma": float(state["server"]["gamma"])}
+        return state, {**metrics, "gamma": state["server"]["gamma"]}
 
 
 def fedli_lu(

@@ -25,7 +25,7 @@ from typing import Protocol
 from torch import Tensor
 
 from fedcore import server_opt
-from fedcore.algorithms.base import Metrics, RoundBatch, Schedule, State, schedule_at, server_step
+from fedcore.algorithms.base import Metrics, RoundBatch, Schedule, State, as_runs, schedule_at, server_step
 from fedcore.algorithms.client import ClientRule, chain, learning_rate, local_steps
 from fedcore.checks import check_keywords, check_positive
 from fedcore.params import GradientOracle
@@ -60,14 +60,15 @@ class FedOpt:
         return schedule_at("client_lr", self.client_lr, t)
 
     def init(self, x0: Tensor, num_clients: int) -> State:
-        return {"x": x0.detach().clone(), "server": self.server.init(x0)}
+        x = as_runs(x0).detach().clone()
+        return {"x": x, "server": self.server.init(x)}
 
     def round(self, state: State, batch: RoundBatch, oracle: GradientOracle) -> tuple[State, Metrics]:
         x = state["x"]
         correction = [self.correction.rule(x)] if self.correction is not None else []
         run = local_steps(x, batch, oracle, chain(*correction, learning_rate(self.eta_l(batch.t))))
         x_next, server = server_step(self.server, state["server"], x, run, batch)
-        return {**state, "x": x_next, "server": server}, {"train_loss": float(batch.weights @ run.mean_loss)}
+        return {**state, "x": x_next, "server": server}, {"train_loss": batch.weights @ run.mean_loss}
 
 
 def server_learning_rate(server_lr: float) -> float:

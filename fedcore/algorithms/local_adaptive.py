@@ -23,10 +23,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import torch
 from torch import Tensor
 
-from fedcore.algorithms.base import Metrics, RoundBatch, State, with_rows
+from fedcore.algorithms.base import Metrics, RoundBatch, State, as_runs
 from fedcore.algorithms.client import chain, local_steps, scale, scale_by_rms
 from fedcore.checks import check_positive, check_range
 from fedcore.params import GradientOracle
@@ -45,14 +44,15 @@ class LocalAdaptive:
         check_range("beta", self.beta, 0, 1)
 
     def init(self, x0: Tensor, num_clients: int) -> State:
-        return {"x": x0.detach().clone(), "v": torch.zeros(num_clients, x0.numel(), dtype=x0.dtype, device=x0.device)}
+        x = as_runs(x0).detach().clone()
+        return {"x": x, "v": x.new_zeros(x.shape[0], num_clients, x.shape[-1])}
 
     def round(self, state: State, batch: RoundBatch, oracle: GradientOracle) -> tuple[State, Metrics]:
-        rule = chain(scale_by_rms(self.beta, state["v"][batch.clients]), scale(self.lr))  # lines 6, 8/10
+        rule = chain(scale_by_rms(self.beta, batch.rows_of(state["v"])), scale(self.lr))  # lines 6, 8/10
         run = local_steps(state["x"], batch, oracle, rule)
         (V, _) = run.state
-        metrics = {"train_loss": float(batch.weights @ run.loss_sum) / batch.local_steps}
-        return {**state, "x": batch.weights @ run.X, "v": with_rows(state["v"], batch.clients, V)}, metrics
+        metrics = {"train_loss": batch.weights @ run.mean_loss}
+        return {**state, "x": batch.weights @ run.X, "v": batch.write_rows(state["v"], V)}, metrics
 
 def local_adaptive(lr: float, beta: float = 0.5) -> LocalAdaptive:
     """Naive local-adaptive FedAvg (Wu et al., Algorithm 1), which can diverge (their Theorem 1)."""

@@ -56,7 +56,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from fedcore.algorithms.base import Metrics, RoundBatch, State, round_gradient, with_rows
+from fedcore.algorithms.base import Metrics, RoundBatch, State, as_runs, round_gradient
 from fedcore.algorithms.client import (
     ClientRule,
     accumulate_gradients,
@@ -123,15 +123,15 @@ class PAdaMFed:
                 check_int(name, value)
 
     def init(self, x0: Tensor, num_clients: int) -> State:
-        state = {"x": x0.detach().clone(), **control_variates(x0, num_clients), "g": torch.zeros_like(x0),
-                 "t": torch.tensor(0)}
-        return {**state, "x_prev": x0.detach().clone()} if self.variance_reduction else state  # theta^{-1} = theta^0
+        x = as_runs(x0).detach().clone()
+        state = {"x": x, **control_variates(x, num_clients), "g": torch.zeros_like(x), "t": torch.tensor(0)}
+        return {**state, "x_prev": x.clone()} if self.variance_reduction else state  # theta^{-1} = theta^0
 
     def client_rule(self, c: Tensor, c_i: Tensor, g: Tensor, x_prev: Tensor | None) -> ClientRule:
         """Line 7 (or its STORM form), line 8's step, and the sum of the K gradients for line 10."""
         beta = self.beta
         if self.variance_reduction:  # grad + beta (c - c_i) + (1 - beta) (g - grad F(theta^{t-1}; same xi))
-            previous = x_prev.expand(c_i.shape[0], -1)
+            previous = x_prev.expand_as(c_i)
             direction = [add(beta * (c - c_i)), add(lambda step: (1 - beta) * (g - step.gradient_at(previous)))]
         else:  # beta (grad - c_i + c) + (1 - beta) g
             direction = [add(c - c_i), scale(beta), add((1 - beta) * g)]
@@ -143,29 +143,30 @@ class PAdaMFed:
         if int(state["t"]) == 0 and self.initialization == "gradients":
             state = self._initialize(state, batch, oracle)
         x, c, g, K = state["x"], state["c"], state["g"], batch.local_steps
-        c_i = state["c_i"][batch.clients]
+        c_i = batch.rows_of(state["c_i"])
         run = local_steps(x, batch, oracle, self.client_rule(c, c_i, g, state.get("x_prev")))
         c_i_new = run.state[0] / K                                                   # line 10
         g_bar = batch.weights @ (x - run.X) / (self.eta * K)                         # line 13 (w_i = 1/S)
-        g_next = self.beta * ((c_i_new - c_i).mean(0) + c) + (1 - self.beta) * g     # line 16, c = c^{t-1}
+        g_next = self.beta * ((c_i_new - c_i).mean(1, keepdim=True) + c) + (1 - self.beta) * g  # line 16, c^{t-1}
         new_state = {**state, "x": x - self.gamma * g_bar, "g": g_next, "t": state["t"] + 1,   # line 14
-                     **refresh_control_variates(state, batch.clients, c_i_new)}     # line 15
+                     **refresh_control_variates(state, batch, c_i_new)}             # line 15
         if self.variance_reduction:
             new_state["x_prev"] = x
-        return new_state, {"train_loss": float(batch.weights @ run.mean_loss)}
+        return new_state, {"train_loss": batch.weights @ run.mean_loss}
 
     def _initialize(self, state: State, batch: RoundBatch, oracle: GradientOracle) -> State:
         """Line 1 for the sampled clients: ``c_i^{-1}`` = their mean gradient at theta^0 on the round's K minibatches,
         ``c^{-1}`` = the mean of those, ``c_i^{-1} = c^{-1}`` for the others, ``g^{-1} = c^{-1}``."""
         c_i = round_gradient(state["x"], batch, oracle)  # (1/K) sum_k grad F(theta^0; xi_i^k) (mean loss)
-        c = c_i.mean(0)
-        return {**state, "c": c, "c_i": with_rows(c.expand(batch.num_clients, -1), batch.clients, c_i), "g": c.clone()}
+        c = c_i.mean(1, keepdim=True)
+        everyone = batch.write_rows(c.expand(-1, batch.num_clients, -1).clone(), c_i)
+        return {**state, "c": c, "c_i": everyone, "g": c.clone()}
 
     def _check_sizes(self, batch: RoundBatch) -> None:
         """A round must have the S and K (and lie within the T) that the theory's step sizes were computed for."""
         if self.clients_per_round is None:
             return
-        S, K = batch.clients.numel(), batch.local_steps
+        S, K = batch.clients_per_round, batch.local_steps
         if (S, K) != (self.clients_per_round, self.local_steps):
             raise ValueError(
                 f"{self.name}'s step sizes were computed for clients_per_round={self.clients_per_round}, "

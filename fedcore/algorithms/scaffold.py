@@ -25,10 +25,10 @@ from fedcore.algorithms.base import (
     RoundBatch,
     Schedule,
     State,
+    as_runs,
     round_gradient,
     schedule_at,
     server_step,
-    with_rows,
 )
 from fedcore.algorithms.client import add, chain, learning_rate, local_steps
 from fedcore.algorithms.fedopt import server_learning_rate
@@ -38,17 +38,18 @@ from fedcore.server_opt import ServerOptimizer
 
 
 def control_variates(x0: Tensor, num_clients: int) -> State:
-    """``c = 0`` (server) and ``c_i = 0`` (one row per client, ``[N, d]``)."""
-    return {"c": torch.zeros_like(x0), "c_i": x0.new_zeros(num_clients, x0.numel())}
+    """``c = 0`` (server, ``[R, 1, d]``) and ``c_i = 0`` (one row per client, ``[R, N, d]``)."""
+    x0 = as_runs(x0)
+    return {"c": torch.zeros_like(x0), "c_i": x0.new_zeros(x0.shape[0], num_clients, x0.shape[-1])}
 
 
-def refresh_control_variates(state: State, clients: Tensor, c_i_new: Tensor) -> State:
-    """``c <- c + (1/N) sum_{i in S} (c_i+ - c_i)`` and the sampled rows ``c_i <- c_i+``
+def refresh_control_variates(state: State, batch: RoundBatch, c_i_new: Tensor) -> State:
+    """``c <- c + (1/N) sum_{i in S} (c_i+ - c_i)`` and the sampled rows ``c_i <- c_i+``, written in place
     (SCAFFOLD; PAdaMFed and SCAFFOLD-M keep the same bookkeeping)."""
-    c_i_old = state["c_i"][clients]
-    num_clients = state["c_i"].shape[0]
-    c = state["c"] + (c_i_new - c_i_old).sum(0) / num_clients  # (S/N) mean_i (c_i+ - c_i)
-    return {"c": c, "c_i": with_rows(state["c_i"], clients, c_i_new)}
+    c_i_old = batch.rows_of(state["c_i"])
+    num_clients = state["c_i"].shape[1]
+    c = state["c"] + (c_i_new - c_i_old).sum(1, keepdim=True) / num_clients  # (S/N) mean_i (c_i+ - c_i)
+    return {"c": c, "c_i": batch.write_rows(state["c_i"], c_i_new)}
 
 
 @dataclass(frozen=True)
@@ -66,10 +67,11 @@ class Scaffold:
         check_choice("option", self.option, ("I", "II"))
 
     def init(self, x0: Tensor, num_clients: int) -> State:
-        return {"x": x0.detach().clone(), "server": self.server.init(x0), **control_variates(x0, num_clients)}
+        x = as_runs(x0).detach().clone()
+        return {"x": x, "server": self.server.init(x), **control_variates(x, num_clients)}
 
     def round(self, state: State, batch: RoundBatch, oracle: GradientOracle) -> tuple[State, Metrics]:
-        x, c, c_i = state["x"], state["c"], state["c_i"][batch.clients]
+        x, c, c_i = state["x"], state["c"], batch.rows_of(state["c_i"])
         eta_l, K = schedule_at("client_lr", self.client_lr, batch.t), batch.local_steps
         run = local_steps(x, batch, oracle, chain(add(c - c_i), learning_rate(eta_l)))  # y -= eta_l (g - c_i + c)
         if self.option == "II":
@@ -77,8 +79,8 @@ class Scaffold:
         else:
             c_i_new = round_gradient(x, batch, oracle)
         x_next, server = server_step(self.server, state["server"], x, run, batch)
-        new_state = {**state, "x": x_next, "server": server, **refresh_control_variates(state, batch.clients, c_i_new)}
-        return new_state, {"train_loss": float(batch.weights @ run.mean_loss)}
+        new_state = {**state, "x": x_next, "server": server, **refresh_control_variates(state, batch, c_i_new)}
+        return new_state, {"train_loss": batch.weights @ run.mean_loss}
 
 
 def scaffold(client_lr: float | Schedule, server_lr: float = 1.0, option: str = "II") -> Scaffold:

@@ -1,0 +1,206 @@
+"""Many runs in one pass (issue 19): every batched run equals its separate run, for every algorithm of the
+table; divergence, the store and dropout per run; what cannot share a pass runs alone."""
+
+from __future__ import annotations
+
+import warnings
+
+import pandas as pd
+import pytest
+import torch
+from conftest import blobs
+from test_algorithms import ALGORITHMS
+
+from fedcore import algorithms, models, runs
+from fedcore.algorithms.base import exp_decay
+from fedcore.run import Problem, _Pass, simulate, simulate_runs, sweep
+from fedcore.store import Store
+
+OPTIONS = dict(rounds=4, clients_per_round=3, local_steps=3, batch_size=4, progress=False)
+FACTORS = (1.0, 0.6, 0.8)  # each run of a pass scales the table's numbers by its factor
+SEEDS = (0, 1, 5)
+METRICS = ["train_loss", "test_loss", "test_accuracy"]
+
+
+def problem(data=None, dropout: float = 0.0) -> Problem:
+    model = models.make("mlp", (8,), 3, hidden=(6,), dropout=dropout, seed=0)
+    return Problem(blobs() if data is None else data, model)
+
+
+def variants(name: str) -> list:
+    """Three algorithms of one family, differing in every number of the table's hyperparameters."""
+    table = ALGORITHMS[name] or {"c": 0.1}
+    return [algorithms.make(name, **{key: value * factor if isinstance(value, float) else value
+                                     for key, value in table.items()}) for factor in FACTORS]
+
+
+def assert_same_run(batched, separate, tolerance: float = 1e-6) -> None:
+    columns = [c for c in separate.frame.columns if c != "seconds"]
+    assert list(batched.frame.columns) == list(separate.frame.columns)
+    pd.testing.assert_frame_equal(batched.frame[columns], separate.frame[columns], check_exact=False,
+                                  atol=tolerance, rtol=tolerance)  # rtol: a diverging run's losses reach 1e51
+    torch.testing.assert_close(batched.final_state["x"], separate.final_state["x"], atol=tolerance, rtol=tolerance)
+    assert batched.diverged_round == separate.diverged_round
+
+
+@pytest.mark.parametrize("name", sorted(ALGORITHMS))
+@pytest.mark.parametrize("backend", ["loop", "vmap"])
+def test_each_run_of_a_pass_equals_its_separate_run(name: str, backend: str) -> None:
+    """Three runs of one family (other hyperparameters, other seeds) in one pass, each against
+    ``simulate(..., seed=s)``: partial participation (3 of 6 clients), minibatches of 4 of 7..27 samples."""
+    built = variants(name)
+    assert len({runs.signature(a)[0] for a in built}) == 1, "the three variants must share a pass"
+    batched = simulate_runs(problem(), built, seeds=SEEDS, batch=3, backend=backend, **OPTIONS)
+    for algorithm, seed, history in zip(built, SEEDS, batched):
+        assert_same_run(history, simulate(problem(), algorithm, seed=seed, backend=backend, **OPTIONS))
+    finals = [history.final_state["x"] for history in batched]
+    assert not torch.equal(finals[0], finals[1])  # the runs did differ
+
+
+def test_the_largest_difference_over_the_table_is_float_rounding() -> None:
+    """The largest |batched - separate| over every algorithm, model and metric stays at float32 rounding of
+    numbers of order 1 (measured: below 1e-6; the check above is per algorithm)."""
+    largest = 0.0
+    for name in sorted(ALGORITHMS):
+        built = variants(name)
+        for algorithm, seed, history in zip(built, SEEDS, simulate_runs(problem(), built, seeds=SEEDS, **OPTIONS)):
+            separate = simulate(problem(), algorithm, seed=seed, **OPTIONS)
+            largest = max(largest, float((history.final_state["x"] - separate.final_state["x"]).abs().max()),
+                          float((history.frame[METRICS] - separate.frame[METRICS]).abs().max().max()))
+    assert largest < 1e-6, largest
+
+
+def test_schedules_stack_and_plain_functions_run_alone_said_once() -> None:
+    """exp_decay schedules with other rates share a pass (their fields become per-run tensors); a lambda
+    schedule cannot, and runs alone with one warning however many runs it has."""
+    decays = [algorithms.fedavg(exp_decay(lr, 0.5, 2)) for lr in (0.1, 0.2)]
+    assert runs.signature(decays[0])[0] == runs.signature(decays[1])[0]
+    for algorithm, history in zip(decays, simulate_runs(problem(), decays, seeds=(3,), **OPTIONS)):
+        assert_same_run(history, simulate(problem(), algorithm, seed=3, **OPTIONS))
+    plain = [algorithms.fedavg(lambda t: 0.1), algorithms.fedavg(lambda t: 0.2)]
+    key, reason = runs.signature(plain[0])
+    assert key is None and "plain Python function" in reason
+    runs_module_said = __import__("fedcore.run", fromlist=["_said"])._said
+    runs_module_said.clear()
+    with pytest.warns(UserWarning, match="runs alone") as caught:
+        simulate_runs(problem(), plain * 2, **OPTIONS)
+    assert len([w for w in caught if "runs alone" in str(w.message)]) == 1
+
+
+def test_different_families_never_share_a_pass() -> None:
+    mixed = [algorithms.fedavg(0.1), algorithms.fedadam(0.1, 0.01), algorithms.fedadam(0.1, 0.01, tau=1e-2),
+             algorithms.fedadam(0.1, 0.01, bias_correction="keras")]
+    keys = [runs.signature(a)[0] for a in mixed]
+    assert keys[0] != keys[1] and keys[1] == keys[2] and keys[1] != keys[3]
+    with pytest.raises(ValueError, match="cannot stack"):
+        runs.stack(mixed[:2])
+
+
+def test_a_diverging_run_leaves_its_pass_alone() -> None:
+    """SCAFFOLD at client_lr 0.1, 9.0 and 0.2 on the quadratic: the middle run diverges at the round its separate
+    run does, keeps its state of the round before (its c_i rows put back), and the others run to the end."""
+    data = __import__("fedcore.data", fromlist=["federated_quadratic"]).federated_quadratic(
+        num_clients=10, dim=5, samples_per_client=20, heterogeneity=1.0, seed=0)
+    quadratic = Problem(data, models.linear_regression((5,)).double())
+    built = [algorithms.scaffold(lr) for lr in (0.1, 9.0, 0.2)]
+    options = dict(rounds=60, clients_per_round=4, local_steps=5, batch_size=20, progress=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        batched = simulate_runs(quadratic, built, seeds=(0,), **options)
+        separate = [simulate(quadratic, algorithm, **options) for algorithm in built]
+    assert separate[1].diverged and not separate[0].diverged and not separate[2].diverged
+    for history, alone in zip(batched, separate):
+        assert_same_run(history, alone, tolerance=1e-9)
+        assert history.diverged_because == alone.diverged_because
+        torch.testing.assert_close(history.final_state["c_i"], alone.final_state["c_i"], atol=1e-9, rtol=1e-9)
+    assert len(batched[0].frame) == 61 and len(batched[1].frame) == batched[1].diverged_round + 1
+
+
+def test_dropout_masks_differ_across_the_runs_of_a_pass_and_nothing_else_does() -> None:
+    """Two identical runs (same algorithm, same seed) in one pass: with dropout their masks differ, so their
+    models do; with dropout at 0 (the same clients, minibatches and start) they are equal."""
+    twins = [algorithms.fedavg(0.1), algorithms.fedavg(0.1)]
+    with_dropout = simulate_runs(problem(dropout=0.5), twins, seeds=(0,), batch=2, **OPTIONS)
+    assert not torch.equal(with_dropout[0].final_state["x"], with_dropout[1].final_state["x"])
+    without = simulate_runs(problem(dropout=1e-12), twins, seeds=(0,), batch=2, **OPTIONS)
+    assert torch.equal(without[0].final_state["x"], without[1].final_state["x"])
+
+
+def test_the_store_keeps_each_run_and_computes_only_what_it_lacks(tmp_path, monkeypatch) -> None:
+    store = Store(tmp_path / "runs.sqlite")
+    built = [algorithms.fedavg(lr) for lr in (0.1, 0.2, 0.3)]
+    first = simulate_runs(problem(), built, seeds=(0,), store=store, **OPTIONS)
+    assert len(store) == 3 and not any(h.stored for h in first)
+    passes = []
+    original = _Pass.loop
+    monkeypatch.setattr(_Pass, "loop", lambda self, *a: passes.append(len(self.algorithms)) or original(self, *a))
+    again = simulate_runs(problem(), built + [algorithms.fedavg(0.4)], seeds=(0,), store=store, **OPTIONS)
+    assert [h.stored for h in again] == [True, True, True, False] and passes == [1]
+    for stored, computed in zip(again, first):
+        pd.testing.assert_frame_equal(stored.frame, computed.frame)
+    alone = simulate(problem(), built[1], store=store, **OPTIONS)  # simulate finds a run a pass kept
+    assert alone.stored
+
+
+def test_an_interrupted_sweep_keeps_every_finished_pass(tmp_path, monkeypatch) -> None:
+    """Four points in passes of two; the user stops the sweep during the second pass: the first pass's two
+    runs are kept, and the rerun computes only the other two."""
+    store = Store(tmp_path / "runs.sqlite")
+    original, passes = _Pass.loop, []
+
+    def interrupted(self, *args):
+        passes.append(len(self.algorithms))
+        if len(passes) == 2:
+            raise KeyboardInterrupt
+        return original(self, *args)
+
+    grid = {"client_lr": [0.1, 0.2, 0.3, 0.4]}
+    monkeypatch.setattr(_Pass, "loop", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        sweep(problem(), algorithms.fedavg, grid, batch=2, store=store, **OPTIONS)
+    assert len(store) == 2
+    monkeypatch.setattr(_Pass, "loop", lambda self, *a: passes.append(len(self.algorithms)) or original(self, *a))
+    table = sweep(problem(), algorithms.fedavg, grid, batch=2, store=store, **OPTIONS)
+    assert passes[2:] == [2] and len(store) == 4 and table["final_train_loss"].notna().all()
+
+
+def test_sweep_has_one_row_per_point_and_seed_equal_to_separate_runs() -> None:
+    table = sweep(problem(), algorithms.fedavg, {"client_lr": [0.1, 0.3]}, seeds=(0, 2), **OPTIONS)
+    assert list(zip(table["client_lr"], table["seed"])) == [(0.1, 0), (0.1, 2), (0.3, 0), (0.3, 2)]
+    for _, row in table.iterrows():
+        alone = simulate(problem(), algorithms.fedavg(row["client_lr"]), seed=int(row["seed"]), **OPTIONS)
+        assert abs(row["final_train_loss"] - alone.frame["train_loss"].iloc[-1]) < 1e-6
+    off = sweep(problem(), algorithms.fedavg, {"client_lr": [0.1, 0.3]}, seeds=(0, 2), batch="off", **OPTIONS)
+    pd.testing.assert_frame_equal(off.drop(columns=[]), table, check_exact=False, atol=1e-6)
+
+
+@pytest.mark.parametrize("bad, message", [
+    (dict(batch="sometimes"), r"batch='sometimes' not one of"), (dict(batch=0), r"batch=0 must be >= 1"),
+    (dict(seeds=(0, 1)), r"seeds has 2 seeds for 3 algorithms"), (dict(seeds=(-1,)), r"seeds=-1"),
+])
+def test_bad_pass_arguments_are_named(bad, message) -> None:
+    with pytest.raises((ValueError, TypeError), match=message):
+        simulate_runs(problem(), [algorithms.fedavg(lr) for lr in (0.1, 0.2, 0.3)], **{**OPTIONS, **bad})
+
+
+def test_per_client_state_is_written_row_by_row() -> None:
+    """SCAFFOLD's c_i is updated in place (the same storage after a round: no [N, d] copy per round), only the
+    sampled rows change, and undo puts them back."""
+    algorithm = algorithms.scaffold(0.1)
+    data = blobs()
+    model = problem(data).model
+    from fedcore.params import GradientOracle
+    from fedcore.run import sample_round
+
+    oracle = GradientOracle(model, "loop")
+    state = algorithm.init(model.x0(), data.num_clients)
+    state["c_i"] += torch.arange(data.num_clients, dtype=torch.float32).view(1, -1, 1)
+    before, storage = state["c_i"].clone(), state["c_i"].data_ptr()
+    batch = sample_round(data, 0, 3, 2, 4, "samples", torch.float32, torch.Generator().manual_seed(0),
+                         torch.Generator().manual_seed(1))
+    new_state, _ = algorithm.round(state, batch, oracle)
+    assert new_state["c_i"].data_ptr() == storage
+    changed = (new_state["c_i"] != before).any(dim=-1)[0]
+    assert changed.nonzero().flatten().tolist() == sorted(batch.clients[0].tolist())
+    batch.undo(torch.tensor([0]))
+    assert torch.equal(new_state["c_i"], before)
