@@ -57,6 +57,7 @@ they mean: ``benchmarks/README.md``.
     python benchmarks/round_speed.py                       # w1 and w2, ~2.5 min on 2 idle CPU cores
     python benchmarks/round_speed.py --quick --json out.json   # ~1 min
     python benchmarks/round_speed.py --workloads rule      # the auto rule's measurements
+    python benchmarks/round_speed.py --workloads runs      # many runs in one pass (benchmarks/passes.py)
 """
 
 from __future__ import annotations
@@ -407,7 +408,7 @@ def print_table(key: str, result: dict) -> None:
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    choices = [*WORKLOADS, "rule", *RULE]
+    choices = [*WORKLOADS, "rule", *RULE, "runs"]
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="fewer timed rounds (about 1 min on 2 idle CPU cores)")
     parser.add_argument("--device", default="cpu", help="cpu (default) or cuda")
@@ -445,6 +446,12 @@ def main(argv: list[str] | None = None) -> dict:
           f"K={K}, B={B} (w3: 4), lr={LR}, dropout on in every variant; load average {_load()}")
     started, load_start = time.perf_counter(), os.getloadavg()[0]
     for key in args.workloads:
+        if key == "runs":  # many runs in one pass against one at a time: benchmarks/passes.py
+            from passes import measure
+
+            print("\nruns: R runs in one pass (simulate_runs) against one simulate per run, seconds per run-round")
+            report["workloads"]["runs"] = measure(device, args.quick)
+            continue
         workload = everything[key]
         repeats = args.repeats or (workload.quick_repeats if args.quick else workload.repeats)
         budget = float("inf") if args.repeats else workload.budget_s / (3 if args.quick else 1)

@@ -10,7 +10,7 @@
 
 from fedcore import algorithms, counterexample, data, models, server_opt, toy
 from fedcore.params import FlatModel, GradientOracle, evaluate
-from fedcore.run import History, Problem, simulate, sweep, warm_up
+from fedcore.run import History, Problem, simulate, simulate_runs, sweep, warm_up
 
 __version__ = "0.1.0"
 __all__ = [
@@ -25,6 +25,7 @@ __all__ = [
     "models",
     "server_opt",
     "simulate",
+    "simulate_runs",
     "sweep",
     "toy",
     "warm_up",

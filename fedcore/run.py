@@ -294,14 +294,15 @@ def simulate_runs(
 
 
 def runs_per_pass(problem: Problem, backend: str, clients_per_round: int) -> int:
-    """The ``batch="auto"`` rule: how many runs share a pass.  Measured (``benchmarks/round_speed.py --workloads
-    runs``, ``benchmarks/README.md``): on a CPU, models on the ``vmap`` backend gain up to about R*S = 160 client
-    rows per pass and little beyond; the ``loop`` backend (convolutions, LSTMs, large models) computes client by
-    client either way, and a pass saves only the per-run Python of a round: 4 runs.  On a GPU: up to 64 runs."""
-    if problem.data.device.type != "cpu":
-        return 64
+    """The ``batch="auto"`` rule: how many runs share a pass.  Measured on 2 CPU cores
+    (``benchmarks/round_speed.py --workloads runs``, ``benchmarks/README.md``; S = 10, K = 10, B = 32, seconds per
+    run-round against one run at a time): on the ``vmap`` backend, logistic regression gains 1.9-2.5x at R = 4, 3.3-3.6x
+    at R = 16 and less at R = 64 (2.7-2.8x), the 784-64-10 MLP 1.4-1.7x, 2.1-2.3x and 1.4-1.7x: the gain peaks near
+    R*S = 160 client rows per pass.  On the ``loop`` backend (convolutions, LSTMs, models above 0.7M parameters) the
+    oracle computes client by client either way: Reddi et al.'s CNN gained nothing at R = 4 (0.94-1.02x), so those
+    runs go one at a time.  No accelerator has been measured yet: there the CPU's rule applies."""
     if backend == "loop":
-        return 4
+        return 1
     return max(1, min(16, 160 // clients_per_round))
 
 

@@ -12,6 +12,7 @@ from fedcore import algorithms, models
 from fedcore.algorithms import RoundBatch
 from fedcore.params import GradientOracle
 from fedcore.run import Problem, simulate
+from fedcore.runs import run_state
 
 # Hyperparameters for the federated quadratic (10 clients, d = 5, full batch, full participation).
 ALGORITHMS = {
@@ -77,7 +78,7 @@ def run_round(algorithm, data, x0, clients, steps=3, batch_size=5, seed=0):
     sizes = data.sizes[clients].float()
     batch = RoundBatch.of(0, clients, sizes / sizes.sum(), inputs, targets, data.num_clients)
     state, metrics = algorithm.round(algorithm.init(x0, data.num_clients), batch, oracle)
-    return state, metrics, batch, model
+    return run_state(state, 0), metrics, batch, model  # one run's state: x [d], c_i [N, d]
 
 
 def test_round_batch_gathers_each_step_from_the_resident_data(tiny_classification) -> None:
@@ -109,8 +110,9 @@ def test_fedavg_returns_weighted_mean_of_client_models(tiny_classification) -> N
             torch.nn.functional.cross_entropy(client(batch.inputs[s, k]), batch.targets[s, k]).backward()
             optimizer.step()
         finals.append(torch.cat([p.detach().flatten() for p in client.parameters()]))
-    expected = batch.weights @ torch.stack(finals)
-    assert not torch.allclose(batch.weights, batch.weights.mean().expand(3))  # sizes differ
+    weights = batch.weights.reshape(-1)  # [S] of the one run
+    expected = weights @ torch.stack(finals)
+    assert not torch.allclose(weights, weights.mean().expand(3))  # sizes differ
     torch.testing.assert_close(state["x"], expected, rtol=1e-5, atol=1e-6)
 
 
@@ -152,7 +154,7 @@ def test_fedprox_proximal_step_by_hand(quadratic) -> None:
     A, y = quadratic.client(3)
     inputs, targets = A.expand(1, 2, -1, -1), y.expand(1, 2, -1)
     batch = RoundBatch.of(0, torch.tensor([3]), torch.ones(1, dtype=torch.float64), inputs, targets, 10)
-    state, _ = algorithm.round(algorithm.init(x, 10), batch, oracle)
+    state = run_state(algorithm.round(algorithm.init(x, 10), batch, oracle)[0], 0)
     g = lambda w: A.T @ (A @ w - y) / len(y)  # noqa: E731
     w1 = x - eta * g(x)
     w2 = w1 - eta * (g(w1) + mu * (w1 - x))
@@ -270,11 +272,11 @@ def test_server_rule_sees_each_clients_move_loss_and_weight(tiny_classification)
     data, clients = tiny_classification, torch.tensor([4, 0, 2])
     x0 = Problem(data, models.make("logistic_regression", (8,), 3)).x0()
     state, metrics, batch, _ = run_round(algorithms.FedOpt(0.3, server), data, x0, clients)
-    torch.testing.assert_close(seen["x"], x0)
+    torch.testing.assert_close(seen["x"].reshape(-1), x0)  # one run: x [1, 1, d], moves [1, S, d]
     torch.testing.assert_close(batch.weights @ seen["client_moves"], seen["delta"])
-    torch.testing.assert_close(state["x"], x0 + seen["delta"])
-    assert seen["client_moves"].shape == (3, x0.numel()) and torch.equal(seen["weights"], batch.weights)
-    assert metrics["train_loss"] == pytest.approx(float(batch.weights @ seen["client_losses"]))
+    torch.testing.assert_close(state["x"], x0 + seen["delta"].reshape(-1))
+    assert seen["client_moves"].shape == (1, 3, x0.numel()) and torch.equal(seen["weights"], batch.weights)
+    assert float(metrics["train_loss"]) == pytest.approx(float(batch.weights @ seen["client_losses"]))
     fedavg, _, _, _ = run_round(algorithms.fedavg(0.3), data, x0, clients)
     torch.testing.assert_close(state["x"], fedavg["x"])  # server SGD at 1 adds Delta too
 

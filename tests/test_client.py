@@ -122,25 +122,25 @@ def test_sgd_with_a_correction_momentum_and_normalization_by_hand() -> None:
     for _ in range(3):
         D = beta * (gradient(X) + c) + (1 - beta) * D
         X = X - eta * D / D.norm(dim=1, keepdim=True)
-    torch.testing.assert_close(run.X, X)
-    torch.testing.assert_close(run.state[1], D)  # the momentum's state is the last direction
+    torch.testing.assert_close(run.X[0], X)  # the one run of the batch: [1, S, d]
+    torch.testing.assert_close(run.state[1][0], D)  # the momentum's state is the last direction
     assert len(batch.trace) == 3 and torch.equal(batch.trace[-1], run.X)
 
 
 def test_storm_uses_the_previous_point_on_the_same_minibatch() -> None:
     """m_k = G(x_k) + (1 - alpha)(m_{k-1} - G(x_{k-1})) with x_{-1} = the given previous points."""
     x, batch, oracle, gradient, _ = quadratic_batch()
-    previous = x.expand(2, -1) + 0.5
+    previous = x.expand(1, 2, -1) + 0.5  # [R, S, d] of the one run
     m0, alpha, eta = torch.zeros(3, dtype=torch.float64), 0.3, 0.1
     run = local_steps(x, batch, oracle, chain(client.storm(alpha, m0, previous), client.learning_rate(eta)))
-    X, X_prev, m = x.expand(2, -1).clone(), previous.clone(), m0
+    X, X_prev, m = x.expand(2, -1).clone(), previous[0].clone(), m0
     for _ in range(3):
         m = gradient(X) + (1 - alpha) * (m - gradient(X_prev))
         X_prev, X = X, X - eta * m
-    torch.testing.assert_close(run.X, X)
+    torch.testing.assert_close(run.X[0], X)
     (m_final, x_prev_final), _ = run.state
-    torch.testing.assert_close(m_final, m)
-    torch.testing.assert_close(x_prev_final, X_prev)  # the last point evaluated
+    torch.testing.assert_close(m_final[0], m)
+    torch.testing.assert_close(x_prev_final[0], X_prev)  # the last point evaluated
 
 
 def test_move_last_false_computes_the_last_update_without_moving() -> None:
@@ -154,8 +154,8 @@ def test_move_last_false_computes_the_last_update_without_moving() -> None:
     for _ in range(2):
         total += gradient(X)
         X = X - 0.1 * gradient(X)
-    torch.testing.assert_close(held.X, X)
-    torch.testing.assert_close(held.state[0], total + gradient(X))  # the third gradient is still taken
+    torch.testing.assert_close(held.X[0], X)
+    torch.testing.assert_close(held.state[0][0], total + gradient(X))  # the third gradient is still taken
     assert len(batch.trace) == 2 and not torch.equal(moved.X, held.X)
 
 
@@ -172,19 +172,19 @@ def test_second_moment_rules_by_hand() -> None:
         X = X - 0.1 * gradient(X)
         W = 0.5 * W + 0.5 * gradient(Y).square()
         Y = Y - 0.1 * gradient(Y) / W.sqrt()
-    torch.testing.assert_close(tracked.X, X)
-    torch.testing.assert_close(tracked.state[0], V)
-    torch.testing.assert_close(scaled.X, Y)
-    torch.testing.assert_close(scaled.state[0], W)
+    torch.testing.assert_close(tracked.X[0], X)
+    torch.testing.assert_close(tracked.state[0][0], V)
+    torch.testing.assert_close(scaled.X[0], Y)
+    torch.testing.assert_close(scaled.state[0][0], W)
 
 
 def test_per_client_step_sizes_are_applied_row_by_row() -> None:
     x, batch, oracle, gradient, _ = quadratic_batch(steps=1)
     sizes = torch.tensor([0.1, 0.4], dtype=torch.float64)
-    per_client = client.ClientRule(lambda X: (), lambda u, s, step: (Update(u.direction, sizes), s))
-    run = local_steps(x, batch, oracle, per_client)
+    per_client = client.ClientRule(lambda X: (), lambda u, s, step: (Update(u.direction, sizes.view(1, 2, 1)), s))
+    run = local_steps(x, batch, oracle, per_client)  # per-client step sizes are [R, S, 1]
     X = x.expand(2, -1)
-    torch.testing.assert_close(run.X, X - sizes[:, None] * gradient(X))
+    torch.testing.assert_close(run.X[0], X - sizes[:, None] * gradient(X))
 
 
 def test_armijo_finds_each_clients_largest_backtracked_step() -> None:
@@ -206,8 +206,8 @@ def test_armijo_finds_each_clients_largest_backtracked_step() -> None:
             eta[i] = step
         X = X - eta[:, None] * G
         etas.append(eta)
-    torch.testing.assert_close(run.X, X)
-    torch.testing.assert_close(run.state, etas[-1])
+    torch.testing.assert_close(run.X[0], X)
+    torch.testing.assert_close(run.state[0].reshape(-1), etas[-1])  # the state: (eta [R, S, 1], evaluations)
     assert etas[1][0] != etas[1][1] and bool((etas[1] < eta_max).all())
 
 
@@ -239,5 +239,5 @@ def test_armijo_probes_a_dropout_model_with_the_masks_of_its_gradient() -> None:
                 break
             eta *= backtrack
         expected.append(eta)
-    torch.testing.assert_close(run.state, torch.tensor(expected), rtol=0, atol=0)
+    torch.testing.assert_close(run.state[0].reshape(-1), torch.tensor(expected), rtol=0, atol=0)
     assert min(expected) < eta_max  # the search backtracked

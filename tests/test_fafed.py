@@ -14,6 +14,7 @@ from fedcore import algorithms, counterexample, models
 from fedcore.algorithms import RoundBatch
 from fedcore.params import GradientOracle
 from fedcore.run import Problem, simulate
+from fedcore.runs import run_state
 
 # ---- the counterexample (Theorem 1) ----------------------------------------------------------------
 
@@ -138,7 +139,7 @@ def test_fafed_matches_an_independent_implementation(tiny_classification, alpha:
     for batch in batches:
         state, _ = algorithm.round(state, batch, oracle)
     expected = reference_fafed(module, x0, batches, weights.tolist(), 0.05, alpha, 0.9, 0.01)
-    torch.testing.assert_close(state["x"], expected, rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(state["x"].reshape(-1), expected, rtol=1e-5, atol=1e-6)  # one run: [1, 1, d]
     assert int(state["t"]) == 1 + 2 * 3  # the initial step, then q = 3 steps per round
 
 
@@ -162,6 +163,7 @@ def test_naive_local_adaptive_round_by_hand(tiny_classification) -> None:
     x0 = parameters_to_vector(module.parameters()).detach()
     algorithm = algorithms.local_adaptive(0.1, beta=0.7)
     state, _ = algorithm.round(algorithm.init(x0, data.num_clients), batch, GradientOracle(Problem(data, module).model))
+    state = run_state(state, 0)  # one run's state: x [d], v [N, d]
     finals = []
     for i in range(2):
         x, v = x0, torch.zeros_like(x0)
@@ -186,7 +188,7 @@ def test_trace_records_every_local_step(tiny_classification) -> None:
     oracle = GradientOracle(Problem(data, module).model)
     algorithm = algorithms.fedavg(0.2)
     state, _ = algorithm.round(algorithm.init(x0, data.num_clients), batch, oracle)
-    assert len(batch.trace) == 4 and batch.trace[0].shape == (3, x0.numel())
+    assert len(batch.trace) == 4 and batch.trace[0].shape == (1, 3, x0.numel())  # [R, S, d] of the one run
     torch.testing.assert_close(batch.weights @ batch.trace[-1], state["x"])
 
 

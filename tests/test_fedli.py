@@ -17,6 +17,7 @@ from fedcore.data import FederatedData, federated_quadratic
 from fedcore.experiments import fedli_theory
 from fedcore.params import GradientOracle
 from fedcore.run import Problem, simulate
+from fedcore.runs import run_state
 
 F64 = torch.float64
 
@@ -63,7 +64,9 @@ def run_rounds(algorithm, data: FederatedData, batches: list[RoundBatch], x0: to
     for batch in batches:
         x = state["x"]
         state, metrics = algorithm.round(state, batch, oracle)
-        out.append((x, state, metrics))
+        if batch.trace is not None:
+            batch.trace[:] = [models[0] for models in batch.trace]  # the one run's [S, d] (the batch keeps [R, S, d])
+        out.append((x.reshape(-1), run_state(state, 0), {name: float(value) for name, value in metrics.items()}))
     return out
 
 
@@ -107,7 +110,7 @@ def test_every_accepted_step_satisfies_armijo_and_is_the_largest_tried(server_st
         assert metrics["client_step_mean"] == pytest.approx(float(last.mean()))
         eta_g = 1.0 if server_step_size == "one" else max(eta_prev)
         assert metrics["eta_g"] == pytest.approx(eta_g)
-        torch.testing.assert_close(state["x"], x + eta_g * batch.weights @ (batch.trace[-1] - x))
+        torch.testing.assert_close(state["x"], x + eta_g * batch.weights.reshape(-1) @ (batch.trace[-1] - x))
     assert len(backtracked) > 1  # the search did backtrack, by differing amounts
 
 
@@ -256,7 +259,7 @@ def lu_reference(x: torch.Tensor, batches: list[RoundBatch], client_lr: float, e
                 w = w - client_lr * gradient(w, A, y)
             finals.append(w)
             losses.append(sum(seen) / len(seen))
-        weights = batch.weights.tolist()
+        weights = batch.weights.reshape(-1).tolist()
         d = -sum(weight * (w - x) for weight, w in zip(weights, finals))
         L = sum(weight * value for weight, value in zip(weights, losses))
         r = wd * x
@@ -315,14 +318,14 @@ def test_fedexp_server_step_is_the_formula_and_at_least_one(eps, convention: str
     batches = rounds_of(data, [[4, 0, 2], [1, 4, 5], [0, 3, 5]], K=3, B=4, weights=weights)
     algorithm = algorithms.fedexp(client_lr=0.1, eps=eps, eps_convention=convention)
     x0 = data.info["x_star"]
-    assert torch.equal(algorithm.eval_point(algorithm.init(x0, data.num_clients)), x0)
+    assert torch.equal(algorithm.eval_point(algorithm.init(x0, data.num_clients)).reshape(-1), x0)
     above_one = False
     for t, (batch, (x, state, metrics)) in enumerate(zip(batches, run_rounds(algorithm, data, batches, x0))):
         moves = batch.trace[-1] - x
-        mean_move = batch.weights @ moves
+        mean_move = batch.weights.reshape(-1) @ moves
         eps_t = eps(t) if callable(eps) else eps
         if weights is None:
-            spread = sum(float(w) * float(m @ m) for w, m in zip(batch.weights, moves))
+            spread = sum(float(w) * float(m @ m) for w, m in zip(batch.weights.reshape(-1), moves))
             ratio = spread / (2 * (float(mean_move @ mean_move) + eps_t * (3 if convention == "code" else 1)))
         else:
             ratio = sum(float(m @ m) for m in moves) / (2 * 3 * (float(mean_move @ mean_move) + eps_t))

@@ -12,6 +12,7 @@ from fedcore.algorithms import RoundBatch
 from fedcore.data import federated_quadratic
 from fedcore.params import GradientOracle
 from fedcore.run import Problem, simulate
+from fedcore.runs import run_state
 
 VARIANTS = ["padamfed", "padamfed_vr", "scaffold_m", "scaffold_m_vr"]
 HAND_SET = dict(eta=0.05, gamma=0.2, beta=0.6)  # the same (eta, gamma, beta) for all four in the hand-checked rounds
@@ -48,7 +49,7 @@ def reference(variant: str, x0, batches, num_clients: int, eta: float, gamma: fl
     zero = torch.zeros_like(x0)
     c_i, c, g = [zero] * num_clients, zero, zero
     for t, batch in enumerate(batches):
-        clients, K, S = batch.clients.tolist(), batch.local_steps, batch.clients.numel()
+        clients, K, S = batch.clients.reshape(-1).tolist(), batch.local_steps, batch.clients.numel()  # one run
         A, y = batch.inputs, batch.targets  # [S, K, B, d], [S, K, B]
         if t == 0:
             first = [sum(gradient(theta, A[s, k], y[s, k]) for k in range(K)) / K for s in range(S)]
@@ -70,7 +71,7 @@ def reference(variant: str, x0, batches, num_clients: int, eta: float, gamma: fl
                 w = w - eta * (d / d.norm() if normalized else d)
             finals.append(w)
             c_new[i] = total / K
-        g_bar = sum(float(batch.weights[s]) * (theta - finals[s]) for s in range(S)) / (eta * K)
+        g_bar = sum(float(batch.weights.reshape(-1)[s]) * (theta - finals[s]) for s in range(S)) / (eta * K)
         change = sum(c_new[i] - c_i[i] for i in clients)
         c, g = c + change / num_clients, beta * (change / S + c) + (1 - beta) * g
         for i in clients:
@@ -102,6 +103,7 @@ def test_two_rounds_match_an_independent_implementation(variant: str, backend: s
     state = algorithm.init(x0, data.num_clients)
     for batch in batches:
         state, _ = algorithm.round(state, batch, oracle)
+    state = run_state(state, 0)  # one run's state: x [d], c_i [N, d]
     theta, c, c_i, g = reference(variant, x0, batches, data.num_clients, **HAND_SET)
     for name, ours, expected in (("x", state["x"], theta), ("c", state["c"], c), ("c_i", state["c_i"], c_i),
                                  ("g", state["g"], g)):
@@ -110,7 +112,8 @@ def test_two_rounds_match_an_independent_implementation(variant: str, backend: s
     assert not torch.allclose(state["c_i"][3], state["c"])  # client 3 was never sampled: it keeps c^{-1}, not c
     if variant.endswith("_vr"):
         assert "x_prev" in state  # theta^{t-1}: the model before the last round
-        torch.testing.assert_close(state["x_prev"], algorithm.round(algorithm.init(x0, 6), batches[0], oracle)[0]["x"])
+        first = run_state(algorithm.round(algorithm.init(x0, 6), batches[0], oracle)[0], 0)
+        torch.testing.assert_close(state["x_prev"], first["x"])
 
 
 # ---- the normalized step ------------------------------------------------------------------------------------
@@ -126,14 +129,14 @@ def test_every_normalized_local_step_has_norm_eta(variant: str) -> None:
     for batch in two_rounds(data, K=4, trace=True):
         start = state["x"]
         state, _ = algorithm.round(state, batch, oracle)
-        models_after = torch.stack([start.expand(3, -1), *batch.trace])  # [K + 1, S, d]
+        models_after = torch.stack([start.expand(1, 3, -1), *batch.trace])[:, 0]  # [K + 1, S, d] of the one run
         norms = (models_after[1:] - models_after[:-1]).norm(dim=2)
         assert norms.shape == (4, 3)
         torch.testing.assert_close(norms, torch.full_like(norms, HAND_SET["eta"]), rtol=1e-12, atol=0)
     plain = build(variant.replace("padamfed", "scaffold_m"), **HAND_SET)  # without normalization: other lengths
     batch = two_rounds(data, K=4, trace=True)[0]
     plain.round(plain.init(x0, data.num_clients), batch, oracle)
-    assert (batch.trace[0] - x0).norm(dim=1).sub(HAND_SET["eta"]).abs().max() > 1e-3
+    assert (batch.trace[0][0] - x0).norm(dim=1).sub(HAND_SET["eta"]).abs().max() > 1e-3
 
 
 def test_a_zero_direction_takes_no_step() -> None:
@@ -145,8 +148,8 @@ def test_a_zero_direction_takes_no_step() -> None:
     algorithm = algorithms.padamfed(eta=0.1, gamma=0.1, beta=0.5)
     state, _ = algorithm.round(algorithm.init(torch.zeros(3, dtype=torch.float64), data.num_clients), batch,
                                GradientOracle(problem_of(data).model))
-    assert torch.equal(state["x"], torch.zeros(3, dtype=torch.float64))
-    assert all(torch.equal(X, torch.zeros(2, 3, dtype=torch.float64)) for X in batch.trace)
+    assert torch.equal(state["x"], torch.zeros(1, 1, 3, dtype=torch.float64))  # one run: [R, 1, d]
+    assert all(torch.equal(X, torch.zeros(1, 2, 3, dtype=torch.float64)) for X in batch.trace)
 
 
 # ---- step sizes from S, K, T ---------------------------------------------------------------------------------
@@ -220,7 +223,7 @@ def test_without_normalization_the_momentum_is_the_mean_client_direction() -> No
     data = least_squares()
     oracle = GradientOracle(problem_of(data).model)
     batches = two_rounds(data)
-    batches = [RoundBatch.of(b.t, b.clients, torch.full((3,), 1 / 3, dtype=torch.float64), b.inputs, b.targets,
+    batches = [RoundBatch.of(b.t, b.clients[0], torch.full((3,), 1 / 3, dtype=torch.float64), b.inputs, b.targets,
                              b.num_clients) for b in batches]
     algorithm = algorithms.scaffold_m(**HAND_SET)
     state = algorithm.init(torch.tensor([0.5, -1.0, 2.0], dtype=torch.float64), data.num_clients)

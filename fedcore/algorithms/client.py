@@ -154,7 +154,7 @@ def apply(X: Tensor, update: Update) -> None:
     """``X <- X - eta D`` in place."""
     direction, eta = update
     if isinstance(eta, Tensor):
-        X.sub_(eta * direction)
+        X.addcmul_(eta, direction, value=-1)  # one fused pass, no [R, S, d] temporary
     else:
         X.add_(direction, alpha=-eta)
 
