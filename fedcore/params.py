@@ -303,9 +303,8 @@ def evaluate(
     out-of-vocabulary and padding ids); the loss counts every target.  With no test samples
     (``test_fraction=0``) both are NaN: nothing was measured.
     """
-    for name, value in (("x", x),):
-        if not isinstance(value, Tensor):
-            raise TypeError(f"{name} must be a tensor, got {type(value).__name__}")
+    if not isinstance(x, Tensor):
+        raise TypeError(f"x must be a tensor, got {type(x).__name__}")
     return evaluate_runs(model, x.reshape(1, -1), inputs, targets, batch_size, ignore_classes)[0]
 
 

@@ -96,10 +96,9 @@ def simulate(
     ``callback``, a ``trace`` or a plain-function hyperparameter (which cannot be compared) is
     neither looked up nor kept.
     """
-    checked = _checked_options(problem, rounds, clients_per_round, local_steps, batch_size, eval_every, weighting,
-                               progress, diverge_above)
-    data, eval_every, progress, diverge_above = problem.data, checked["eval_every"], checked["progress"], \
-        checked["config"]["diverge_above"]
+    settings, progress = _checked_options(problem, rounds, clients_per_round, local_steps, batch_size, eval_every,
+                                          weighting, progress, diverge_above)
+    data, eval_every = problem.data, settings["eval_every"]
     checkpoint_every = check_int("checkpoint_every", checkpoint_every)
     seed = check_seed("seed", seed)
     trace = check_bool("trace", trace)
@@ -131,7 +130,7 @@ def simulate(
     check_fits(algorithm, start, data.num_clients, clients_per_round, local_steps, batch_size,
                data.inputs[:1].nbytes + data.targets[:1].nbytes, data.device)
     oracle = GradientOracle(problem.model, backend, data.device)
-    config = {**checked["config"], "seed": seed, "backend": oracle.backend}
+    config = {**settings, "seed": seed, "backend": oracle.backend}
     run = _Pass(problem, [algorithm], oracle, config, [seed], start, callback, trace)
     if store is not None and not isinstance(store, Store):
         store = Store(store)
@@ -150,9 +149,9 @@ def simulate(
 
 
 def _checked_options(problem: Problem, rounds: Any, clients_per_round: Any, local_steps: Any, batch_size: Any,
-                     eval_every: Any, weighting: Any, progress: Any, diverge_above: Any) -> dict[str, Any]:
-    """The round settings :func:`simulate` and :func:`simulate_runs` share, checked; ``config`` is what a run's
-    identity records of them (with the seed and the backend added by the caller)."""
+                     eval_every: Any, weighting: Any, progress: Any, diverge_above: Any) -> tuple[dict[str, Any], bool]:
+    """The round settings :func:`simulate` and :func:`simulate_runs` share, checked: ``(settings, progress)``, the
+    settings as a run's identity records them (the caller adds the seed and the backend)."""
     if not isinstance(problem, Problem):
         hint = ": wrap it as Problem(data, model)" if isinstance(problem, FederatedData) else ""
         raise TypeError(f"problem={type(problem).__name__} must be a fedcore.Problem{hint}")
@@ -170,9 +169,9 @@ def _checked_options(problem: Problem, rounds: Any, clients_per_round: Any, loca
     check_choice("weighting", weighting, ("samples", "uniform"))
     if diverge_above is not None:
         diverge_above = check_positive("diverge_above", diverge_above)
-    config = {"clients_per_round": clients_per_round, "local_steps": local_steps, "batch_size": batch_size,
-              "weighting": weighting, "eval_every": eval_every, "diverge_above": diverge_above}
-    return {"config": config, "eval_every": eval_every, "progress": check_bool("progress", progress)}
+    settings = {"clients_per_round": clients_per_round, "local_steps": local_steps, "batch_size": batch_size,
+                "weighting": weighting, "eval_every": eval_every, "diverge_above": diverge_above}
+    return settings, check_bool("progress", progress)
 
 
 def _check_algorithm(algorithm: Any) -> None:
@@ -261,8 +260,8 @@ def simulate_runs(
                          "algorithm, or one for all")
     for algorithm in algorithms:
         _check_algorithm(algorithm)
-    checked = _checked_options(problem, rounds, clients_per_round, local_steps, batch_size, eval_every, weighting,
-                               progress, diverge_above)
+    settings, progress = _checked_options(problem, rounds, clients_per_round, local_steps, batch_size, eval_every,
+                                          weighting, progress, diverge_above)
     data = problem.data
     oracle = GradientOracle(problem.model, backend, data.device)
     start = problem.x0()
@@ -272,7 +271,7 @@ def simulate_runs(
     histories: list[History | None] = [None] * len(algorithms)
     identities, keys = {}, {}
     for i, (algorithm, seed) in enumerate(zip(algorithms, seeds)):
-        config = {**checked["config"], "seed": seed, "backend": oracle.backend}
+        config = {**settings, "seed": seed, "backend": oracle.backend}
         identities[i] = run_identity(data, problem.model.module, start, algorithm, config) if store is not None else {}
         keys[i] = _key(store, identities[i], rounds)
         if keys[i] is not None:
@@ -280,12 +279,12 @@ def simulate_runs(
     missing = [i for i, history in enumerate(histories) if history is None]
     for group in _passes([algorithms[i] for i in missing], most):
         runs = [missing[j] for j in group]
-        config = {**checked["config"], "backend": oracle.backend}
+        config = {**settings, "backend": oracle.backend}
         check_fits(stack([algorithms[i] for i in runs], start.dtype, data.device),
                    start.expand(len(runs), 1, -1), data.num_clients, len(runs) * clients_per_round, local_steps,
                    batch_size, data.inputs[:1].nbytes + data.targets[:1].nbytes, data.device)
         engine = _Pass(problem, [algorithms[i] for i in runs], oracle, config, [seeds[i] for i in runs], start)
-        finished = engine.loop(rounds, checked["eval_every"], weighting, checked["progress"], None, 1)
+        finished = engine.loop(rounds, settings["eval_every"], weighting, progress, None, 1)
         for i, history in zip(runs, finished):
             histories[i] = history
             if keys[i] is not None:

@@ -26,7 +26,7 @@ from fedcore import server_opt
 from fedcore.algorithms.base import State
 from fedcore.algorithms.fedexp import extrapolation
 from fedcore.algorithms.fedli import deep_frank_wolfe
-from fedcore.identity import UNCOMPARABLE, describe
+from fedcore.identity import describe, uncomparable
 from fedcore.server_opt import ServerOptimizer
 
 SERVER_RULES: dict[str, Callable[..., ServerOptimizer]] = {
@@ -56,15 +56,14 @@ def signature(algorithm: Any) -> tuple[str | None, str | None]:
     """``(key, None)``: algorithms with equal keys can run in one pass; ``(None, reason)`` for one that
     runs alone (a plain-function hyperparameter, a server rule fedcore does not know)."""
     description = describe(algorithm)
-    text = repr(_shape(description))
-    if UNCOMPARABLE in text:
+    if uncomparable(description):
         return None, "a hyperparameter is a plain Python function (use fedcore's schedules to batch it)"
     server = getattr(algorithm, "server", None)
     if isinstance(server, ServerOptimizer) and dict(server.options).get("rule") not in SERVER_RULES:
         return None, f"its server rule {server.name!r} is not one of fedcore's {sorted(SERVER_RULES)}"
     if not dataclasses.is_dataclass(algorithm):
         return None, f"{type(algorithm).__name__} is not a dataclass of hyperparameters"
-    return text, None
+    return repr(_shape(description)), None
 
 
 def stack(algorithms: Sequence[Any], dtype: torch.dtype = torch.float32, device: Any = "cpu") -> Any:
