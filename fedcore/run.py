@@ -294,15 +294,22 @@ def simulate_runs(
 
 def runs_per_pass(problem: Problem, backend: str, clients_per_round: int) -> int:
     """The ``batch="auto"`` rule: how many runs share a pass.  Measured on 2 CPU cores
-    (``benchmarks/round_speed.py --workloads runs``, ``benchmarks/README.md``; S = 10, K = 10, B = 32, seconds per
-    run-round against one run at a time): on the ``vmap`` backend, logistic regression gains 1.9-2.5x at R = 4, 3.3-3.6x
-    at R = 16 and less at R = 64 (2.7-2.8x), the 784-64-10 MLP 1.4-1.7x, 2.1-2.3x and 1.4-1.7x: the gain peaks near
-    R*S = 160 client rows per pass.  On the ``loop`` backend (convolutions, LSTMs, models above 0.7M parameters) the
-    oracle computes client by client either way: Reddi et al.'s CNN gained nothing at R = 4 (0.94-1.02x), so those
-    runs go one at a time.  No accelerator has been measured yet: there the CPU's rule applies."""
+    (``benchmarks/round_speed.py --workloads runs``, ``benchmarks/README.md``; K = 10, B = 32, seconds per
+    run-round against one run at a time): on the ``vmap`` backend the gain peaks where the pass holds at most
+    ``ROWS_PER_PASS`` = 160 client rows and its client matrix ``[R*S, d]`` at most ``ENTRIES_PER_PASS`` = 4.2M
+    entries: logistic regression (d = 7,850) gains most at R*S = 160 (3.2x at S = 10, R = 16; 2.2x at S = 20,
+    R = 8), less beyond (2.6x at R*S = 320); the 784-64-10 MLP (d = 50,890) at R*S = 80 (2.2x at S = 10,
+    R = 8; 3.0x at S = 5, R = 16), less at 160 rows (1.7x).  On the ``loop`` backend (convolutions, LSTMs,
+    models above 0.7M parameters) the oracle computes client by client either way: Reddi et al.'s CNN gained
+    nothing at R = 4 (0.94-1.02x), so those runs go one at a time.  No accelerator has been measured yet: there
+    the CPU's rule applies."""
     if backend == "loop":
         return 1
-    return max(1, min(16, 160 // clients_per_round))
+    rows = min(ROWS_PER_PASS, ENTRIES_PER_PASS // problem.model.dim)
+    return max(1, rows // clients_per_round)
+
+
+ROWS_PER_PASS, ENTRIES_PER_PASS = 160, 4_200_000
 
 
 def _check_batch(batch: Any) -> int:

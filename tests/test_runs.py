@@ -204,3 +204,16 @@ def test_per_client_state_is_written_row_by_row() -> None:
     assert changed.nonzero().flatten().tolist() == sorted(batch.clients[0].tolist())
     batch.undo(torch.tensor([0]))
     assert torch.equal(new_state["c_i"], before)
+
+
+def test_auto_holds_at_most_160_rows_and_4_2m_entries_per_pass() -> None:
+    """The measured rule (benchmarks/README.md): loop-backend models one at a time; on vmap, R*S <= 160 rows and
+    R*S*d <= 4.2M entries."""
+    from fedcore.run import runs_per_pass
+
+    data = blobs(dim=784, num_classes=10)
+    logistic = Problem(data, models.logistic_regression())  # d = 7,850
+    mlp = Problem(data, models.mlp(hidden=(64,)))  # d = 50,890
+    assert [runs_per_pass(logistic, "vmap", s) for s in (10, 20, 200)] == [16, 8, 1]
+    assert [runs_per_pass(mlp, "vmap", s) for s in (10, 5, 100)] == [8, 16, 1]
+    assert runs_per_pass(logistic, "loop", 1) == 1

@@ -44,7 +44,7 @@ from fedcore.experiments.claims import claims_table as shared_claims_table
 from fedcore.experiments.fedopt_tuning import half_decades, last_rounds_average
 from fedcore.experiments.search import good_range, grid_search
 from fedcore.problem import History, Problem
-from fedcore.run import simulate
+from fedcore.run import simulate, sweep
 
 SCALES: dict[str, dict[str, Any]] = {
     "smoke": {"rounds": 4, "eval_every": 2, "clients": 20, "test_samples": 200, "multipliers": (-0.5, 0.0)},
@@ -186,10 +186,14 @@ def run_quietly(problem: Problem, algorithm: Any, **run: Any) -> History:
 def robustness(problem: Problem, base: Mapping[str, Mapping[str, float]], factors: list[float],
                reading: str = "every rate", **run: Any) -> pd.DataFrame:
     """:func:`score` of every method at every multiplier in ``factors`` (rows) from its ``base`` hyperparameters
-    (:func:`defaults`), under ``reading`` (:func:`scaled`); a diverged run scores NaN."""
-    table = {method: {factor: score(run_quietly(problem, BUILDERS[method](**scaled(method, base[method], factor,
-                                                                                    reading)), **run))
-                      for factor in factors} for method in METHODS}
+    (:func:`defaults`), under ``reading`` (:func:`scaled`); a diverged run scores NaN.  Each method's multipliers
+    go through :func:`fedcore.sweep` (several runs in one pass where the backend gains by it)."""
+    table = {}
+    for method in METHODS:
+        def build(multiplier: float, method: str = method) -> Any:
+            return BUILDERS[method](**scaled(method, base[method], multiplier, reading))
+        swept = sweep(problem, build, {"multiplier": list(factors)}, summary=lambda h: {"score": score(h)}, **run)
+        table[method] = dict(zip(factors, swept["score"] if "score" in swept else [math.nan] * len(factors)))
     return pd.DataFrame(table).rename_axis("multiplier")
 
 
