@@ -45,8 +45,16 @@ def unpack(raw: bytes, what: str, remedy: str, map_location: str | torch.device 
     if not raw:
         raise CheckpointError(f"{what} is empty (0 bytes): it was never written completely; {remedy}")
     if not raw.startswith(MAGIC):
-        kind = "a checkpoint of an older fedcore (no checksum)" if raw.startswith(b"PK") else "not a fedcore checkpoint"
+        if MAGIC.startswith(raw):
+            raise CheckpointError(f"{what} is truncated: its {len(raw)} bytes end inside the header; it was never "
+                                  f"written completely; {remedy}")
+        kind = "a checkpoint of an older fedcore (no checksum)" if raw.startswith(b"PK") else \
+            "a fedcore results store (an SQLite file: pass it as store=, not as a checkpoint)" \
+            if raw.startswith(b"SQLite format 3\x00") else "not a fedcore checkpoint"
         raise CheckpointError(f"{what} is {kind} (it starts with {raw[:16]!r}); {remedy}")
+    if b"\n" not in raw[len(MAGIC):]:
+        raise CheckpointError(f"{what} is truncated: its {len(raw)} bytes end inside the checksum line; it was never "
+                              f"written completely; {remedy}")
     header, _, data = raw[len(MAGIC):].partition(b"\n")
     if hashlib.sha256(data).hexdigest().encode() != header:
         raise CheckpointError(
@@ -78,4 +86,9 @@ def read(path: str | os.PathLike, map_location: str | torch.device = "cpu") -> d
         raw = path.read_bytes()
     except OSError as error:
         raise CheckpointError(f"checkpoint={str(path)!r} cannot be read ({error.strerror}); {remedy}") from None
-    return unpack(raw, f"checkpoint={str(path)!r}", remedy, map_location)
+    payload = unpack(raw, f"checkpoint={str(path)!r}", remedy, map_location)
+    if "state" not in payload:
+        kind = "an entry of a fedcore results store (a finished run's history, no state to resume)" \
+            if "frame" in payload else f"a fedcore file without a run's state (it holds {sorted(payload)[:6]})"
+        raise CheckpointError(f"checkpoint={str(path)!r} is {kind}, not a checkpoint; {remedy}")
+    return payload

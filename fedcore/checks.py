@@ -186,3 +186,16 @@ def check_scale(scale: Any, scales: Mapping[str, Any]) -> Any:
     if scale not in scales:
         raise ValueError(f"SCALE={scale!r} not one of {list(scales)} (set it with FEDCORE_SCALE or papermill -p SCALE)")
     return scales[scale]
+
+
+def check_notebook_parameters(namespace: Mapping[str, Any], declared: Iterable[str]) -> None:
+    """Refuse a notebook parameter its parameters cell does not declare.  The parameters cell ends with
+    ``DECLARED = sorted(name for name in globals() if name.isupper())``; papermill's injected cell comes after
+    it, so a name given with ``-p`` that the notebook does not have (``-p SEEED 1``) is an upper-case global
+    outside ``DECLARED``: the next cell calls ``check_notebook_parameters(globals(), DECLARED)``, which names
+    it and the parameters the notebook has, instead of running to the end with the default."""
+    declared = set(declared)
+    unknown = sorted(name for name in namespace if name.isupper() and name not in declared and name != "DECLARED")
+    if unknown:
+        raise ValueError(f"this notebook has no parameter {', '.join(unknown)} (given with papermill -p?); its "
+                         f"parameters: {', '.join(sorted(declared))}")

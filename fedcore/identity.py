@@ -1,7 +1,10 @@
 """What identifies a run: everything that determines its result, as a comparable description.
 
 :func:`run_identity` describes a run by its data (a content hash of the resident tensors and the
-test set, computed once per :class:`~fedcore.data.FederatedData`), its model (architecture and
+test set, computed afresh for every run, so that an in-place change of the data, through torch, numpy or
+``.data``, is a different run: about 0.1 s for Fashion-MNIST's 200 MB on a CPU, once per
+:func:`~fedcore.simulate` call and once for all the runs of a :func:`~fedcore.simulate_runs` or
+:func:`~fedcore.sweep` call), its model (architecture and
 initial parameters), the algorithm with every hyperparameter (a server optimizer with all its
 options; schedules are frozen dataclasses whose fields are compared), the simulation options and
 fedcore's version.  :func:`differences` names what differs between two descriptions, field by
@@ -29,17 +32,15 @@ def tensor_hash(*tensors: Tensor) -> str:
     for tensor in tensors:
         tensor = tensor.detach().contiguous().cpu()
         digest.update(f"{tensor.dtype}{tuple(tensor.shape)}".encode())
-        digest.update(tensor.view(torch.uint8).numpy().tobytes() if tensor.numel() else b"")
+        if tensor.numel():
+            digest.update(tensor.reshape(-1).view(torch.uint8).numpy().data)  # the bytes in place, no copy
     return digest.hexdigest()[:16]
 
 
 def data_hash(data: Any) -> str:
-    """The content hash of a FederatedData's clients and test set, computed once and kept on it."""
-    cached = data.__dict__.get("_content_hash")
-    if cached is None:
-        cached = tensor_hash(data.inputs, data.targets, data.sizes, data.test_inputs, data.test_targets)
-        data.__dict__["_content_hash"] = cached
-    return cached
+    """The content hash of a FederatedData's clients and test set, computed from the bytes every time (nothing is
+    cached on the object: an in-place change must change the hash)."""
+    return tensor_hash(data.inputs, data.targets, data.sizes, data.test_inputs, data.test_targets)
 
 
 def describe(obj: Any) -> Any:
@@ -93,13 +94,16 @@ def uncomparable(description: Any, path: str = "") -> list[str]:
     return []
 
 
-def run_identity(data: Any, module: nn.Module, x0: Tensor, algorithm: Any, options: Mapping[str, Any]) -> dict:
-    """Everything that determines a run's result (see the module docstring)."""
+def run_identity(data: Any, module: nn.Module, x0: Tensor, algorithm: Any, options: Mapping[str, Any],
+                 content: str | None = None) -> dict:
+    """Everything that determines a run's result (see the module docstring); ``content`` is
+    :func:`data_hash` of ``data`` when the caller has just computed it (many runs on the same data)."""
     from fedcore import __version__
 
     return {
         "fedcore": __version__,
-        "data": {"content": data_hash(data), "num_clients": data.num_clients, "name": data.name},
+        "data": {"content": data_hash(data) if content is None else content, "num_clients": data.num_clients,
+                 "name": data.name},
         "model": {"architecture": repr(module), "initial_parameters": tensor_hash(x0), "dim": x0.numel()},
         "algorithm": describe(algorithm),
         "options": describe(dict(options)),

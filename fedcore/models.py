@@ -98,7 +98,7 @@ def mlp(
     check_int("num_classes", num_classes, 2)
     check_range("dropout", dropout, 0, 1)
     if isinstance(hidden, (str, bytes)) or not isinstance(hidden, Sequence):
-        raise TypeError(f"hidden={hidden!r} must be a sequence of layer widths, e.g. (200,) (or () for none)")
+        raise TypeError(f"hidden={hidden!r} must be a sequence of layer widths, e.g. (200,), or () for none")
     widths = [check_int("hidden", size) for size in hidden]
     layers: list[nn.Module] = [nn.Flatten()]
     width = _features(input_shape)
@@ -325,7 +325,7 @@ def autoencoder(
         raise ValueError(f"num_classes={num_classes!r}: the autoencoder has no classes, it reconstructs its input "
                          "(the targets are the inputs, flattened; loss 'mse'); give None")
     if isinstance(hidden, (str, bytes)) or not isinstance(hidden, Sequence):
-        raise TypeError(f"hidden={hidden!r} must be a sequence of layer widths, e.g. (1000, 500, 250) (or ())")
+        raise TypeError(f"hidden={hidden!r} must be a sequence of layer widths, e.g. (1000, 500, 250), or () for none")
     widths = [check_int("hidden", size) for size in hidden]
     check_int("bottleneck", bottleneck)
     features = _features(input_shape)

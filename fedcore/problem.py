@@ -26,6 +26,11 @@ class Problem:
         if loss is None:
             loss = "mse" if data.num_classes is None else "cross_entropy"
         self.data = data
+        module = model.module if isinstance(model, FlatModel) else model
+        if isinstance(module, nn.Module) and (meta := [n for n, p in module.named_parameters() if p.is_meta]):
+            raise ValueError(f"model has parameters on the meta device ({', '.join(meta[:3])}): shapes without values "
+                             "cannot be trained; build the model on a real device (or call .to_empty(device=...) and "
+                             "initialize it)")
         self.model = model if isinstance(model, FlatModel) else FlatModel(model, loss)
         self.model.to(data.device)
         self._check_model()

@@ -16,7 +16,7 @@ import math
 import os
 import time
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -29,6 +29,7 @@ from tqdm.auto import tqdm
 from fedcore import checkpoint as checkpoint_file
 from fedcore.algorithms.base import Algorithm, RoundBatch, State
 from fedcore.checks import (
+    _scalar,
     check_bool,
     check_choice,
     check_function,
@@ -39,12 +40,12 @@ from fedcore.checks import (
 )
 from fedcore.data.federated import FederatedData
 from fedcore.files import writable_file
-from fedcore.identity import differences, run_identity, uncomparable
+from fedcore.identity import data_hash, differences, run_identity, uncomparable
 from fedcore.memory import check_fits
 from fedcore.params import GradientOracle, evaluate, evaluate_runs
 from fedcore.problem import History, Problem
 from fedcore.runs import run_state, select, signature, stack
-from fedcore.store import Store, run_key
+from fedcore.store import NotKept, Store, run_key
 
 CHECKPOINT_VERSION = 2
 
@@ -113,7 +114,7 @@ def simulate(
             raise ValueError(f"x0 has shape {shape}; expected a tensor of shape ({dim},), the model's parameters")
         if not bool(torch.isfinite(x0).all()):
             raise ValueError(f"x0 has {int((~torch.isfinite(x0)).sum())} non-finite entries; a start must be finite")
-    _check_algorithm(algorithm)
+    _check_algorithm(algorithm, settings, rounds)
     if resume not in (False, True, "trust") or not isinstance(resume, (bool, str)):
         raise ValueError(f"resume={resume!r} not one of False, True, 'trust'")
     if resume and checkpoint is None:
@@ -174,9 +175,14 @@ def _checked_options(problem: Problem, rounds: Any, clients_per_round: Any, loca
     return settings, check_bool("progress", progress)
 
 
-def _check_algorithm(algorithm: Any) -> None:
+def _check_algorithm(algorithm: Any, settings: dict[str, Any], rounds: int) -> None:
+    """An algorithm has ``init`` and ``round``; one whose hyperparameters were computed for a run's S, K and T
+    (``check_run``, e.g. PAdaMFed's theorem step sizes) is asked about this run before any work."""
     if not callable(getattr(algorithm, "round", None)) or not callable(getattr(algorithm, "init", None)):
         raise TypeError(f"algorithm={algorithm!r} needs init(x0, num_clients) and round(state, batch, oracle)")
+    if callable(check_run := getattr(algorithm, "check_run", None)):
+        check_run(clients_per_round=settings["clients_per_round"], local_steps=settings["local_steps"],
+                  rounds=rounds)
 
 
 def _key(store: Store | None, identity: dict, rounds: int) -> str | None:
@@ -188,7 +194,8 @@ def _stored(store: Store, key: str) -> History | None:
     entry = store.get(key)
     if entry is None:
         return None
-    return History(entry["frame"], entry["algorithm"], entry["backend"], {"x": entry["x"]}, entry["diverged_round"],
+    final_state = {"x": entry["x"]} if "x" in entry else NotKept()
+    return History(entry["frame"], entry["algorithm"], entry["backend"], final_state, entry["diverged_round"],
                    stored=True, diverged_because=entry.get("diverged_because"))
 
 
@@ -258,10 +265,10 @@ def simulate_runs(
     if len(seeds) != len(algorithms):
         raise ValueError(f"seeds has {len(seeds)} seeds for {len(algorithms)} algorithms: give one seed per "
                          "algorithm, or one for all")
-    for algorithm in algorithms:
-        _check_algorithm(algorithm)
     settings, progress = _checked_options(problem, rounds, clients_per_round, local_steps, batch_size, eval_every,
                                           weighting, progress, diverge_above)
+    for algorithm in algorithms:
+        _check_algorithm(algorithm, settings, rounds)
     data = problem.data
     oracle = GradientOracle(problem.model, backend, data.device)
     start = problem.x0()
@@ -270,9 +277,11 @@ def simulate_runs(
         store = Store(store)
     histories: list[History | None] = [None] * len(algorithms)
     identities, keys = {}, {}
+    content = data_hash(data) if store is not None else None  # once for all the runs of this call
     for i, (algorithm, seed) in enumerate(zip(algorithms, seeds)):
         config = {**settings, "seed": seed, "backend": oracle.backend}
-        identities[i] = run_identity(data, problem.model.module, start, algorithm, config) if store is not None else {}
+        identities[i] = run_identity(data, problem.model.module, start, algorithm, config, content) \
+            if store is not None else {}
         keys[i] = _key(store, identities[i], rounds)
         if keys[i] is not None:
             histories[i] = _stored(store, keys[i])
@@ -333,7 +342,7 @@ def _passes(algorithms: list[Algorithm], most: int) -> list[list[int]]:
         if key is None:
             alone.append([i])
             name = getattr(algorithm, "name", type(algorithm).__name__)
-            if most > 1 and f"{name}: {reason}" not in _said:
+            if most > 1 and len(algorithms) > 1 and f"{name}: {reason}" not in _said:
                 _said.add(f"{name}: {reason}")
                 warnings.warn(f"{name} runs alone, not in a pass with others: {reason}", UserWarning, stacklevel=3)
         else:
@@ -360,7 +369,7 @@ def sweep(problem: Problem, build: Callable[..., Any], grid: dict[str, Sequence[
         check_function("summary", summary, "history")
     if not callable(build):
         raise TypeError(f"build={build!r} must be a function (**hyperparameters) -> algorithm")
-    _check_grid(grid)
+    grid = _checked_grid(grid)
     check_keywords(build, grid, "build (with the grid's keys)")
     if "seed" in options:  # one seed, as simulate takes it: the table has no seed column
         if tuple(seeds) != (0,):
@@ -402,13 +411,24 @@ def _summary_row(history: History, summary: Callable[[History], dict[str, float]
     }
 
 
-def _check_grid(grid: Any) -> None:
-    if not isinstance(grid, dict) or not grid:
-        raise ValueError(f"grid={grid!r} is empty or not a dict: give {{hyperparameter: [values, ...]}}")
+def _checked_grid(grid: Any) -> dict[str, list[Any]]:
+    """``grid`` as ``{name: [values]}``: any sequence of values (a list, tuple, range, 1-d array or tensor), its
+    numpy and torch scalars as Python numbers."""
+    if not isinstance(grid, Mapping) or not grid:
+        raise ValueError(f"grid={grid!r} is empty or not a dict: give {{hyperparameter: [values, ...]}}, "
+                         "e.g. {'client_lr': [0.01, 0.1]}")
+    checked = {}
     for name, values in grid.items():
-        if isinstance(values, (str, bytes)) or not isinstance(values, Sequence) or len(values) == 0:
-            raise ValueError(f"grid[{name!r}]={values!r} must be a non-empty list of values, "
-                             f"e.g. {{{name!r}: [{values!r}]}}")
+        if isinstance(values, (str, bytes, Mapping)) or not isinstance(values, Iterable) or \
+                not hasattr(values, "__len__") or getattr(values, "ndim", 1) != 1:
+            example = f"{{{name!r}: [{values!r}]}}" if isinstance(values, (int, float, str)) else \
+                "{'client_lr': [0.01, 0.1]}"
+            raise ValueError(f"grid[{name!r}]={values!r} must be a sequence of values (a list, tuple, range or "
+                             f"1-d array), e.g. {example}")
+        checked[name] = [_scalar(value) for value in values]
+        if not checked[name]:
+            raise ValueError(f"grid[{name!r}]={values!r} is empty: give at least one value")
+    return checked
 
 
 def sample_round(
@@ -437,6 +457,24 @@ def _per_run(metrics: dict[str, Any], runs: int) -> dict[str, list[float]]:
     return out
 
 
+def _checked_state(state: Any, algorithm: Any, method: str) -> State:
+    """What ``init`` and ``round`` hand back must be a state: a dict with the model ``"x"`` as a tensor."""
+    if not isinstance(state, dict) or not isinstance(state.get("x"), Tensor):
+        got = f"a dict with keys {sorted(state)}" if isinstance(state, dict) else repr(state)[:80]
+        raise TypeError(f"{getattr(algorithm, 'name', type(algorithm).__name__)}.{method} returned {got}; it must "
+                        "return the state: a dict of tensors with the server model under 'x' ([R, 1, d], as x0)")
+    return state
+
+
+def _checked_round(result: Any, algorithm: Any) -> tuple[State, dict]:
+    """``round`` must return ``(new_state, metrics)``."""
+    if not isinstance(result, tuple) or len(result) != 2 or not isinstance(result[1], dict):
+        raise TypeError(f"{getattr(algorithm, 'name', type(algorithm).__name__)}.round(state, batch, oracle) "
+                        f"returned {repr(result)[:80]}; it must return (new_state, metrics): the new state dict and "
+                        "a dict of the round's metrics, as in: return new_state, {'train_loss': loss}")
+    return _checked_state(result[0], algorithm, "round(state, batch, oracle)"), result[1]
+
+
 class _Pass:
     """The mutable state of R runs simulated together (R = 1 for :func:`simulate`): the stacked algorithm
     and its state, each run's random streams and rows so far, and the runs that left the pass."""
@@ -455,7 +493,8 @@ class _Pass:
         self.identity: dict = {}
         self.live = list(range(len(algorithms)))  # the runs still in the pass, in the pass's order
         self.algorithm = stack(algorithms, start.dtype, data.device)
-        self.state = self.algorithm.init(start.expand(len(algorithms), 1, -1).clone(), data.num_clients)
+        self.state = _checked_state(self.algorithm.init(start.expand(len(algorithms), 1, -1).clone(),
+                                                        data.num_clients), self.algorithm, "init(x0, num_clients)")
         self.rows: list[list[dict[str, float]]] = [[] for _ in algorithms]
         self.ended: dict[int, tuple[State, int, str]] = {}  # run -> (state, diverged round, why)
         self.round = 0
@@ -566,7 +605,7 @@ class _Pass:
         batch = self.batch(weighting)
         runs = len(self.live)
         with self.problem.model.mode(training=True):
-            state, metrics = self.algorithm.round(self.state, batch, self.oracle)
+            state, metrics = _checked_round(self.algorithm.round(self.state, batch, self.oracle), self.algorithm)
         seconds = (time.perf_counter() - started) / runs
         values = _per_run(metrics, runs)
         finite = torch.isfinite(state["x"].reshape(runs, -1)).all(dim=1).tolist()

@@ -4,9 +4,12 @@ A :class:`Store` is one SQLite file (the standard library's ``sqlite3``; no serv
 its identity (:func:`fedcore.identity.run_identity`: data content, model and initial parameters, the
 algorithm with every hyperparameter, the options, fedcore's version), its number of rounds and a hash
 of fedcore's own source (:func:`source_hash`), so a changed hyperparameter, seed, data set or line of
-fedcore misses.  An entry holds the history frame, how the run ended and the final model ``x``, packed with
-its checksum as a checkpoint is (:func:`fedcore.checkpoint.pack`): an entry that fails the check is
-dropped and the run recomputed.
+fedcore misses.  An entry holds the history frame, how the run ended and the final model ``x`` (unless the
+store keeps no models), with its own key and identity, packed with its checksum as a checkpoint is
+(:func:`fedcore.checkpoint.pack`): an entry that fails the check, or sits under another key, is dropped and
+the run recomputed.  The file's tables are fedcore's own (``fedcore_runs``, ``fedcore_meta`` with the layout);
+a file with anything else is refused untouched.  Entries of the two most recent versions of fedcore's
+source are kept, older ones deleted.
 
 ``simulate(..., store=Store(path))`` reads and writes it; :func:`default_store` is the notebooks'
 store, ``build/store.sqlite`` beside the package (git-ignored), or the file ``FEDCORE_STORE`` names;
@@ -21,6 +24,7 @@ import os
 import sqlite3
 import time
 import warnings
+from contextlib import closing
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -29,11 +33,22 @@ import pandas as pd
 import torch
 
 from fedcore.checkpoint import pack, unpack
+from fedcore.checks import check_bool
 from fedcore.files import writable_file
 
 PACKAGE = Path(__file__).resolve().parent
 DEFAULT_PATH = PACKAGE.parent / "build" / "store.sqlite"
-COLUMNS = ("key", "identity", "rounds", "created", "payload")
+LAYOUT = "3"
+"""The store's layout: its two tables (``fedcore_runs``, ``fedcore_meta``), their columns and what a payload
+holds.  A file of another layout is refused, never changed."""
+KEEP_SOURCES = 2
+"""Entries of at most this many versions of fedcore's source are kept: the current one and the one before it
+(a branch switched back and forth keeps its runs); older ones are deleted when a store first writes."""
+TABLES = {
+    "fedcore_runs": "CREATE TABLE IF NOT EXISTS fedcore_runs (key TEXT PRIMARY KEY, identity TEXT, rounds INTEGER, "
+                    "source TEXT, created REAL, payload BLOB)",
+    "fedcore_meta": "CREATE TABLE IF NOT EXISTS fedcore_meta (name TEXT PRIMARY KEY, value TEXT)",
+}
 
 
 @cache
@@ -52,46 +67,80 @@ def run_key(identity: dict, rounds: int) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-class Store:
-    """Finished runs in one SQLite file: :meth:`get` a run by key, :meth:`put` one."""
+class NotKept(dict):
+    """The final state of a run read back from a store that keeps no models: reading ``x`` says so."""
 
-    def __init__(self, path: str | os.PathLike) -> None:
+    def __missing__(self, name: str) -> Any:
+        raise KeyError(f"{name!r}: this run was read back from a results store that keeps no final models "
+                       "(the notebooks' default store); run it with store=None, or with store=Store(path) "
+                       "(which keeps them), to get its final state")
+
+
+class Store:
+    """Finished runs in one SQLite file: :meth:`get` a run by key, :meth:`put` one.
+
+    The file holds fedcore's two tables (``fedcore_runs`` and ``fedcore_meta``, the latter with the layout's
+    version) and nothing of anyone else's is ever changed: a file with other tables, or with fedcore's tables
+    of another layout, is refused with an error.  ``keep_models=False`` keeps each run's history without its
+    final model (:func:`default_store`: the notebooks read none, and a CNN's is 4.8 MB)."""
+
+    def __init__(self, path: str | os.PathLike, keep_models: bool = True) -> None:
         self.path = writable_file("store", path)
+        self.keep_models = check_bool("keep_models", keep_models)
+        self._pruned = False
         try:
-            self._create()
+            self._open()
         except sqlite3.DatabaseError as error:
             raise ValueError(f"store={str(self.path)!r} is not a fedcore results store (sqlite: {error}): delete it, "
                              "pass another path, or store=None (FEDCORE_STORE=off) to run without one") from None
 
-    def _create(self) -> None:
-        with self._connect() as db:
-            columns = [row[1] for row in db.execute("PRAGMA table_info(runs)")]
-            if columns and columns != list(COLUMNS):  # written by another fedcore: its entries would miss anyway
-                warnings.warn(f"store {str(self.path)!r} has another layout ({columns}); its runs are dropped",
-                              RuntimeWarning, stacklevel=2)
-                db.execute("DROP TABLE runs")
-            db.execute("CREATE TABLE IF NOT EXISTS runs (key TEXT PRIMARY KEY, identity TEXT, rounds INTEGER, "
-                       "created REAL, payload BLOB)")
+    def _open(self) -> None:
+        """Create the tables in a new (or empty) file; otherwise check that the file is a store of this layout,
+        and change nothing when it is not."""
+        with closing(self._connect()) as db, db:
+            db.execute("BEGIN IMMEDIATE")  # two processes opening one new file: one creates, the other reads
+            tables = sorted(row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'"))
+            if not tables:
+                for statement in TABLES.values():
+                    db.execute(statement)
+                db.execute("INSERT INTO fedcore_meta VALUES ('layout', ?)", (LAYOUT,))
+                return
+            layout = db.execute("SELECT value FROM fedcore_meta WHERE name = 'layout'").fetchone() \
+                if "fedcore_meta" in tables else None
+        remedy = "pass another path, or store=None (FEDCORE_STORE=off) to run without one"
+        if layout is None:
+            earlier = " (the runs table of an earlier fedcore, whose runs this one would never use: delete the " \
+                      "file)" if tables == ["runs"] else ""
+            raise ValueError(f"store={str(self.path)!r} is an SQLite file with tables {tables} and no fedcore layout"
+                             f"{earlier}: it is not a fedcore results store and is left as it is; {remedy}")
+        if layout[0] != LAYOUT or sorted(set(tables) & set(TABLES)) != sorted(TABLES):
+            raise ValueError(f"store={str(self.path)!r} is a fedcore results store of layout {layout[0]!r}; this "
+                             f"fedcore reads layout {LAYOUT!r}: it is left as it is; delete it to start a new one, "
+                             f"or {remedy}")
 
     def _connect(self) -> sqlite3.Connection:
-        return sqlite3.connect(self.path, timeout=30)
+        return sqlite3.connect(self.path, timeout=30, isolation_level=None)  # transactions where asked
 
     def __repr__(self) -> str:
         return f"Store({str(self.path)!r}, {len(self)} runs)"
 
     def __len__(self) -> int:
-        with self._connect() as db:
-            return int(db.execute("SELECT COUNT(*) FROM runs").fetchone()[0])
+        with closing(self._connect()) as db:
+            return int(db.execute("SELECT COUNT(*) FROM fedcore_runs").fetchone()[0])
 
     def get(self, key: str) -> dict[str, Any] | None:
-        """The entry under ``key`` (``frame``, ``algorithm``, ``backend``, ``diverged_round``, ``x``), or None.
-        An entry whose bytes do not match its checksum, or cannot be read, is deleted (with a warning)."""
-        with self._connect() as db:
-            row = db.execute("SELECT payload FROM runs WHERE key = ?", (key,)).fetchone()
+        """The entry under ``key`` (``frame``, ``algorithm``, ``backend``, ``diverged_round``, ``x`` when kept), or
+        None.  An entry whose bytes do not match its checksum, cannot be read, or was written under another key
+        or identity (a moved or edited entry) is deleted with a warning: the run is recomputed."""
+        with closing(self._connect()) as db:
+            row = db.execute("SELECT identity, payload FROM fedcore_runs WHERE key = ?", (key,)).fetchone()
         if row is None:
             return None
         try:
-            entry = unpack(row[0], f"entry {key[:12]}", "it is recomputed")
+            entry = unpack(row[1], f"entry {key[:12]}", "it is recomputed")
+            if entry.get("key") != key or entry.get("identity") != row[0]:
+                raise ValueError(f"it was written under key {str(entry.get('key'))[:12]} with another identity: "
+                                 "moved or edited")
             columns, index, values = entry["frame"]
             entry["frame"] = pd.DataFrame(values.numpy(), index=pd.Index(index.numpy(), name="round"), columns=columns)
         except Exception as error:  # noqa: BLE001 -- any damage means: recompute
@@ -102,24 +151,37 @@ class Store:
         return entry
 
     def put(self, key: str, identity: dict, rounds: int, entry: dict[str, Any]) -> None:
-        """Keep ``entry`` (``frame`` a DataFrame; tensors and plain values otherwise) under ``key``."""
+        """Keep ``entry`` (``frame`` a DataFrame; tensors and plain values otherwise) under ``key``, with the key and
+        the identity inside its checksummed payload (:meth:`get` checks both)."""
         frame = entry["frame"]  # numbers only: kept as float64 tensors, exactly
         index = torch.from_numpy(frame.index.to_numpy().copy())
         values = torch.from_numpy(frame.to_numpy("float64", copy=True))
-        payload = pack({**entry, "frame": (list(frame.columns), index, values)})  # with its checksum
-        with self._connect() as db:
-            db.execute("INSERT OR REPLACE INTO runs VALUES (?, ?, ?, ?, ?)",
-                       (key, json.dumps(identity, sort_keys=True), rounds, time.time(), payload))
+        described = json.dumps(identity, sort_keys=True)
+        kept = {name: value for name, value in entry.items() if name != "x" or self.keep_models}
+        payload = pack({**kept, "frame": (list(frame.columns), index, values), "key": key, "identity": described})
+        with closing(self._connect()) as db:
+            db.execute("INSERT OR REPLACE INTO fedcore_runs VALUES (?, ?, ?, ?, ?, ?)",
+                       (key, described, rounds, source_hash(), time.time(), payload))
+            if not self._pruned:
+                self._prune(db)
+
+    def _prune(self, db: sqlite3.Connection) -> None:
+        """Delete the entries of all but the :data:`KEEP_SOURCES` most recently written versions of fedcore."""
+        sources = db.execute("SELECT source FROM fedcore_runs GROUP BY source ORDER BY MAX(created) DESC").fetchall()
+        for (source,) in sources[KEEP_SOURCES:]:
+            db.execute("DELETE FROM fedcore_runs WHERE source = ?", (source,))
+        self._pruned = True
 
     def delete(self, key: str) -> None:
-        with self._connect() as db:
-            db.execute("DELETE FROM runs WHERE key = ?", (key,))
+        with closing(self._connect()) as db:
+            db.execute("DELETE FROM fedcore_runs WHERE key = ?", (key,))
 
 
 def default_store(setting: str | None = None) -> Store | None:
     """The notebooks' store: ``setting`` (a notebook's ``STORE`` parameter) or else ``FEDCORE_STORE``: a
-    file path, or ``off`` for none; empty or unset: ``build/store.sqlite`` beside the package."""
+    file path, or ``off`` for none; empty or unset: ``build/store.sqlite`` beside the package.  It keeps no final
+    models (the notebooks read none)."""
     setting = (os.environ.get("FEDCORE_STORE", "") if setting is None else str(setting)).strip()
     if setting.lower() in ("off", "0", "false", "no", "none"):
         return None
-    return Store(setting or DEFAULT_PATH)
+    return Store(setting or DEFAULT_PATH, keep_models=False)

@@ -91,6 +91,20 @@ def parameters(args: argparse.Namespace) -> dict:
     return {"SCALE": args.scale, **{name: parse_value(value) for name, value in args.parameter}}
 
 
+def unknown_parameters(notebooks: list[Path], given: dict) -> list[str]:
+    """Why each notebook would refuse ``given``: a ``-p`` name its parameters cell does not declare (a misspelt
+    ``SEEED`` would otherwise run the whole notebook with the default seed), naming the ones it has."""
+    import papermill
+
+    problems = []
+    for path in notebooks:
+        declared = sorted(papermill.inspect_notebook(str(path)))
+        unknown = sorted(set(given) - set(declared))
+        if unknown:
+            problems.append(f"{path.name} has no parameter {', '.join(unknown)}; its parameters: {', '.join(declared)}")
+    return problems
+
+
 def strip_run_metadata(path: Path) -> None:
     """Drop what papermill/nbclient add per run (timings, status) so a refresh diff shows outputs only."""
     import nbformat
@@ -188,6 +202,10 @@ def main(argv: list[str] | None = None) -> int:
     if not notebooks:
         print(f"run_notebooks: no notebooks matching {NOTEBOOKS.relative_to(ROOT)}/[0-9][0-9]_*.ipynb")
         return 0
+    problems = unknown_parameters(notebooks, parameters(args))
+    if problems:
+        print("run_notebooks: " + "\nrun_notebooks: ".join(problems), file=sys.stderr)
+        return 2
     args.out.mkdir(parents=True, exist_ok=True)
     figures = (args.out / "figures").resolve()
     figures.mkdir(parents=True, exist_ok=True)

@@ -61,6 +61,25 @@ def test_resume_refuses_other_data_with_the_same_shape(data, tmp_path) -> None:
         run(other, algorithms.fedavg(0.1), 4, path, resume=True)
 
 
+IN_PLACE = {  # every way a user changes data in place: torch's in-place ops, numpy views, .data, the test set
+    "mul_": lambda data: data.inputs.mul_(10),
+    "slice assignment": lambda data: data.inputs.__setitem__(slice(0, 3), 0.0),
+    "through numpy": lambda data: data.inputs.numpy().__setitem__((0, 0), 123.0),
+    "through .data": lambda data: data.targets.data.__setitem__(0, (int(data.targets[0]) + 1) % 3),
+    "test set": lambda data: data.test_inputs.sub_(data.test_inputs.mean(0)),
+}
+
+
+@pytest.mark.parametrize("change", list(IN_PLACE))
+def test_resume_refuses_data_changed_in_place_after_the_checkpoint(data, tmp_path, change) -> None:
+    """The same FederatedData object, changed in place (a normalization, a cell run twice): another run."""
+    path = tmp_path / "run.pt"
+    run(data, algorithms.fedavg(0.1), 2, path)
+    IN_PLACE[change](data)
+    with pytest.raises(ValueError, match=r"data\.content is '[0-9a-f]+' there and '[0-9a-f]+' here"):
+        run(data, algorithms.fedavg(0.1), 4, path, resume=True)
+
+
 def test_resume_refuses_other_initial_parameters_options_or_version(data, tmp_path, monkeypatch) -> None:
     path = tmp_path / "run.pt"
     run(data, algorithms.fedavg(0.1), 2, path)
@@ -139,7 +158,8 @@ def test_altered_bytes_are_refused(data, tmp_path) -> None:
 
 @pytest.mark.parametrize(("make", "pattern"), [
     (lambda raw: raw[: len(raw) - 100], "does not match its checksum"),
-    (lambda raw: raw[:30], "does not match its checksum"),
+    (lambda raw: raw[:30], r"is truncated: its 30 bytes end inside the checksum line"),
+    (lambda raw: raw[:10], r"is truncated: its 10 bytes end inside the header"),
     (lambda raw: b"", "is empty (0 bytes)"),
     (lambda raw: b"round,loss\n1,0.5\n", "not a fedcore checkpoint"),
 ])
@@ -147,6 +167,21 @@ def test_truncated_empty_or_foreign_files_get_one_clear_error(data, tmp_path, ma
     path = written(tmp_path, data)
     path.write_bytes(make(path.read_bytes()))
     refused(path, pattern)
+
+
+def test_a_store_or_one_of_its_entries_given_as_a_checkpoint_says_what_it_is(data, tmp_path) -> None:
+    import sqlite3
+
+    from fedcore.store import Store
+
+    store = Store(tmp_path / "runs.sqlite")
+    problem = Problem(data, models.make("mlp", (8,), 3, hidden=(6,), seed=0))
+    simulate(problem, algorithms.fedavg(0.1), 2, 3, 2, 4, progress=False, store=store)
+    refused(store.path, "is a fedcore results store (an SQLite file: pass it as store=")
+    entry = tmp_path / "entry.pt"
+    with sqlite3.connect(store.path) as db:
+        entry.write_bytes(db.execute("SELECT payload FROM fedcore_runs").fetchone()[0])
+    refused(entry, "is an entry of a fedcore results store (a finished run's history")
 
 
 def test_a_plain_torch_file_or_a_folder_is_refused(tmp_path) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import hashlib
 from pathlib import Path
 
 import numpy as np
@@ -328,14 +329,17 @@ def test_read_idx_rejects_bad_files(tmp_path):
 
 def test_fashion_mnist_loader_reads_root_and_rejects_count_mismatch(tmp_path):
     write_fake_fashion_mnist(tmp_path / "FashionMNIST" / "raw", compress=False)
-    data = load_fashion_mnist(num_clients=4, partition="iid", root=tmp_path)
+    with pytest.raises(ValueError, match=r"train-images-idx3-ubyte: its content \(SHA-256 .*\) is not the "
+                                         r"published file's .*reinstall it .*or pass verify=False"):
+        load_fashion_mnist(num_clients=4, partition="iid", root=tmp_path)
+    data = load_fashion_mnist(num_clients=4, partition="iid", root=tmp_path, verify=False)
     assert data.inputs.shape == (40, 1, 28, 28) and data.test_inputs.shape == (10, 1, 28, 28)
     assert data.num_clients == 4 and data.info["partition"] == "iid"
     assert data.info["source"].endswith("FashionMNIST/raw")
     write_fake_fashion_mnist(tmp_path / "bad")
     write_idx(tmp_path / "bad" / "train-labels-idx1-ubyte", np.arange(39) % 10, True)
     with pytest.raises(ValueError, match=r"holds 40 images but .*train-labels-idx1-ubyte\.gz"):
-        load_fashion_mnist(num_clients=4, partition="iid", root=tmp_path / "bad")
+        load_fashion_mnist(num_clients=4, partition="iid", root=tmp_path / "bad", verify=False)
 
 
 def test_fashion_mnist_env_var_and_missing_files(tmp_path, monkeypatch):
@@ -359,7 +363,7 @@ def test_fashion_mnist_env_var_and_missing_files(tmp_path, monkeypatch):
         load_fashion_mnist(num_clients=2, partition="iid")
     write_fake_fashion_mnist(tmp_path / "env")
     monkeypatch.setenv("FEDCORE_DATA", str(tmp_path / "env"))
-    data = load_fashion_mnist(num_clients=2, partition="shards", classes_per_client=5)
+    data = load_fashion_mnist(num_clients=2, partition="shards", classes_per_client=5, verify=False)
     assert data.info["source"] == str(tmp_path / "env")
     assert data.info["partition_kwargs"] == {"classes_per_client": 5}
     # the real copy in Debian's folder is not used when the named folder lacks the files
@@ -380,6 +384,26 @@ def test_fashion_mnist_from_debian_package():
     assert torch.equal(torch.bincount(data.test_targets), torch.full((10,), 1000))
     assert data.name == "fashion_mnist" and data.info["class_names"][9] == "Ankle boot"
     assert data.info["partition_kwargs"] == {"alpha": 0.5}
+
+
+@pytest.mark.skipif(not sources.DEBIAN_FASHION_MNIST.is_dir(),
+                    reason="needs `apt-get install dataset-fashion-mnist`")
+@pytest.mark.parametrize("stem", ["train-labels-idx1-ubyte", "t10k-images-idx3-ubyte"])
+def test_altered_fashion_mnist_files_are_named_with_the_rebuild(tmp_path, stem):
+    """One changed label or pixel in a copy of the real files: the loader names the file and how to reinstall
+    it, instead of training on other data."""
+    import shutil
+
+    for name in sources.FASHION_MNIST_SHA256:
+        shutil.copy(sources.DEBIAN_FASHION_MNIST / f"{name}.gz", tmp_path / f"{name}.gz")
+    content = bytearray(gzip.decompress((tmp_path / f"{stem}.gz").read_bytes()))
+    content[-1] = (content[-1] + 1) % 10
+    (tmp_path / f"{stem}.gz").unlink()
+    (tmp_path / stem).write_bytes(bytes(content))
+    with pytest.raises(ValueError, match=rf"{stem}: its content \(SHA-256 [0-9a-f]{{16}}\.\.\.\) is not the "
+                                         r"published file's .*apt-get install --reinstall dataset-fashion-mnist"):
+        load_fashion_mnist(num_clients=2, partition="iid", root=tmp_path)
+    assert load_fashion_mnist(num_clients=2, partition="iid", root=tmp_path, verify=False).num_clients == 2
 
 
 # ---------------------------------------------------------------- conversion and torchvision
@@ -511,6 +535,9 @@ def test_load_fashion_mnist_with_all_defaults_works(monkeypatch, tmp_path) -> No
     """``load_fashion_mnist()``: 20 clients, Dirichlet(0.5) label skew (the loaders' default alpha)."""
     write_fake_fashion_mnist(tmp_path, n_train=600)
     monkeypatch.setenv("FEDCORE_DATA", str(tmp_path))
+    fakes = {stem: hashlib.sha256(gzip.decompress((tmp_path / f"{stem}.gz").read_bytes())).hexdigest()
+             for stem in sources.FASHION_MNIST_SHA256}
+    monkeypatch.setattr(sources, "FASHION_MNIST_SHA256", fakes)  # the fakes verified as the real files would be
     data = load_fashion_mnist()
     assert data.num_clients == 20 and data.info["partition"] == "dirichlet"
     assert data.info["partition_kwargs"] == {"alpha": 0.5}

@@ -5,6 +5,10 @@ from __future__ import annotations
 import pytest
 import torch
 
+import fedcore
+import fedcore.counterexample
+import fedcore.data.partition
+import fedcore.data.shakespeare_corpus
 from fedcore import algorithms, models, server_opt
 from fedcore.data import FederatedData, federated_quadratic
 from fedcore.params import FlatModel, GradientOracle
@@ -319,5 +323,148 @@ KEYWORD_CASES = [
 
 @pytest.mark.parametrize("call, error, message", KEYWORD_CASES, ids=[c[2][:40] for c in KEYWORD_CASES])
 def test_unknown_and_missing_keywords_name_what_is_taken(call, error, message) -> None:
+    with pytest.raises(error, match=message):
+        call()
+
+
+# ---------------------------------------------------------------- every "e.g." in a message is a call that works
+
+
+def _example(message: str) -> str:
+    """The code after "e.g. " in a message: up to a comma or closing bracket outside brackets and quotes."""
+    text, depth, quote = message.split("e.g. ", 1)[1], 0, None
+    for i, char in enumerate(text):
+        if quote:
+            quote = None if char == quote else quote
+        elif char in "'\"":
+            quote = char
+        elif char in "([{":
+            depth += 1
+        elif char in ")]}" and depth == 0 or char == "," and depth == 0:
+            return text[:i].strip()
+        elif char in ")]}":
+            depth -= 1
+    return text.strip()
+
+
+def _labels():
+    return torch.arange(100) % 10
+
+
+def _partition(scheme: str):
+    return (lambda tmp: fedcore.data.partition.partition(_labels(), scheme, 10), lambda made, tmp: len(made) == 10)
+
+
+EXAMPLE_CASES = [  # (the bad call, what the example is used for); the example is evaluated first
+    (lambda tmp: simulate_with(checkpoint=tmp), lambda path, tmp: simulate_with(checkpoint=path)),
+    *[_partition(scheme) for scheme in ("dirichlet", "shards", "similarity", "lda", "pachinko")],
+    (lambda tmp: fedcore.data.shakespeare_corpus.check_selection(2, 80, 0, 0.2, 80, 0, plays=[]),
+     lambda plays, tmp: fedcore.data.load_shakespeare(num_clients=2, plays=plays)),
+    (lambda tmp: fedcore.sweep(quadratic_problem(), algorithms.fedavg, {"client_lr": [0.1]}, seeds=[], **SMALL),
+     lambda seeds, tmp: fedcore.sweep(quadratic_problem(), algorithms.fedavg, {"client_lr": [0.1]}, seeds=seeds,
+                                      **SMALL)),
+    *[(lambda tmp, grid=grid: fedcore.sweep(quadratic_problem(), algorithms.fedavg, grid, **SMALL),
+       lambda grid, tmp: fedcore.sweep(quadratic_problem(), algorithms.fedavg, grid, **SMALL))
+      for grid in ({"client_lr": 0.1}, {"client_lr": None}, {})],
+    (lambda tmp: fedcore.counterexample.final_distance_map(0.1, [0.1], [1]),
+     lambda build, tmp: fedcore.counterexample.final_distance_map(build, [0.1], [1], steps=4)),
+    (lambda tmp: models.mlp(input_shape="784"), lambda shape, tmp: models.mlp(input_shape=shape)),
+    (lambda tmp: models.mlp((784,), hidden=64), lambda hidden, tmp: models.mlp((784,), hidden=hidden)),
+    (lambda tmp: models.autoencoder((784,), None, hidden=64),
+     lambda hidden, tmp: models.autoencoder((784,), None, hidden=hidden)),
+    (lambda tmp: models.resnet18_gn(groups=3), lambda groups, tmp: models.resnet18_gn(groups=groups)),
+    (lambda tmp: algorithms.storm_momentum(0.1, 0.5), lambda schedule, tmp: algorithms.storm_momentum(0.1, schedule)),
+]
+SMALL = dict(rounds=1, clients_per_round=2, local_steps=1, batch_size=2, progress=False)
+EXAMPLES_PER_FILE = {"files.py": 1, "partition.py": 1, "shakespeare_corpus.py": 1, "run.py": 3,
+                     "counterexample.py": 1, "models.py": 4, "fafed.py": 1}
+
+
+@pytest.mark.parametrize("case", range(len(EXAMPLE_CASES)))
+def test_every_example_in_an_error_message_works(case, tmp_path) -> None:
+    """The example a message gives (after "e.g.") is evaluated and used as the message suggests: it works."""
+    bad, use = EXAMPLE_CASES[case]
+    with pytest.raises((ValueError, TypeError)) as error:
+        bad(tmp_path)
+    namespace = {**vars(fedcore.algorithms), "labels": _labels(), "num_clients": 10,
+                 "partition": fedcore.data.partition.partition}
+    value = eval(_example(str(error.value)), namespace)  # noqa: S307 -- the library's own message
+    assert use(value, tmp_path) is not False
+
+
+def test_every_example_in_the_library_has_a_case() -> None:
+    """Every "e.g." in a string of fedcore's source that is not a docstring or comment (the messages) is counted:
+    a new one needs its case in EXAMPLE_CASES (and this count)."""
+    import ast
+    import pathlib
+
+    found: dict[str, int] = {}
+    for path in pathlib.Path(fedcore.__file__).parent.rglob("*.py"):
+        tree = ast.parse(path.read_text())
+        docstrings = {id(node.body[0].value) for node in ast.walk(tree)
+                      if isinstance(node, (ast.Module, ast.FunctionDef, ast.ClassDef)) and node.body
+                      and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and "e.g." in node.value \
+                    and id(node) not in docstrings:
+                found[path.name] = found.get(path.name, 0) + 1
+    assert found == EXAMPLES_PER_FILE
+
+
+# ---------------------------------------------------------------- a user's algorithm, tensors on other devices
+
+
+class _Mine:
+    """A user's algorithm whose init or round hands back the wrong thing."""
+
+    name = "Mine"
+
+    def __init__(self, init_returns=None, round_returns=None) -> None:
+        self.init_returns, self.round_returns = init_returns, round_returns
+
+    def init(self, x0, num_clients):
+        return self.init_returns(x0) if self.init_returns else {"x": x0.clone()}
+
+    def round(self, state, batch, oracle):
+        return self.round_returns(state)
+
+
+def _blobs_on(**devices) -> FederatedData:
+    from conftest import blobs
+
+    data = blobs()
+    tensors = {name: getattr(data, name) for name in ("inputs", "targets", "sizes", "test_inputs", "test_targets")}
+    return FederatedData(**{name: t.to(devices.get(name, "cpu")) for name, t in tensors.items()}, num_classes=3)
+
+
+ALGORITHM_AND_DEVICE_CASES = [
+    (lambda: simulate_with(algorithm=_Mine(init_returns=lambda x0: None)), TypeError,
+     r"^Mine\.init\(x0, num_clients\) returned None; it must return the state: a dict of tensors with the server "
+     r"model under 'x'"),
+    (lambda: simulate_with(algorithm=_Mine(init_returns=lambda x0: {"w": x0})), TypeError,
+     r"^Mine\.init\(x0, num_clients\) returned a dict with keys \['w'\]; it must return the state"),
+    (lambda: simulate_with(algorithm=_Mine(round_returns=lambda state: state)), TypeError,
+     r"^Mine\.round\(state, batch, oracle\) returned \{'x': tensor.*; it must return \(new_state, metrics\)"),
+    (lambda: simulate_with(algorithm=_Mine(round_returns=lambda state: (state, 0.5))), TypeError,
+     r"^Mine\.round\(state, batch, oracle\) returned .*; it must return \(new_state, metrics\)"),
+    (lambda: simulate_with(algorithm=_Mine(round_returns=lambda state: (None, {}))), TypeError,
+     r"^Mine\.round\(state, batch, oracle\) returned None; it must return the state"),
+    (lambda: fedcore.simulate_runs(quadratic_problem(), [_Mine(init_returns=lambda x0: [x0])], **SMALL), TypeError,
+     r"^Mine\.init\(x0, num_clients\) returned \[tensor"),
+    (lambda: _blobs_on(test_inputs="meta"), ValueError,
+     r"^inputs is on cpu but test_inputs on meta: the training and test tensors of a FederatedData live on one "
+     r"device"),
+    (lambda: _blobs_on(test_inputs="meta", test_targets="meta"), ValueError,
+     r"^inputs is on cpu but test_inputs on meta, test_targets on meta"),
+    (lambda: _blobs_on(inputs="meta", targets="meta", sizes="meta", test_inputs="meta", test_targets="meta"),
+     ValueError, r"^inputs is on the meta device \(a shape without values\)"),
+    (lambda: Problem(_blobs_on(), torch.nn.Linear(8, 3, device="meta")), ValueError,
+     r"^model has parameters on the meta device \(weight, bias\)"),
+]
+
+
+@pytest.mark.parametrize("call, error, message", ALGORITHM_AND_DEVICE_CASES,
+                         ids=[c[2][1:40] for c in ALGORITHM_AND_DEVICE_CASES])
+def test_a_users_algorithm_and_other_devices_are_named_before_any_work(call, error, message) -> None:
     with pytest.raises(error, match=message):
         call()

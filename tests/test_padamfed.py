@@ -11,7 +11,7 @@ from fedcore import algorithms, models
 from fedcore.algorithms import RoundBatch
 from fedcore.data import federated_quadratic
 from fedcore.params import GradientOracle
-from fedcore.run import Problem, simulate
+from fedcore.run import Problem, simulate, simulate_runs
 from fedcore.runs import run_state
 
 VARIANTS = ["padamfed", "padamfed_vr", "scaffold_m", "scaffold_m_vr"]
@@ -183,17 +183,30 @@ def test_factories_use_the_theorems_values_and_the_multiplier_scales_eta_only() 
     assert (by_hand.eta, by_hand.gamma, by_hand.beta, by_hand.clients_per_round) == (0.1, 0.2, 0.3, None)
 
 
-def test_rounds_must_match_the_sizes_the_step_sizes_were_computed_for() -> None:
+def test_rounds_must_match_the_sizes_the_step_sizes_were_computed_for(monkeypatch) -> None:
+    """S, K and T are checked before any work, both ways (step sizes for T = 10 are wrong for 2 rounds too)."""
     data = least_squares()
     options = dict(local_steps=5, batch_size=4, progress=False, x0=torch.zeros(3, dtype=torch.float64))
-    with pytest.raises(ValueError, match=r"computed for clients_per_round=4, local_steps=5.*"
-                                         r"has clients_per_round=3, local_steps=5"):
-        simulate(problem_of(data), algorithms.padamfed(4, 5, 10), rounds=2, clients_per_round=3, **options)
-    with pytest.raises(ValueError, match=r"computed for clients_per_round=3, local_steps=2.*local_steps=5"):
-        simulate(problem_of(data), algorithms.padamfed_vr(3, 2, 10), rounds=2, clients_per_round=3, **options)
-    with pytest.raises(ValueError, match=r"computed for rounds=2, but this is round 3"):
-        simulate(problem_of(data), algorithms.padamfed(3, 5, 2), rounds=3, clients_per_round=3, **options)
+    calls = []
+    monkeypatch.setattr(GradientOracle, "__call__", lambda *a, **k: calls.append(1))  # no oracle call may happen
+    for built, rounds, S, message in [
+        ((4, 5, 10), 10, 3, r"computed for clients_per_round=4, local_steps=5, rounds=10, but the run has "
+                            r"clients_per_round=3, local_steps=5, rounds=10"),
+        ((3, 2, 10), 10, 3, r"computed for clients_per_round=3, local_steps=2.*local_steps=5"),
+        ((3, 5, 2), 3, 3, r"computed for .*rounds=2, but the run has .*rounds=3"),  # too short: refused at once
+        ((3, 5, 10), 2, 3, r"computed for .*rounds=10, but the run has .*rounds=2.*"
+                           r"padamfed(_vr)?\(clients_per_round=3"),
+    ]:
+        for factory in (algorithms.padamfed, algorithms.padamfed_vr):
+            with pytest.raises(ValueError, match=message):
+                simulate(problem_of(data), factory(*built), rounds=rounds, clients_per_round=S, **options)
+            with pytest.raises(ValueError, match=message):
+                simulate_runs(problem_of(data), [factory(*built)], rounds=rounds, clients_per_round=S,
+                              local_steps=5, batch_size=4, progress=False)
+    assert calls == []
+    monkeypatch.undo()
     simulate(problem_of(data), algorithms.padamfed(3, 5, 2), rounds=2, clients_per_round=3, **options)
+    simulate(problem_of(data), algorithms.scaffold_m(0.1, 0.1, 0.5), rounds=3, clients_per_round=3, **options)
 
 
 # ---- SCAFFOLD-M and SCAFFOLD -------------------------------------------------------------------------------

@@ -3,7 +3,9 @@ sweeps that keep each finished point and record invalid ones."""
 
 from __future__ import annotations
 
+import hashlib
 import sqlite3
+from contextlib import closing
 
 import pandas as pd
 import pytest
@@ -56,15 +58,33 @@ def test_anything_that_determines_the_run_misses(tmp_path, monkeypatch, change: 
     assert not history.stored and len(runs) == 2
 
 
+@pytest.mark.parametrize("change", ["mul_", "through numpy", "through .data", "test set"])
+def test_data_changed_in_place_is_another_run(tmp_path, change) -> None:
+    """The store never returns the history of the data as it was before an in-place change, and a sweep (many
+    runs on one data set) sees it too."""
+    from test_checkpoint import IN_PLACE
+
+    runs, data = Store(tmp_path / "runs.sqlite"), blobs()
+    first = simulate(problem(data), algorithms.fedavg(0.1), store=runs, **OPTIONS)
+    sweep(problem(data), algorithms.fedavg, {"client_lr": [0.1, 0.2]}, store=runs, **OPTIONS)
+    IN_PLACE[change](data)
+    again = simulate(problem(data), algorithms.fedavg(0.1), store=runs, **OPTIONS)
+    assert not again.stored and len(runs) == 3
+    if change != "test set":
+        assert not again.frame["train_loss"].equals(first.frame["train_loss"])
+    passes = sweep(problem(data), algorithms.fedavg, {"client_lr": [0.1, 0.2]}, store=runs, **OPTIONS)
+    assert len(runs) == 4 and passes["final_train_loss"].iloc[0] == again.frame["train_loss"].iloc[-1]
+
+
 def test_a_corrupt_entry_is_detected_and_recomputed(tmp_path) -> None:
     path = tmp_path / "runs.sqlite"
     runs = Store(path)
     first = simulate(problem(), algorithms.scaffold(0.1), store=runs, **OPTIONS)
     with sqlite3.connect(path) as db:
-        (payload,) = db.execute("SELECT payload FROM runs").fetchone()
+        (payload,) = db.execute("SELECT payload FROM fedcore_runs").fetchone()
         damaged = bytearray(payload)
         damaged[len(damaged) // 2] ^= 0xFF
-        db.execute("UPDATE runs SET payload = ?", (bytes(damaged),))
+        db.execute("UPDATE fedcore_runs SET payload = ?", (bytes(damaged),))
     with pytest.warns(RuntimeWarning, match="is corrupt"):
         again = simulate(problem(), algorithms.scaffold(0.1), store=runs, **OPTIONS)
     assert not again.stored and torch.equal(again.final_state["x"], first.final_state["x"])
@@ -105,13 +125,69 @@ def test_default_store_follows_the_environment(tmp_path, monkeypatch) -> None:
         Store(tmp_path)
 
 
-def test_a_store_of_another_layout_is_dropped_not_an_error(tmp_path) -> None:
-    path = tmp_path / "old.sqlite"
-    with sqlite3.connect(path) as db:
-        db.execute("CREATE TABLE runs (key TEXT PRIMARY KEY, identity TEXT, rounds INTEGER, created REAL, "
-                   "checksum TEXT, payload BLOB)")
-        db.execute("INSERT INTO runs VALUES ('k', '{}', 1, 0, 'x', x'00')")
-    with pytest.warns(RuntimeWarning, match="has another layout"):
-        runs = Store(path)
-    assert len(runs) == 0
-    assert simulate(problem(), algorithms.fedavg(0.1), store=runs, **OPTIONS) is not None and len(runs) == 1
+def file_digest(path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@pytest.mark.parametrize("tables", [
+    ["CREATE TABLE runs (key TEXT PRIMARY KEY, identity TEXT, rounds INTEGER, created REAL, payload BLOB)"],
+    ["CREATE TABLE runs (name TEXT, score REAL)"],
+    ["CREATE TABLE experiments (name TEXT, score REAL)"],
+    ["CREATE TABLE fedcore_runs (key TEXT)", "CREATE TABLE fedcore_meta (name TEXT PRIMARY KEY, value TEXT)",
+     "INSERT INTO fedcore_meta VALUES ('layout', '99')"],
+], ids=["an earlier fedcore's", "a user's runs", "a user's other table", "a later layout"])
+def test_a_file_that_is_not_a_store_of_this_layout_is_refused_untouched(tmp_path, tables) -> None:
+    """A user's SQLite file (or a store of another layout) is never dropped or altered: refused, byte for byte."""
+    path = tmp_path / "mine.sqlite"
+    with closing(sqlite3.connect(path)) as db, db:
+        for statement in tables:
+            db.execute(statement)
+        if "score" in tables[0]:
+            db.executemany(f"INSERT INTO {tables[0].split()[2]} VALUES (?, ?)", [("a", 1.0), ("b", 2.0), ("c", 3.0)])
+    before = file_digest(path)
+    with pytest.raises(ValueError, match=r"store='.*mine.sqlite' is (an SQLite file with tables|a fedcore results "
+                                         r"store of layout '99').*left as it is"):
+        Store(path)
+    with pytest.raises(ValueError, match=r"left as it is"):
+        simulate(problem(), algorithms.fedavg(0.1), store=path, **OPTIONS)
+    assert file_digest(path) == before
+
+
+def test_an_entry_moved_under_another_key_is_not_another_run(tmp_path) -> None:
+    path = tmp_path / "runs.sqlite"
+    runs = Store(path)
+    slow = simulate(problem(), algorithms.fedavg(0.01), store=runs, **OPTIONS)
+    fast = simulate(problem(), algorithms.fedavg(0.5), store=runs, **OPTIONS)
+    with closing(sqlite3.connect(path)) as db, db:  # the fast run's entry put under the slow run's key
+        rows = dict(db.execute("SELECT key, payload FROM fedcore_runs ORDER BY created").fetchall())
+        slow_key, fast_key = list(rows)
+        db.execute("UPDATE fedcore_runs SET payload = ? WHERE key = ?", (rows[fast_key], slow_key))
+    with pytest.warns(RuntimeWarning, match=r"is corrupt \(it was written under key .* moved or edited\)"):
+        again = simulate(problem(), algorithms.fedavg(0.01), store=runs, **OPTIONS)
+    assert not again.stored
+    pd.testing.assert_frame_equal(again.frame.drop(columns="seconds"), slow.frame.drop(columns="seconds"))
+    assert not again.frame["train_loss"].equals(fast.frame["train_loss"])
+
+
+def test_a_store_without_models_keeps_the_history_and_says_so(tmp_path) -> None:
+    runs = Store(tmp_path / "runs.sqlite", keep_models=False)
+    first = simulate(problem(), algorithms.fedadam(0.1, 0.05), store=runs, **OPTIONS)
+    second = simulate(problem(), algorithms.fedadam(0.1, 0.05), store=runs, **OPTIONS)
+    assert second.stored
+    pd.testing.assert_frame_equal(first.frame, second.frame, check_exact=True)
+    with pytest.raises(KeyError, match=r"keeps no final models.*store=None"):
+        second.final_state["x"]
+    assert Store(tmp_path / "other.sqlite").keep_models and not store.default_store(str(tmp_path / "d")).keep_models
+
+
+def test_entries_of_older_sources_are_capped(tmp_path, monkeypatch) -> None:
+    """Only the two most recent versions of fedcore's source keep their entries (a store does not grow a copy
+    per change of the code)."""
+    path = tmp_path / "runs.sqlite"
+    for version in ("v1", "v2", "v3"):
+        monkeypatch.setattr(store, "source_hash", lambda version=version: version)
+        simulate(problem(), algorithms.fedavg(0.1), store=Store(path), **OPTIONS)
+        simulate(problem(), algorithms.fedavg(0.2), store=Store(path), **OPTIONS)
+    with closing(sqlite3.connect(path)) as db:
+        kept = db.execute("SELECT source, COUNT(*) FROM fedcore_runs GROUP BY source ORDER BY source").fetchall()
+    assert kept == [("v2", 2), ("v3", 2)]

@@ -235,7 +235,9 @@ def server_step(
 class Algorithm(Protocol):
     """What :func:`fedcore.simulate` drives.  An algorithm may also define ``eval_point(state) -> x``,
     the point to evaluate (FedExP evaluates the mean of its last two iterates); without it the
-    simulator evaluates ``state["x"]``."""
+    simulator evaluates ``state["x"]``.  One whose hyperparameters were computed for a run's settings (PAdaMFed's
+    theorem step sizes for S, K, T) defines ``check_run(clients_per_round=, local_steps=, rounds=)``, which
+    raises ``ValueError`` for another run; the simulator calls it before any work."""
 
     name: str
 

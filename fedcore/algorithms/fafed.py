@@ -80,8 +80,8 @@ class storm_momentum:  # noqa: N801
     def __post_init__(self) -> None:
         check_positive("c", self.c)
         if not callable(self.step_size):
-            raise TypeError(f"step_size={self.step_size!r} must be a schedule t -> eta_t (e.g. storm_step_size(...)), "
-                            f"got {type(self.step_size).__name__}")
+            raise TypeError(f"step_size={self.step_size!r} must be a schedule t -> eta_t "
+                            f"(e.g. storm_step_size(scale=0.1)), got {type(self.step_size).__name__}")
 
     def __call__(self, t: int) -> float:
         value = self.c * self.step_size(max(t - 1, 0)) ** 2

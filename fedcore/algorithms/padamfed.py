@@ -139,7 +139,8 @@ class PAdaMFed:
         return chain(accumulate_gradients(), *direction, *normalized, learning_rate(self.eta))
 
     def round(self, state: State, batch: RoundBatch, oracle: GradientOracle) -> tuple[State, Metrics]:
-        self._check_sizes(batch)
+        if self.rounds is not None:
+            self.check_run(batch.clients_per_round, batch.local_steps, max(self.rounds, batch.t + 1))
         if int(state["t"]) == 0 and self.initialization == "gradients":
             state = self._initialize(state, batch, oracle)
         x, c, g, K = state["x"], state["c"], state["g"], batch.local_steps
@@ -162,20 +163,20 @@ class PAdaMFed:
         everyone = batch.write_rows(c.expand(-1, batch.num_clients, -1).clone(), c_i)
         return {**state, "c": c, "c_i": everyone, "g": c.clone()}
 
-    def _check_sizes(self, batch: RoundBatch) -> None:
-        """A round must have the S and K (and lie within the T) that the theory's step sizes were computed for."""
+    def check_run(self, clients_per_round: int, local_steps: int, rounds: int) -> None:
+        """Refuse a run whose S, K or T is not the one the theorem's step sizes were computed for (either way:
+        step sizes for T = 100 are wrong for a 5-round run too).  :func:`fedcore.simulate` asks before any work;
+        a round driven by hand asks with its own S and K, and T = its round number once past the T built for."""
         if self.clients_per_round is None:
             return
-        S, K = batch.clients_per_round, batch.local_steps
-        if (S, K) != (self.clients_per_round, self.local_steps):
-            raise ValueError(
-                f"{self.name}'s step sizes were computed for clients_per_round={self.clients_per_round}, "
-                f"local_steps={self.local_steps}, but round {batch.t} has clients_per_round={S}, local_steps={K}: "
-                f"build it with the simulation's values ({self.name.lower().replace('-', '_')}(clients_per_round={S},"
-                f" local_steps={K}, rounds=...)) or give eta, gamma and beta")
-        if batch.t >= self.rounds:
-            raise ValueError(f"{self.name}'s step sizes were computed for rounds={self.rounds}, but this is round "
-                             f"{batch.t + 1}: build it with the number of rounds the simulation runs")
+        built = {"clients_per_round": self.clients_per_round, "local_steps": self.local_steps, "rounds": self.rounds}
+        run = {"clients_per_round": clients_per_round, "local_steps": local_steps, "rounds": rounds}
+        if built != run:
+            def shown(sizes: dict[str, int]) -> str:
+                return ", ".join(f"{key}={value}" for key, value in sizes.items())
+            raise ValueError(f"{self.name}'s step sizes were computed for {shown(built)}, but the run has "
+                             f"{shown(run)}: build it with the run's values "
+                             f"({self.name.lower().replace('-', '_')}({shown(run)})) or give eta, gamma and beta")
 
 
 def _parameter_free(

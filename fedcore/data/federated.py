@@ -43,6 +43,16 @@ class FederatedData:
         for name in ("inputs", "targets", "sizes", "test_inputs", "test_targets"):
             if not isinstance(getattr(self, name), Tensor):
                 raise TypeError(f"{name}={type(getattr(self, name)).__name__} must be a torch.Tensor")
+        tensors = {name: getattr(self, name) for name in ("inputs", "targets", "sizes", "test_inputs", "test_targets")}
+        apart = [f"{name} on {t.device}" for name, t in tensors.items()
+                 if name != "sizes" and t.device != self.inputs.device]
+        if apart:
+            raise ValueError(f"inputs is on {self.inputs.device} but {', '.join(apart)}: the training and test "
+                             "tensors of a FederatedData live on one device (move them with .to(device) first)")
+        for name, tensor in tensors.items():
+            if tensor.is_meta:
+                raise ValueError(f"{name} is on the meta device (a shape without values): a FederatedData needs "
+                                 "the samples themselves")
         if self.num_classes is not None:
             self.num_classes = check_int("num_classes", self.num_classes, 2)
         if self.inputs.shape[0] != self.targets.shape[0]:

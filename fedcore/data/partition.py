@@ -281,6 +281,12 @@ PARTITIONERS: dict[str, Callable[..., list[Tensor]]] = {
 }
 
 
+EXAMPLE_ARGUMENTS: dict[str, object] = {"alpha": 0.5, "classes_per_client": 2, "s": 0.5,
+                                        "coarse": [0, 0, 1, 1, 2, 2, 3, 3, 4, 4]}
+"""A value of each argument a partition requires, for the example call of its error message (``coarse``: the
+coarse group of each of 10 fine labels)."""
+
+
 def check_partition_kwargs(scheme: str, kwargs: dict, caller: Callable | None = None) -> None:
     """The partition's own arguments in ``kwargs`` are known and complete; an unknown one is named with
     what ``caller`` (a loader passing ``**partition_kwargs`` on) and the partition take."""
@@ -299,8 +305,9 @@ def check_partition_kwargs(scheme: str, kwargs: dict, caller: Callable | None = 
     missing = [p for p in allowed if params[p].default is inspect.Parameter.empty
                and p not in kwargs]
     if missing:
+        example = ", ".join(f"{name}={EXAMPLE_ARGUMENTS.get(name, '...')!r}" for name in missing)
         raise ValueError(f"partition {scheme!r} needs argument(s) {missing}, e.g. "
-                         f"partition(labels, {scheme!r}, num_clients, {missing[0]}=...)")
+                         f"partition(labels, {scheme!r}, num_clients, {example})")
 
 
 def partition(

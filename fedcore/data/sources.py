@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import gzip
+import hashlib
 import zlib
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -39,6 +40,16 @@ FASHION_MNIST_FILES = {
     "train": ("train-images-idx3-ubyte", "train-labels-idx1-ubyte"),
     "test": ("t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"),
 }
+FASHION_MNIST_SHA256 = {  # of the decompressed files; the publisher's .gz have MD5 8d4fb7e6.., 25c81989.., ...
+    "train-images-idx3-ubyte": "c59f468a2f672dc815687fe0f83887768d799fd8a3f3276145d20f83aa44d888",
+    "train-labels-idx1-ubyte": "bad3541b69d912435c50bb6ba87bec294ff4f6a2e1246121d8633921760443d9",
+    "t10k-images-idx3-ubyte": "5b4141f0afbad91edebe8549f8fcffe087ea10ca49f1dbef5c9a5cd8815ce37b",
+    "t10k-labels-idx1-ubyte": "0402a96d92fd2663957122ceb108a494c5af83dab82d92729df917d7dec38c34",
+}
+"""SHA-256 of the four IDX files as published (Xiao et al. 2017; Zalando's archives, whose gzip MD5s are the
+ones torchvision checks: 8d4fb7e6c68d591d4c3dfef9ec88bf0d, 25c81989df183df01b3e8a0aad5dffbe,
+bef4ecab320f06d8554ea6380940ec79, bb300cfdad3c16e7a12a480ee83cd310), decompressed.  Debian's package
+recompresses them (other gzip bytes), with the same content."""
 FASHION_MNIST_CLASSES = (
     "T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
     "Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot",
@@ -81,16 +92,19 @@ def _read_bytes(path: Path) -> bytes:
         raise ValueError(f"{path}: not a readable gzip file ({err})") from err
 
 
-def read_idx(path: str | Path, kind: str | None = None) -> np.ndarray:
+def read_idx(path: str | Path, kind: str | None = None, sha256: str | None = None, remedy: str = "") -> np.ndarray:
     """Read an IDX file (LeCun's MNIST format, ``.gz`` or plain) as a ``uint8`` array.
 
     Images (magic 2051, 16-byte header) give ``[n, rows, cols]``; labels (magic 2049,
     8-byte header) give ``[n]``.  ``kind`` (``"images"`` or ``"labels"``) demands one.
-    A wrong magic number or a size that disagrees with the header raises
-    ``ValueError`` naming the file.
+    A wrong magic number, a size that disagrees with the header, or content whose SHA-256 is not
+    ``sha256`` (when given) raises ``ValueError`` naming the file (and ``remedy``).
     """
     path = check_path("path", path)
     data = _read_bytes(path)
+    if sha256 is not None and (found := hashlib.sha256(data).hexdigest()) != sha256:
+        raise ValueError(f"{path}: its content (SHA-256 {found[:16]}...) is not the published file's "
+                         f"({sha256[:16]}...): it was altered or damaged, or holds other data; {remedy}")
     magic = int.from_bytes(data[:4], "big") if len(data) >= 8 else None
     if magic not in IDX_MAGIC.values():
         raise ValueError(f"{path}: magic number {magic} is neither 2051 (IDX images) "
@@ -114,11 +128,18 @@ def _idx_path(folder: Path, stem: str) -> Path | None:
     return None
 
 
-def _read_idx_pair(folder: Path, images_stem: str, labels_stem: str) -> tuple[Tensor, Tensor]:
-    """Images ``[n, 28, 28]`` uint8 and labels ``[n]`` long, checked against each other."""
+REINSTALL_FASHION_MNIST = ("reinstall it (`sudo apt-get install --reinstall dataset-fashion-mnist`, or delete the file "
+                           "and pass download=True), or pass verify=False to read the files as they are")
+
+
+def _read_idx_pair(folder: Path, images_stem: str, labels_stem: str, verify: bool) -> tuple[Tensor, Tensor]:
+    """Images ``[n, 28, 28]`` uint8 and labels ``[n]`` long, checked against each other (and, with ``verify``,
+    against :data:`FASHION_MNIST_SHA256`)."""
     images_path = _idx_path(folder, images_stem)
     labels_path = _idx_path(folder, labels_stem)
-    images, labels = read_idx(images_path, "images"), read_idx(labels_path, "labels")
+    digests = FASHION_MNIST_SHA256 if verify else {}
+    images = read_idx(images_path, "images", digests.get(images_stem), REINSTALL_FASHION_MNIST)
+    labels = read_idx(labels_path, "labels", digests.get(labels_stem), REINSTALL_FASHION_MNIST)
     if images.shape[1:] != (28, 28):
         raise ValueError(f"{images_path}: images are {images.shape[1:]}, expected (28, 28)")
     if images.shape[0] != labels.shape[0]:
@@ -171,10 +192,10 @@ def find_fashion_mnist(root: str | Path | None = None, download: bool = False) -
 
 
 @functools.lru_cache(maxsize=4)
-def _decoded_fashion_mnist(folder: str) -> tuple[Tensor, Tensor, Tensor, Tensor]:
-    """``(train_x, train_y, test_x, test_y)`` decoded once per process and folder."""
-    train = _read_idx_pair(Path(folder), *FASHION_MNIST_FILES["train"])
-    test = _read_idx_pair(Path(folder), *FASHION_MNIST_FILES["test"])
+def _decoded_fashion_mnist(folder: str, verify: bool) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    """``(train_x, train_y, test_x, test_y)`` decoded (and verified) once per process and folder."""
+    train = _read_idx_pair(Path(folder), *FASHION_MNIST_FILES["train"], verify)
+    test = _read_idx_pair(Path(folder), *FASHION_MNIST_FILES["test"], verify)
     return (*train, *test)
 
 
@@ -278,9 +299,13 @@ def from_arrays(
 def load_fashion_mnist(
     num_clients: int = 20, partition: str = "dirichlet", seed: int = 0,
     root: str | Path | None = None, download: bool = False,
-    device: str | torch.device = "cpu", **partition_kwargs,
+    device: str | torch.device = "cpu", verify: bool = True, **partition_kwargs,
 ) -> FederatedData:
     """Fashion-MNIST (Xiao et al. 2017): 60000 train / 10000 test 28x28 images, 10 classes.
+
+    With ``verify`` (the default) the four files must be the published ones (:data:`FASHION_MNIST_SHA256`;
+    about 0.1 s, once per process): altered pixels or labels are an error naming the file and how to reinstall
+    it.  ``verify=False`` reads other IDX files of the same layout as they are (a subset, a test's fakes).
 
     Inputs ``[n, 1, 28, 28]`` float32, scaled to [0, 1] and normalized by mean 0.2860,
     std 0.3530.  ``partition_kwargs`` go to the partitioner (``alpha`` for ``"dirichlet"``,
@@ -289,10 +314,11 @@ def load_fashion_mnist(
     :func:`find_fashion_mnist`; decoded arrays are cached in memory per process.
     """
     check_device("device", device)
+    check_bool("verify", verify)
     check_partition_kwargs(partition, {**LOADER_PARTITION_DEFAULTS.get(partition, {}), **partition_kwargs},
                            load_fashion_mnist)
     folder = find_fashion_mnist(root, download)
-    train_x, train_y, test_x, test_y = _decoded_fashion_mnist(str(folder.resolve()))
+    train_x, train_y, test_x, test_y = _decoded_fashion_mnist(str(folder.resolve()), verify)
     mean, std = NORMALIZATION["fashion_mnist"]
     data = from_arrays(
         train_x, train_y, test_x, test_y, 10, num_clients, partition, seed, "fashion_mnist",
