@@ -37,7 +37,7 @@ MODELS: dict[str, tuple[str, Callable[[], nn.Module], tuple[int, ...], int]] = {
     "mlp64": ("MLP 784-64-10 of 02/03 (51k)", lambda: models.mlp(hidden=(64,)), (1, 4, 16, 64), 10),
     "cnn": ("CNN of Reddi et al. (1.2M)", models.cnn, (1, 4), 2),
 }
-BUILDERS = {"FedAvg": lambda lr: algorithms.fedavg(lr), "FedAdam": lambda lr: algorithms.fedadam(lr, 0.01)}
+BUILDERS = {"FedAvg": lambda lr: algorithms.fedavg(lr), "FedAdam": lambda lr: algorithms.fedadam(lr, server_lr=0.01)}
 
 
 def _sync(device: torch.device) -> None:

@@ -92,7 +92,7 @@ def explore_counterexample(eta: float = 0.3, beta: float = 0.5, q: int = 1, rho:
     if check_int("q", q) > steps:
         raise ValueError(f"q={q} > steps={steps}: a round is q local steps, so steps must be at least q")
     rounds = steps // q
-    naive = counterexample.run(local_adaptive(eta, beta), rounds, q)
+    naive = counterexample.run(local_adaptive(eta, beta=beta), rounds, q)
     fixed = counterexample.run(fafed(eta, alpha=alpha, beta=beta, rho=rho), rounds, q)
     naive.algorithm, fixed.algorithm = "naive local-adaptive (Alg. 1)", "FAFED (Alg. 2)"
     plots.counterexample_panels(naive, fixed, eta, beta)
@@ -138,11 +138,11 @@ def fedopt_algorithm(method: str, client_lr: float, server_lr: float, tau: float
     slider's value (those ``method`` does not use are ignored)."""
     check_choice("method", method, FEDOPT_METHODS)
     if method == "fedavg":
-        return algorithms.fedavg(client_lr, server_lr)
+        return algorithms.fedavg(client_lr, server_lr=server_lr)
     if method == "fedavgm":
-        return algorithms.fedavgm(client_lr, server_lr, beta=beta1)
+        return algorithms.fedavgm(client_lr, server_lr=server_lr, beta=beta1)
     if method == "fedadagrad":
-        return algorithms.fedadagrad(client_lr, server_lr, beta1=beta1, tau=tau)
+        return algorithms.fedadagrad(client_lr, server_lr=server_lr, beta1=beta1, tau=tau)
     return algorithms.make(method, client_lr=client_lr, server_lr=server_lr, beta1=beta1, beta2=beta2, tau=tau)
 
 
@@ -197,7 +197,8 @@ def explore_padamfed(clients_per_round: int = 5, local_steps: int = 5, rounds: i
              "PAdaMFed-VR": theory_hyperparameters("padamfed_vr", *sizes, multiplier=multiplier)}
     _, options = _live_run(problem, clients_per_round=clients_per_round, local_steps=local_steps, rounds=rounds,
                            weighting="uniform", eval_every=max(1, rounds // 10))
-    runs = {name: simulate(problem, factory(*sizes, multiplier=multiplier), **options)
+    runs = {name: simulate(problem, factory(**dict(zip(("clients_per_round", "local_steps", "rounds"), sizes)),
+                                            multiplier=multiplier), **options)
             for name, factory in (("PAdaMFed", algorithms.padamfed), ("PAdaMFed-VR", algorithms.padamfed_vr))}
     runs[f"FedAvg (lr {fedavg_lr:g})"] = simulate(problem, algorithms.fedavg(check_positive("fedavg_lr", fedavg_lr)),
                                                   **options)

@@ -81,8 +81,9 @@ class Store:
 
     The file holds fedcore's two tables (``fedcore_runs`` and ``fedcore_meta``, the latter with the layout's
     version) and nothing of anyone else's is ever changed: a file with other tables, or with fedcore's tables
-    of another layout, is refused with an error.  ``keep_models=False`` keeps each run's history without its
-    final model (:func:`default_store`: the notebooks read none, and a CNN's is 4.8 MB)."""
+    of another layout, is refused with an error.  The one table of an earlier fedcore (``runs``, whose entries
+    this one would never use) is left as it is, beside the new tables.  ``keep_models=False`` keeps each run's
+    history without its final model (:func:`default_store`: the notebooks read none, and a CNN's is 4.8 MB)."""
 
     def __init__(self, path: str | os.PathLike, keep_models: bool = True) -> None:
         self.path = writable_file("store", path)
@@ -100,7 +101,9 @@ class Store:
         with closing(self._connect()) as db, db:
             db.execute("BEGIN IMMEDIATE")  # two processes opening one new file: one creates, the other reads
             tables = sorted(row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'"))
-            if not tables:
+            earlier = tables == ["runs"] and [row[1] for row in db.execute("PRAGMA table_info(runs)")] == \
+                ["key", "identity", "rounds", "created", "payload"]
+            if not tables or earlier:  # a new file, or one an earlier fedcore wrote: its table is left as it is
                 for statement in TABLES.values():
                     db.execute(statement)
                 db.execute("INSERT INTO fedcore_meta VALUES ('layout', ?)", (LAYOUT,))
@@ -109,10 +112,8 @@ class Store:
                 if "fedcore_meta" in tables else None
         remedy = "pass another path, or store=None (FEDCORE_STORE=off) to run without one"
         if layout is None:
-            earlier = " (the runs table of an earlier fedcore, whose runs this one would never use: delete the " \
-                      "file)" if tables == ["runs"] else ""
-            raise ValueError(f"store={str(self.path)!r} is an SQLite file with tables {tables} and no fedcore layout"
-                             f"{earlier}: it is not a fedcore results store and is left as it is; {remedy}")
+            raise ValueError(f"store={str(self.path)!r} is an SQLite file with tables {tables} and no fedcore layout: "
+                             f"it is not a fedcore results store and is left as it is; {remedy}")
         if layout[0] != LAYOUT or sorted(set(tables) & set(TABLES)) != sorted(TABLES):
             raise ValueError(f"store={str(self.path)!r} is a fedcore results store of layout {layout[0]!r}; this "
                              f"fedcore reads layout {LAYOUT!r}: it is left as it is; delete it to start a new one, "

@@ -49,6 +49,12 @@ TAUS = [1e-3, 1e-2, 1e-1]  # the taus whose grids the tuning explorer offers (TA
 PROGRESS = False  # tqdm progress bars during training
 STORE = os.environ.get("FEDCORE_STORE", "")  # results store: "" build/store.sqlite, "off" none, or a file path
 FIGURES = os.environ.get("FEDCORE_FIGURES")  # a folder to save the figures into (None: don't save)
+DECLARED = sorted(name for name in globals() if name.isupper())  # the parameters above
+
+# %%
+from fedcore.checks import check_notebook_parameters
+
+check_notebook_parameters(globals(), DECLARED)  # a name given with papermill -p that is not above: stop
 
 # %%
 import inspect
@@ -56,7 +62,6 @@ import inspect
 import ipywidgets as widgets
 import matplotlib.pyplot as plt
 import pandas as pd
-import torch
 from IPython.display import display
 
 import fedcore

@@ -52,6 +52,12 @@ SEED = 0  # data partition, model initialization, client sampling and minibatche
 PROGRESS = False  # tqdm progress bars during training
 STORE = os.environ.get("FEDCORE_STORE", "")  # results store: "" build/store.sqlite, "off" none, or a file path
 FIGURES = os.environ.get("FEDCORE_FIGURES")  # a folder to save the figures into (None: don't save)
+DECLARED = sorted(name for name in globals() if name.isupper())  # the parameters above
+
+# %%
+from fedcore.checks import check_notebook_parameters
+
+check_notebook_parameters(globals(), DECLARED)  # a name given with papermill -p that is not above: stop
 
 # %%
 import inspect

@@ -69,6 +69,12 @@ HYPERPARAMETERS = {
     "STEM": {"lr": 0.1, "alpha": 0.9},
     "FAFED": {"lr": 0.01, "alpha": 0.9, "beta": 0.9},
 }
+DECLARED = sorted(name for name in globals() if name.isupper())  # the parameters above
+
+# %%
+from fedcore.checks import check_notebook_parameters
+
+check_notebook_parameters(globals(), DECLARED)  # a name given with papermill -p that is not above: stop
 
 # %%
 import inspect
@@ -152,7 +158,7 @@ print(f"SCALE={SCALE}: {settings}")
 
 # %%
 # NBVAL_CHECK_OUTPUT
-naive = counterexample.run(algorithms.local_adaptive(0.1, 0.5), rounds=1, local_steps=1)
+naive = counterexample.run(algorithms.local_adaptive(0.1, beta=0.5), rounds=1, local_steps=1)
 first = naive.frame.loc[1]
 print(f"x_1,1 = {first['client 1']:.4f}   x_1,2 = {first['client 2']:.4f}   x_1,3 = {first['client 3']:.4f}   "
       f"mean = {first['mean']:.4f}")
@@ -162,7 +168,7 @@ print(f"x_1,1 = {first['client 1']:.4f}   x_1,2 = {first['client 2']:.4f}   x_1,
 # `ETA` and `BETA`: the measured move of the mean against $\eta / (3\sqrt{1 - \beta^t})$.
 
 # %%
-naive = counterexample.run(algorithms.local_adaptive(ETA, BETA), rounds=10, local_steps=1)
+naive = counterexample.run(algorithms.local_adaptive(ETA, beta=BETA), rounds=10, local_steps=1)
 law = experiment.law_table(naive.frame["mean"], ETA, BETA)
 law.round(6)
 
@@ -182,7 +188,7 @@ law.round(6)
 # %%
 figure, (left, right) = plt.subplots(1, 2, figsize=(11, 4), layout="constrained")
 steps = 900
-naive = counterexample.run(algorithms.local_adaptive(ETA, BETA), rounds=steps, local_steps=1)
+naive = counterexample.run(algorithms.local_adaptive(ETA, beta=BETA), rounds=steps, local_steps=1)
 fafed = counterexample.run(algorithms.fafed(ETA, alpha=0.5, beta=BETA, rho=RHO), rounds=steps, local_steps=1)
 naive.algorithm, fafed.algorithm = "naive local-adaptive (Alg. 1)", "FAFED (Alg. 2)"
 plots.plot_counterexample(naive, left, "C3")
@@ -192,10 +198,10 @@ left.legend()
 q = 5
 schedule = algorithms.storm_step_size(1.0, 1.0)
 runs = {
-    "naive (Alg. 1)": counterexample.run(algorithms.local_adaptive(ETA, BETA), steps // q, q),
-    f"FAFED, constant eta = {ETA}": counterexample.run(algorithms.fafed(ETA, 0.5, BETA, RHO), steps // q, q),
+    "naive (Alg. 1)": counterexample.run(algorithms.local_adaptive(ETA, beta=BETA), steps // q, q),
+    f"FAFED, constant eta = {ETA}": counterexample.run(algorithms.fafed(ETA, alpha=0.5, beta=BETA, rho=RHO), steps // q, q),
     "FAFED, eta_t = 1 / (1 + t)^(1/3)": counterexample.run(
-        algorithms.fafed(schedule, algorithms.storm_momentum(1.0, schedule), BETA, RHO), steps // q, q),
+        algorithms.fafed(schedule, alpha=algorithms.storm_momentum(1.0, schedule), beta=BETA, rho=RHO), steps // q, q),
 }
 for (label, run), color in zip(runs.items(), ("C3", "C0", "C2")):
     run.algorithm = label
@@ -224,7 +230,7 @@ pd.DataFrame({label: {"x after the last averaging": run.final(), "f there": floa
 
 # %%
 eta_grid, period_grid = experiment.map_grid(SCALE)
-distance = counterexample.final_distance_map(lambda eta: algorithms.fafed(eta, 0.5, BETA, RHO), eta_grid,
+distance = counterexample.final_distance_map(lambda eta: algorithms.fafed(eta, alpha=0.5, beta=BETA, rho=RHO), eta_grid,
                                              period_grid, steps=300)
 ax = plots.distance_map(distance)
 ax.set_title(f"FAFED, constant step: final |x| after 300 local steps (beta={BETA}, rho={RHO})", fontsize="medium")

@@ -98,7 +98,7 @@ def unknown_parameters(notebooks: list[Path], given: dict) -> list[str]:
 
     problems = []
     for path in notebooks:
-        declared = sorted(papermill.inspect_notebook(str(path)))
+        declared = sorted(set(papermill.inspect_notebook(str(path))) - {"DECLARED"})  # DECLARED: the list itself
         unknown = sorted(set(given) - set(declared))
         if unknown:
             problems.append(f"{path.name} has no parameter {', '.join(unknown)}; its parameters: {', '.join(declared)}")

@@ -468,3 +468,29 @@ ALGORITHM_AND_DEVICE_CASES = [
 def test_a_users_algorithm_and_other_devices_are_named_before_any_work(call, error, message) -> None:
     with pytest.raises(error, match=message):
         call()
+
+
+# ---------------------------------------------------------------- factories read one way
+
+
+@pytest.mark.parametrize("name", sorted(algorithms.ALGORITHMS))
+def test_a_factory_takes_at_most_its_learning_rate_by_position(name) -> None:
+    """``fedli_ls(0.1)`` once took 0.1 as the Armijo constant where every other factory's first argument is a
+    learning rate; ``fedadam(0.1, 0.01)`` reads as (client, server) or (server, client).  Now only the client's
+    learning rate may be positional; every other hyperparameter is keyword-only, and a second positional
+    argument is refused."""
+    import inspect
+
+    factory = algorithms.ALGORITHMS[name]
+    positional = [p.name for p in inspect.signature(factory).parameters.values()
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    assert positional in ([], ["client_lr"], ["lr"]), (name, positional)
+    with pytest.raises(TypeError, match=r"positional argument"):
+        factory(*([0.1] * (len(positional) + 1)))
+
+
+def test_server_optimizers_of_fedli_and_fedexp_are_keyword_only() -> None:
+    with pytest.raises(TypeError, match=r"positional argument"):
+        algorithms.deep_frank_wolfe(0.01)
+    with pytest.raises(TypeError, match=r"positional argument"):
+        algorithms.extrapolation(1e-3)

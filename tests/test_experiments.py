@@ -65,11 +65,13 @@ def test_builders_build_the_named_algorithms_with_the_given_hyperparameters():
     assert list(builders) == list(experiment.GRIDS) == ["FedAvg", "SCAFFOLD", "FedAdam", "FedAMS", "STEM", "FAFED"]
     expected = {
         "FedAvg": ({"lr": 0.02}, algorithms.fedavg(0.02)),
-        "SCAFFOLD": ({"lr": 0.05}, algorithms.scaffold(0.05, 1.0, "II")),
-        "FedAdam": ({"lr": 0.1, "server_lr": 0.01}, algorithms.fedadam(0.1, 0.01, beta1=0.9, beta2=0.99, tau=0.01)),
-        "FedAMS": ({"lr": 0.1, "server_lr": 0.01}, algorithms.fedams(0.1, 0.01, beta1=0.9, beta2=0.99, eps=1e-4)),
-        "STEM": ({"lr": 0.001, "alpha": 0.9}, algorithms.stem(0.001, 0.9)),
-        "FAFED": ({"lr": 0.01, "alpha": 0.1, "beta": 0.9}, algorithms.fafed(0.01, 0.1, 0.9, rho=0.05)),
+        "SCAFFOLD": ({"lr": 0.05}, algorithms.scaffold(0.05, server_lr=1.0, option="II")),
+        "FedAdam": ({"lr": 0.1, "server_lr": 0.01},
+                    algorithms.fedadam(0.1, server_lr=0.01, beta1=0.9, beta2=0.99, tau=0.01)),
+        "FedAMS": ({"lr": 0.1, "server_lr": 0.01},
+                   algorithms.fedams(0.1, server_lr=0.01, beta1=0.9, beta2=0.99, eps=1e-4)),
+        "STEM": ({"lr": 0.001, "alpha": 0.9}, algorithms.stem(0.001, alpha=0.9)),
+        "FAFED": ({"lr": 0.01, "alpha": 0.1, "beta": 0.9}, algorithms.fafed(0.01, alpha=0.1, beta=0.9, rho=0.05)),
     }
     for name, (point, algorithm) in expected.items():
         built = builders[name](**point)
@@ -156,8 +158,8 @@ def test_harder_with_heterogeneity_claim(fedavg, settings, verdict):
 
 
 def test_divergence_claim_on_the_real_counterexample_and_on_wrong_numbers():
-    first = counterexample.run(algorithms.local_adaptive(0.1, 0.5), 1, 1).frame.loc[1]
-    naive = counterexample.run(algorithms.local_adaptive(0.3, 0.7), 10, 1)
+    first = counterexample.run(algorithms.local_adaptive(0.1, beta=0.5), 1, 1).frame.loc[1]
+    naive = counterexample.run(algorithms.local_adaptive(0.3, beta=0.7), 10, 1)
     law = experiment.law_table(naive.frame["mean"], 0.3, 0.7)
     assert _verdict(3, first_step=first, law=law) == (
         "reproduced exactly: 9.8586, 10.1414 (twice), mean 10.0471; the mean moves by eta/(3 sqrt(1-beta^t))", HOLDS)

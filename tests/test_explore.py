@@ -54,9 +54,9 @@ def test_naive_average_ends_farther_from_0_whatever_the_sliders() -> None:
 
     for eta, beta, q in SLIDER_CORNERS:
         for steps in (50, 300):
-            trajectory = counterexample.run(local_adaptive(eta, beta), max(1, steps // q), q)
+            trajectory = counterexample.run(local_adaptive(eta, beta=beta), max(1, steps // q), q)
             assert trajectory.final() > 10, (eta, beta, q, steps)
-    dipping = counterexample.run(local_adaptive(1.0, 0.99), 3, 20).frame["mean"].diff()
+    dipping = counterexample.run(local_adaptive(1.0, beta=0.99), 3, 20).frame["mean"].diff()
     assert bool((dipping < 0).any())
 
 
@@ -125,7 +125,7 @@ def test_final_distance_map_is_the_runs_final_distances() -> None:
     assert list(table.index) == [0.01, 1.0] and list(table.columns) == [1, 20]
     assert table.loc[1.0, 20] == abs(counterexample.run(fafed(1.0, alpha=0.5, beta=0.5), 5, 20).final())
     assert table.loc[0.01, 1] < 10  # a small step comes down
-    naive = counterexample.final_distance_map(lambda eta: local_adaptive(eta, 0.5), [0.01, 0.3], [1, 5], 100)
+    naive = counterexample.final_distance_map(lambda eta: local_adaptive(eta, beta=0.5), [0.01, 0.3], [1, 5], 100)
     assert (naive.to_numpy() > 10).all()  # the naive method climbs away at every point
 
 

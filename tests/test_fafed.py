@@ -21,7 +21,7 @@ from fedcore.runs import run_state
 
 def test_counterexample_first_step_matches_the_paper() -> None:
     """eta = 0.1, beta = 0.5, v_0 = 0, x_0 = 10: 9.8586, 10.1414 (twice), mean 10.0471."""
-    first = counterexample.run(algorithms.local_adaptive(0.1, 0.5), rounds=1, local_steps=1).frame.loc[1]
+    first = counterexample.run(algorithms.local_adaptive(0.1, beta=0.5), rounds=1, local_steps=1).frame.loc[1]
     assert round(first["client 1"], 4) == 9.8586
     assert round(first["client 2"], 4) == round(first["client 3"], 4) == 10.1414
     assert round(first["mean"], 4) == 10.0471
@@ -33,7 +33,7 @@ def test_counterexample_first_step_matches_the_paper() -> None:
 @pytest.mark.parametrize("beta", [0.1, 0.5, 0.9])
 def test_naive_average_moves_away_by_the_papers_amount(eta: float, beta: float, local_steps: int) -> None:
     """Every step the mean of the clients' models moves by +eta / (3 sqrt(1 - beta^t)), away from 0."""
-    frame = counterexample.run(algorithms.local_adaptive(eta, beta), rounds=10 // local_steps,
+    frame = counterexample.run(algorithms.local_adaptive(eta, beta=beta), rounds=10 // local_steps,
                                local_steps=local_steps).frame
     t = torch.arange(1, 11, dtype=torch.float64)
     expected = eta / (3 * torch.sqrt(1 - beta**t))
@@ -78,7 +78,7 @@ def test_fafed_preconditioner_is_shared_by_all_clients(alpha: float) -> None:
     m_1 = alpha * g + (1 - alpha) * m_0
     ratio = (x_2 - x_1) / m_1
     torch.testing.assert_close(ratio, torch.full((3,), -eta / A_0, dtype=torch.float64))
-    naive = counterexample.run(algorithms.local_adaptive(eta, 0.5), rounds=1, local_steps=3).frame
+    naive = counterexample.run(algorithms.local_adaptive(eta, beta=0.5), rounds=1, local_steps=3).frame
     steps = naive.loc[2, ["client 1", "client 2", "client 3"]] - naive.loc[1, ["client 1", "client 2", "client 3"]]
     assert steps.abs().nunique() == 1 and (steps / g.numpy()).nunique() == 2
 

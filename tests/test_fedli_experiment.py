@@ -150,7 +150,7 @@ def test_client_rate_sweep_runs_each_rate_as_table_1_does(femnist, monkeypatch) 
     assert list(table.columns) == ["FedLi-LU", "FedAvg", "FedExP", "FedLi-LS"] and list(table.index) == [0.01, 1.0]
     run = experiment.options(data, "smoke")
     for method, build in {"FedLi-LU": lambda: algorithms.fedli_lu(1.0), "FedAvg": lambda: algorithms.fedavg(1.0),
-                          "FedExP": lambda: algorithms.fedexp(1.0, 0.01)}.items():
+                          "FedExP": lambda: algorithms.fedexp(1.0, eps=0.01)}.items():
         assert table.loc[1.0, method] == pytest.approx(experiment.final_accuracy(simulate(problem, build(), **run)))
     assert table["FedLi-LS"].nunique() == 1  # no rate: one run, a flat column
     ls = simulate(problem, experiment.builders(chosen, data, "smoke")["FedLi-LS"](), **run)

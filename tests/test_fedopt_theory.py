@@ -92,7 +92,8 @@ def test_rate_tradeoff_cells_are_fedadam_runs_at_client_constant_c_and_server_co
     assert list(table.columns) == [2.0] and list(table.index) == [0.5, 4.0]
     task = theory.quadratic_task(heterogeneity=2.0)
     client_lr = 4.0 / (3 * task.smoothness * math.sqrt(20))
-    algorithm = algorithms.fedadam(client_lr, math.sqrt(3 * 50) / 4.0, tau=task.gradient_bound / task.smoothness)
+    algorithm = algorithms.fedadam(client_lr, server_lr=math.sqrt(3 * 50) / 4.0,
+                                   tau=task.gradient_bound / task.smoothness)
     norms = []
     simulate(task.problem, algorithm, 20, 50, 3, 4, seed=0, progress=False, eval_every=20,
              callback=lambda t, state: norms.append(float(task.gradient(state["x"]).square().sum())))

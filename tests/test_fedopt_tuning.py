@@ -45,7 +45,7 @@ def test_last_rounds_average_averages_the_evaluations_in_the_last_fraction() -> 
 
 def test_tuning_grid_is_the_runs_metric_server_rates_on_top() -> None:
     problem, options = blobs(), dict(rounds=6, clients_per_round=3, local_steps=2, batch_size=5, progress=False)
-    build = lambda client_lr, server_lr: algorithms.fedadam(client_lr, server_lr)  # noqa: E731
+    build = lambda client_lr, server_lr: algorithms.fedadam(client_lr, server_lr=server_lr)  # noqa: E731
     grid = tuning.tuning_grid(problem, build, [0.01, 0.1], [0.01, 0.1], fraction=0.5, **options)
     assert list(grid.index) == [0.1, 0.01] and list(grid.columns) == [0.01, 0.1]
     expected = tuning.last_rounds_average(simulate(problem, build(0.1, 0.01), **options), "test_accuracy", 0.5)
@@ -95,7 +95,7 @@ def test_tuning_explorer_outlines_the_chosen_cell_and_draws_its_curve() -> None:
     from fedcore import explore
 
     problem, options = blobs(), dict(rounds=4, clients_per_round=3, local_steps=2, batch_size=5, progress=False)
-    grids = {tau: {"FedAdam": tuning.tuning_grid(problem, lambda c, s, t=tau: algorithms.fedadam(c, s, tau=t),
+    grids = {tau: {"FedAdam": tuning.tuning_grid(problem, lambda c, s, t=tau: algorithms.fedadam(c, server_lr=s, tau=t),
                                                  [0.01, 0.1], [0.01, 0.1], fraction=0.5, **options)}
              for tau in (1e-3, 1e-1)}
     assert not grids[1e-3]["FedAdam"].equals(grids[1e-1]["FedAdam"])  # tau matters, so each tau has its grid
@@ -103,7 +103,7 @@ def test_tuning_explorer_outlines_the_chosen_cell_and_draws_its_curve() -> None:
 
     def curve(method, tau, c, s):
         drawn.append((method, tau, c, s))
-        return simulate(problem, algorithms.fedadam(c, s, tau=tau), **options)
+        return simulate(problem, algorithms.fedadam(c, server_lr=s, tau=tau), **options)
 
     assert explore.explore_tuning("FedAdam", 1e-1, 0.1, 0.01, grids, curve) is None
     assert drawn == [("FedAdam", 1e-1, 0.1, 0.01)]

@@ -79,6 +79,49 @@ def test_papermill_lists_every_parameter_without_warnings(ipynb: Path, caplog):
     assert not warned, f"{ipynb.name}: papermill warns while parsing the parameters cell: {warned}"
 
 
+@pytest.mark.parametrize("ipynb", IPYNBS, ids=_ids(IPYNBS))
+def test_a_parameter_the_notebook_does_not_declare_is_refused(ipynb: Path):
+    """The parameters cell ends by listing its names (``DECLARED``) and the next cell checks them, so that
+    ``papermill -p SEEED 1`` (papermill injects its cell between the two) stops with the names the notebook has
+    instead of running to the end with the default seed; ``run_notebooks.py`` refuses it before starting."""
+    import sys
+
+    code = [cell.source for cell in nbformat.read(ipynb, as_version=4).cells if cell.cell_type == "code"]
+    assert code[0].strip().splitlines()[-1].startswith(
+        "DECLARED = sorted(name for name in globals() if name.isupper())"), ipynb.name
+    assert "check_notebook_parameters(globals(), DECLARED)" in code[1], ipynb.name
+    sys.path.insert(0, str(ROOT / "scripts"))
+    try:
+        import run_notebooks
+    finally:
+        sys.path.remove(str(ROOT / "scripts"))
+    problems = run_notebooks.unknown_parameters([ipynb], {"SCALE": "smoke", "SEEED": 1})
+    assert len(problems) == 1 and "has no parameter SEEED; its parameters: " in problems[0] and "SEED" in problems[0]
+    assert "DECLARED" not in problems[0]
+    assert run_notebooks.unknown_parameters([ipynb], {"SCALE": "smoke"}) == []
+
+
+def test_papermill_with_a_misspelt_parameter_stops_at_the_check(tmp_path):
+    """Executed as papermill does it (its injected cell after the parameters cell): the run stops in the check cell,
+    naming the unknown name and the notebook's parameters."""
+    import papermill
+
+    with pytest.raises(papermill.PapermillExecutionError, match=r"this notebook has no parameter SEEED.*its "
+                                                                 r"parameters: .*SEED"):
+        papermill.execute_notebook(str(NOTEBOOKS / "00_quickstart.ipynb"), str(tmp_path / "out.ipynb"),
+                                   parameters={"SCALE": "smoke", "SEEED": 1, "STORE": "off"},
+                                   cwd=str(NOTEBOOKS), progress_bar=False, kernel_name="python3")
+
+
+def test_check_notebook_parameters_names_what_is_unknown():
+    from fedcore.checks import check_notebook_parameters
+
+    check_notebook_parameters({"SEED": 1, "DECLARED": ["SEED"], "os": None, "In": []}, ["SEED"])
+    with pytest.raises(ValueError, match=r"^this notebook has no parameter ROUND, SEEED .*its parameters: SCALE, "
+                                         r"SEED$"):
+        check_notebook_parameters({"SEED": 1, "SEEED": 1, "ROUND": 3}, ["SEED", "SCALE"])
+
+
 # ---------------------------------------------------------------- 2. claims with verdicts
 
 

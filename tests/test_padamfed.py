@@ -176,7 +176,8 @@ def test_factories_use_the_theorems_values_and_the_multiplier_scales_eta_only() 
     made = algorithms.make("padamfed", clients_per_round=10, local_steps=5, rounds=100, multiplier=10.0)
     assert (made.eta, made.gamma, made.beta) == pytest.approx((0.2, 0.0840896415253715, 0.7071067811865476))
     assert (made.clients_per_round, made.local_steps, made.rounds, made.normalized) == (10, 5, 100, True)
-    vr = algorithms.padamfed_vr(10, 5, 100, gamma=0.5)  # one value overridden, the others from Theorem 2
+    # one value overridden, the others from Theorem 2
+    vr = algorithms.padamfed_vr(clients_per_round=10, local_steps=5, rounds=100, gamma=0.5)
     assert (vr.eta, vr.gamma, vr.beta, vr.variance_reduction) == pytest.approx((0.002, 0.5, 0.1709975946676697, 1))
     assert vr.name == "PAdaMFed-VR" and algorithms.make("scaffold_m_vr", **HAND_SET).name == "SCAFFOLD-M-VR"
     by_hand = algorithms.padamfed(eta=0.1, gamma=0.2, beta=0.3)
@@ -197,16 +198,19 @@ def test_rounds_must_match_the_sizes_the_step_sizes_were_computed_for(monkeypatc
         ((3, 5, 10), 2, 3, r"computed for .*rounds=10, but the run has .*rounds=2.*"
                            r"padamfed(_vr)?\(clients_per_round=3"),
     ]:
+        built = dict(zip(("clients_per_round", "local_steps", "rounds"), built))
         for factory in (algorithms.padamfed, algorithms.padamfed_vr):
             with pytest.raises(ValueError, match=message):
-                simulate(problem_of(data), factory(*built), rounds=rounds, clients_per_round=S, **options)
+                simulate(problem_of(data), factory(**built), rounds=rounds, clients_per_round=S, **options)
             with pytest.raises(ValueError, match=message):
-                simulate_runs(problem_of(data), [factory(*built)], rounds=rounds, clients_per_round=S,
+                simulate_runs(problem_of(data), [factory(**built)], rounds=rounds, clients_per_round=S,
                               local_steps=5, batch_size=4, progress=False)
     assert calls == []
     monkeypatch.undo()
-    simulate(problem_of(data), algorithms.padamfed(3, 5, 2), rounds=2, clients_per_round=3, **options)
-    simulate(problem_of(data), algorithms.scaffold_m(0.1, 0.1, 0.5), rounds=3, clients_per_round=3, **options)
+    simulate(problem_of(data), algorithms.padamfed(clients_per_round=3, local_steps=5, rounds=2), rounds=2,
+             clients_per_round=3, **options)
+    simulate(problem_of(data), algorithms.scaffold_m(eta=0.1, gamma=0.1, beta=0.5), rounds=3, clients_per_round=3,
+             **options)
 
 
 # ---- SCAFFOLD-M and SCAFFOLD -------------------------------------------------------------------------------
@@ -221,12 +225,12 @@ def test_scaffold_m_with_beta_one_is_scaffold_option_two() -> None:
     options = dict(rounds=6, clients_per_round=3, local_steps=K, batch_size=5, weighting="uniform", progress=False,
                    x0=torch.tensor([1.0, 0.0, -1.0], dtype=torch.float64))
     scaffold = simulate(problem_of(data), algorithms.scaffold(client_lr=eta), **options).final_state
-    ours = simulate(problem_of(data), algorithms.scaffold_m(eta, eta * K, 1.0, initialization="zeros"),
+    ours = simulate(problem_of(data), algorithms.scaffold_m(eta=eta, gamma=eta * K, beta=1.0, initialization="zeros"),
                     **options).final_state
     for key in ("x", "c", "c_i"):
         torch.testing.assert_close(ours[key], scaffold[key], rtol=1e-10, atol=1e-12)
     assert bool((scaffold["c_i"].abs().sum(1) > 0).sum() >= 3)  # several clients have taken part
-    default = simulate(problem_of(data), algorithms.scaffold_m(eta, eta * K, 1.0), **options).final_state
+    default = simulate(problem_of(data), algorithms.scaffold_m(eta=eta, gamma=eta * K, beta=1.0), **options).final_state
     assert not torch.allclose(default["x"], scaffold["x"])  # the paper's initialization is not SCAFFOLD's
 
 

@@ -88,8 +88,9 @@ def test_schedules_stack_and_plain_functions_run_alone_said_once() -> None:
 
 
 def test_different_families_never_share_a_pass() -> None:
-    mixed = [algorithms.fedavg(0.1), algorithms.fedadam(0.1, 0.01), algorithms.fedadam(0.1, 0.01, tau=1e-2),
-             algorithms.fedadam(0.1, 0.01, bias_correction="keras")]
+    mixed = [algorithms.fedavg(0.1), algorithms.fedadam(0.1, server_lr=0.01),
+             algorithms.fedadam(0.1, server_lr=0.01, tau=1e-2),
+             algorithms.fedadam(0.1, server_lr=0.01, bias_correction="keras")]
     keys = [runs.signature(a)[0] for a in mixed]
     assert keys[0] != keys[1] and keys[1] == keys[2] and keys[1] != keys[3]
     with pytest.raises(ValueError, match="cannot stack"):

@@ -26,9 +26,9 @@ def problem(data=None, model_seed=0) -> Problem:
 
 def test_a_hit_returns_the_identical_history_without_computing(tmp_path) -> None:
     runs = Store(tmp_path / "runs.sqlite")
-    first = simulate(problem(), algorithms.fedadam(0.1, 0.05), store=runs, **OPTIONS)
+    first = simulate(problem(), algorithms.fedadam(0.1, server_lr=0.05), store=runs, **OPTIONS)
     assert len(runs) == 1 and not first.stored
-    second = simulate(problem(), algorithms.fedadam(0.1, 0.05), store=runs, **OPTIONS)
+    second = simulate(problem(), algorithms.fedadam(0.1, server_lr=0.05), store=runs, **OPTIONS)
     assert second.stored and len(runs) == 1
     pd.testing.assert_frame_equal(first.frame, second.frame, check_exact=True)
     assert torch.equal(first.final_state["x"], second.final_state["x"])
@@ -38,12 +38,12 @@ def test_a_hit_returns_the_identical_history_without_computing(tmp_path) -> None
 @pytest.mark.parametrize("change", ["hyperparameter", "server option", "seed", "data", "model", "rounds", "source"])
 def test_anything_that_determines_the_run_misses(tmp_path, monkeypatch, change: str) -> None:
     runs = Store(tmp_path / "runs.sqlite")
-    simulate(problem(), algorithms.fedadam(0.1, 0.05), store=runs, **OPTIONS)
-    algorithm, options, prob = algorithms.fedadam(0.1, 0.05), dict(OPTIONS), problem()
+    simulate(problem(), algorithms.fedadam(0.1, server_lr=0.05), store=runs, **OPTIONS)
+    algorithm, options, prob = algorithms.fedadam(0.1, server_lr=0.05), dict(OPTIONS), problem()
     if change == "hyperparameter":
-        algorithm = algorithms.fedadam(0.1, 0.06)
+        algorithm = algorithms.fedadam(0.1, server_lr=0.06)
     elif change == "server option":
-        algorithm = algorithms.fedadam(0.1, 0.05, bias_correction="keras")
+        algorithm = algorithms.fedadam(0.1, server_lr=0.05, bias_correction="keras")
     elif change == "seed":
         options["seed"] = 1
     elif change == "data":
@@ -129,13 +129,28 @@ def file_digest(path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
+def test_the_table_of_an_earlier_fedcore_is_left_as_it_is(tmp_path) -> None:
+    path = tmp_path / "old.sqlite"
+    with closing(sqlite3.connect(path)) as db, db:
+        db.execute("CREATE TABLE runs (key TEXT PRIMARY KEY, identity TEXT, rounds INTEGER, created REAL, "
+                   "payload BLOB)")
+        db.execute("INSERT INTO runs VALUES ('k', '{}', 1, 0, x'00')")
+    runs = Store(path)
+    assert len(runs) == 0
+    assert not simulate(problem(), algorithms.fedavg(0.1), store=runs, **OPTIONS).stored and len(runs) == 1
+    assert simulate(problem(), algorithms.fedavg(0.1), store=Store(path), **OPTIONS).stored
+    with closing(sqlite3.connect(path)) as db:
+        assert db.execute("SELECT * FROM runs").fetchall() == [("k", "{}", 1, 0.0, b"\x00")]
+
+
 @pytest.mark.parametrize("tables", [
-    ["CREATE TABLE runs (key TEXT PRIMARY KEY, identity TEXT, rounds INTEGER, created REAL, payload BLOB)"],
+    ["CREATE TABLE runs (key TEXT PRIMARY KEY, identity TEXT, rounds INTEGER, created REAL, checksum TEXT, "
+     "payload BLOB)"],
     ["CREATE TABLE runs (name TEXT, score REAL)"],
     ["CREATE TABLE experiments (name TEXT, score REAL)"],
     ["CREATE TABLE fedcore_runs (key TEXT)", "CREATE TABLE fedcore_meta (name TEXT PRIMARY KEY, value TEXT)",
      "INSERT INTO fedcore_meta VALUES ('layout', '99')"],
-], ids=["an earlier fedcore's", "a user's runs", "a user's other table", "a later layout"])
+], ids=["a runs table with other columns", "a user's runs", "a user's other table", "a later layout"])
 def test_a_file_that_is_not_a_store_of_this_layout_is_refused_untouched(tmp_path, tables) -> None:
     """A user's SQLite file (or a store of another layout) is never dropped or altered: refused, byte for byte."""
     path = tmp_path / "mine.sqlite"
@@ -171,8 +186,8 @@ def test_an_entry_moved_under_another_key_is_not_another_run(tmp_path) -> None:
 
 def test_a_store_without_models_keeps_the_history_and_says_so(tmp_path) -> None:
     runs = Store(tmp_path / "runs.sqlite", keep_models=False)
-    first = simulate(problem(), algorithms.fedadam(0.1, 0.05), store=runs, **OPTIONS)
-    second = simulate(problem(), algorithms.fedadam(0.1, 0.05), store=runs, **OPTIONS)
+    first = simulate(problem(), algorithms.fedadam(0.1, server_lr=0.05), store=runs, **OPTIONS)
+    second = simulate(problem(), algorithms.fedadam(0.1, server_lr=0.05), store=runs, **OPTIONS)
     assert second.stored
     pd.testing.assert_frame_equal(first.frame, second.frame, check_exact=True)
     with pytest.raises(KeyError, match=r"keeps no final models.*store=None"):

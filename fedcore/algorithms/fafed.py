@@ -162,11 +162,11 @@ class FAFED:
                      "t": torch.tensor(t + 1)}
         return new_state, {"train_loss": w @ run.mean_loss}
 
-def fafed(lr: float | Schedule, alpha: float | Schedule = 0.1, beta: float = 0.9, rho: float = 0.01) -> FAFED:
+def fafed(lr: float | Schedule, *, alpha: float | Schedule = 0.1, beta: float = 0.9, rho: float = 0.01) -> FAFED:
     """FAFED (Wu et al., AAAI 2023, Alg. 2): STORM momentum, shared ``A = diag(sqrt(v_bar) + rho)``."""
     return FAFED(lr, alpha, beta, rho, adaptive=True, name="FAFED")
 
 
-def stem(lr: float | Schedule, alpha: float | Schedule = 0.1) -> FAFED:
+def stem(lr: float | Schedule, *, alpha: float | Schedule = 0.1) -> FAFED:
     """STEM (Khanduri et al., NeurIPS 2021): client STORM momentum, the server averages ``x`` and ``m``."""
     return FAFED(lr, alpha, adaptive=False, name="STEM")

@@ -42,7 +42,7 @@ from fedcore.server_opt import ServerOptimizer, dot
 EPS_CONVENTIONS = ("paper", "code")
 
 
-def extrapolation(eps: float | Schedule = 1e-3, eps_convention: str = "paper") -> ServerOptimizer:
+def extrapolation(*, eps: float | Schedule = 1e-3, eps_convention: str = "paper") -> ServerOptimizer:
     """FedExP's server step ``x + eta_g Delta_bar``, ``eta_g = max(1, sum_i w_i ||Delta_i||^2 / (2 (||Delta_bar||^2
     + eps')))`` with ``eps' = eps`` (the paper) or ``S eps`` (``eps_convention="code"``, the authors' code); ``eps``
     is a number or a schedule of the round.  The state keeps ``eta_g``, the iterate before the step (``x_prev``, for
@@ -83,7 +83,7 @@ class FedExP(FedOpt):
         return (state["x"] + state["server"]["x_prev"]) / 2
 
 
-def fedexp(client_lr: float | Schedule, eps: float | Schedule = 1e-3, eps_convention: str = "paper") -> FedExP:
+def fedexp(client_lr: float | Schedule, *, eps: float | Schedule = 1e-3, eps_convention: str = "paper") -> FedExP:
     """FedExP (Jhunjhunwala et al., ICLR 2023): FedAvg clients at ``client_lr`` (a number or a schedule), the server
     extrapolates by ``eta_g = max(1, sum_i w_i ||Delta_i||^2 / (2 (||Delta_bar||^2 + eps)))``."""
-    return FedExP(client_lr, extrapolation(eps, eps_convention))
+    return FedExP(client_lr, extrapolation(eps=eps, eps_convention=eps_convention))

@@ -103,7 +103,7 @@ class FedLiLS:
 
 
 def fedli_ls(
-    c: float = 0.1, backtrack: float = 0.9, eta_max: float = 1.0, gamma: float = 2.0,
+    *, c: float = 0.1, backtrack: float = 0.9, eta_max: float = 1.0, gamma: float = 2.0,
     batches_per_epoch: int | None = None, max_backtracks: int = 100, server_step_size: str = "one",
 ) -> FedLiLS:
     """FedLi-LS: clients run SGD with the stochastic Armijo line search, the server steps ``eta_g Delta`` with
@@ -112,7 +112,7 @@ def fedli_ls(
 
 
 def deep_frank_wolfe(
-    eta: float = 0.01, mu: float = 0.9, weight_decay: float = 1e-5, eps: float = 1e-5,
+    *, eta: float = 0.01, mu: float = 0.9, weight_decay: float = 1e-5, eps: float = 1e-5,
 ) -> ServerOptimizer:
     """FedLi-LU's server (Algorithm 2): the DFW step on ``d = -Delta`` with the weighted mean client loss ``L``,
     ``gamma = clip((L - eta <d, r>) / (eta ||d||^2 + eps), 0, 1)``, ``r = weight_decay x``, then momentum
@@ -151,8 +151,8 @@ class FedLiLU(FedOpt):
 
 
 def fedli_lu(
-    client_lr: float | Schedule, eta: float = 0.01, mu: float = 0.9, weight_decay: float = 1e-5, eps: float = 1e-5,
+    client_lr: float | Schedule, *, eta: float = 0.01, mu: float = 0.9, weight_decay: float = 1e-5, eps: float = 1e-5,
 ) -> FedLiLU:
     """FedLi-LU: SGD clients at ``client_lr``, the server's Deep-Frank-Wolfe step with momentum (the authors'
     constants ``eta = 0.01``, ``mu = 0.9``, ``weight_decay = 1e-5``, ``eps = 1e-5``)."""
-    return FedLiLU(client_lr, deep_frank_wolfe(eta, mu, weight_decay, eps))
+    return FedLiLU(client_lr, deep_frank_wolfe(eta=eta, mu=mu, weight_decay=weight_decay, eps=eps))

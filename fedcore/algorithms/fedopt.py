@@ -83,31 +83,31 @@ def _with_options(client_lr: float | Schedule, optimizer, server_lr: float, opti
     return FedOpt(client_lr, optimizer(server_learning_rate(server_lr), **options), name)
 
 
-def fedavg(client_lr: float | Schedule, server_lr: float = 1.0) -> FedOpt:
+def fedavg(client_lr: float | Schedule, *, server_lr: float = 1.0) -> FedOpt:
     """FedAvg: ``x_{t+1} = x_t + eta Delta_t`` (``server_lr = 1``: McMahan et al. 2017)."""
     return FedOpt(client_lr, server_opt.sgd(server_learning_rate(server_lr)), "FedAvg")
 
 
-def fedavgm(client_lr: float | Schedule, server_lr: float = 1.0, beta: float = 0.9) -> FedOpt:
+def fedavgm(client_lr: float | Schedule, *, server_lr: float = 1.0, beta: float = 0.9) -> FedOpt:
     """FedAvgM (Hsu et al. 2019): ``m_t = beta m_{t-1} + Delta_t``, ``x_{t+1} = x_t + eta m_t``."""
     return FedOpt(client_lr, server_opt.sgdm(server_learning_rate(server_lr), beta), "FedAvgM")
 
 
-def fedadagrad(client_lr: float | Schedule, server_lr: float = 0.1, **options) -> FedOpt:
+def fedadagrad(client_lr: float | Schedule, *, server_lr: float = 0.1, **options) -> FedOpt:
     """FedAdagrad (Reddi et al., Alg. 2); ``options`` go to :func:`fedcore.server_opt.adagrad`."""
     return _with_options(client_lr, server_opt.adagrad, server_lr, options, "FedAdagrad")
 
 
-def fedadam(client_lr: float | Schedule, server_lr: float = 0.01, **options) -> FedOpt:
+def fedadam(client_lr: float | Schedule, *, server_lr: float = 0.01, **options) -> FedOpt:
     """FedAdam (Reddi et al., Alg. 2); ``options`` go to :func:`fedcore.server_opt.adam`."""
     return _with_options(client_lr, server_opt.adam, server_lr, options, "FedAdam")
 
 
-def fedyogi(client_lr: float | Schedule, server_lr: float = 0.01, **options) -> FedOpt:
+def fedyogi(client_lr: float | Schedule, *, server_lr: float = 0.01, **options) -> FedOpt:
     """FedYogi (Reddi et al., Alg. 2); ``options`` go to :func:`fedcore.server_opt.yogi`."""
     return _with_options(client_lr, server_opt.yogi, server_lr, options, "FedYogi")
 
 
-def fedams(client_lr: float | Schedule, server_lr: float = 0.01, **options) -> FedOpt:
+def fedams(client_lr: float | Schedule, *, server_lr: float = 0.01, **options) -> FedOpt:
     """FedAMS (Wang, Lin & Chen, ICML 2022); ``options`` go to :func:`fedcore.server_opt.amsgrad`."""
     return _with_options(client_lr, server_opt.amsgrad, server_lr, options, "FedAMS")

@@ -32,6 +32,6 @@ class Proximal:
         return add(lambda step: mu * (step.X - x))
 
 
-def fedprox(client_lr: float | Schedule, mu: float = 0.01, server_lr: float = 1.0) -> FedOpt:
+def fedprox(client_lr: float | Schedule, *, mu: float = 0.01, server_lr: float = 1.0) -> FedOpt:
     """FedProx with server SGD at ``server_lr`` (1 in the paper): FedOpt with :class:`Proximal` clients."""
     return FedOpt(client_lr, server_opt.sgd(server_learning_rate(server_lr)), "FedProx", Proximal(mu))

@@ -54,6 +54,6 @@ class LocalAdaptive:
         metrics = {"train_loss": batch.weights @ run.mean_loss}
         return {**state, "x": batch.weights @ run.X, "v": batch.write_rows(state["v"], V)}, metrics
 
-def local_adaptive(lr: float, beta: float = 0.5) -> LocalAdaptive:
+def local_adaptive(lr: float, *, beta: float = 0.5) -> LocalAdaptive:
     """Naive local-adaptive FedAvg (Wu et al., Algorithm 1), which can diverge (their Theorem 1)."""
     return LocalAdaptive(lr, beta)

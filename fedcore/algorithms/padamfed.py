@@ -199,7 +199,7 @@ def _parameter_free(
 
 
 def padamfed(
-    clients_per_round: int | None = None, local_steps: int | None = None, rounds: int | None = None, *,
+    *, clients_per_round: int | None = None, local_steps: int | None = None, rounds: int | None = None,
     multiplier: float = 1.0, eta: float | None = None, gamma: float | None = None, beta: float | None = None,
 ) -> PAdaMFed:
     """PAdaMFed (Yan et al., Alg. 1): ``theta_i <- theta_i - eta g / ||g||``, ``g = beta (grad - c_i + c) +
@@ -211,7 +211,7 @@ def padamfed(
 
 
 def padamfed_vr(
-    clients_per_round: int | None = None, local_steps: int | None = None, rounds: int | None = None, *,
+    *, clients_per_round: int | None = None, local_steps: int | None = None, rounds: int | None = None,
     multiplier: float = 1.0, eta: float | None = None, gamma: float | None = None, beta: float | None = None,
 ) -> PAdaMFed:
     """PAdaMFed-VR (Yan et al., Theorem 2): the normalized step on the STORM direction
@@ -221,13 +221,13 @@ def padamfed_vr(
                            {"eta": eta, "gamma": gamma, "beta": beta}, variance_reduction=True)
 
 
-def scaffold_m(eta: float, gamma: float, beta: float, initialization: str = "gradients") -> PAdaMFed:
+def scaffold_m(*, eta: float, gamma: float, beta: float, initialization: str = "gradients") -> PAdaMFed:
     """SCAFFOLD-M (Cheng et al., ICLR 2024; reconstructed): ``theta_i <- theta_i - eta (beta (grad - c_i + c) +
     (1 - beta) g)``, server ``theta <- theta - gamma g_bar``; ``initialization="zeros"`` starts as SCAFFOLD."""
     return PAdaMFed(eta, gamma, beta, normalized=False, initialization=initialization, name="SCAFFOLD-M")
 
 
-def scaffold_m_vr(eta: float, gamma: float, beta: float, initialization: str = "gradients") -> PAdaMFed:
+def scaffold_m_vr(*, eta: float, gamma: float, beta: float, initialization: str = "gradients") -> PAdaMFed:
     """SCAFFOLD-M-VR (Cheng et al., ICLR 2024; reconstructed): SCAFFOLD-M's plain step on the STORM direction."""
     return PAdaMFed(eta, gamma, beta, normalized=False, variance_reduction=True, initialization=initialization,
                     name="SCAFFOLD-M-VR")

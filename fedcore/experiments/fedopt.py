@@ -217,14 +217,14 @@ def make_builders(task: str, decay: int | None = None) -> dict[str, Builder]:
 
     def adaptive(method: str, h: dict[str, float]) -> Builder:
         return lambda client_lr=h["client_lr"], server_lr=h["server_lr"], tau=h["tau"]: named(
-            _RULES[method](lr(client_lr), server_lr, tau=tau, **VARIANTS["paper"]["methods"][method]))
+            _RULES[method](lr(client_lr), server_lr=server_lr, tau=tau, **VARIANTS["paper"]["methods"][method]))
 
     m, a = best["FedAvgM"], best["FedAvg"]
     return {**{method: adaptive(method, best[method]) for method in ADAPTIVE},
             "FedAvgM": lambda client_lr=m["client_lr"], server_lr=m["server_lr"]: named(
-                algorithms.fedavgm(lr(client_lr), server_lr, beta=0.9)),
+                algorithms.fedavgm(lr(client_lr), server_lr=server_lr, beta=0.9)),
             "FedAvg": lambda client_lr=a["client_lr"], server_lr=a["server_lr"]: named(
-                algorithms.fedavg(lr(client_lr), server_lr))}
+                algorithms.fedavg(lr(client_lr), server_lr=server_lr))}
 
 
 # ------------------------------------------------------------------ "FedAdam is not one optimizer"
@@ -257,7 +257,7 @@ def variant_builders(task: str, variant: str) -> dict[str, Builder]:
     def build(method: str, opts: dict[str, Any]) -> Builder:
         h = hyperparameters(task, method)
         return lambda client_lr=h["client_lr"], server_lr=h["server_lr"], tau=h["tau"]: replace(
-            _RULES[method](client_lr, server_lr, tau=tau, **opts), name=f"{method} [{variant}]")
+            _RULES[method](client_lr, server_lr=server_lr, tau=tau, **opts), name=f"{method} [{variant}]")
 
     return {method: build(method, opts) for method, opts in spec["methods"].items()}
 
@@ -295,7 +295,7 @@ def centralized_algorithm(method: str, lr: float, **server_options: Any) -> Any:
     on :func:`centralized` data with :data:`CENTRALIZED_OPTIONS` (Adam: ``tau`` and :data:`TORCH_ADAM`)."""
     check_choice("method", method, METHODS)
     builders = {**_RULES, "FedAvgM": algorithms.fedavgm, "FedAvg": algorithms.fedavg}
-    built = builders[method](1.0, check_positive("lr", lr), **server_options)
+    built = builders[method](1.0, server_lr=check_positive("lr", lr), **server_options)
     return replace(built, name=CENTRALIZED_NAMES[method])
 
 

@@ -88,7 +88,7 @@ def squared_gradient_norms(task: QuadraticTask, rounds: int, clients_per_round: 
     ``beta2 = 0.99``."""
     client_lr, server_lr = corollary_learning_rates(local_steps, clients_per_round, rounds, task.smoothness,
                                                     client_constant, server_constant)
-    algorithm = algorithms.fedadam(client_lr, server_lr, tau=task.gradient_bound / task.smoothness)
+    algorithm = algorithms.fedadam(client_lr, server_lr=server_lr, tau=task.gradient_bound / task.smoothness)
     norms: list[float] = []
     simulate(task.problem, algorithm, rounds, clients_per_round, local_steps, batch_size, seed=seed, progress=False,
              eval_every=rounds, callback=lambda t, state: norms.append(float(task.gradient(state["x"]).square().sum())))

@@ -123,8 +123,10 @@ BUILDERS: dict[str, Builder] = {
     "PAdaMFed-VR": lambda eta, gamma, beta: algorithms.padamfed_vr(eta=eta, gamma=gamma, beta=beta),
     "FedAvg": lambda client_lr: algorithms.fedavg(client_lr),
     "SCAFFOLD": lambda client_lr: algorithms.scaffold(client_lr),
-    "SCAFFOLD-M": lambda eta, beta, factor: algorithms.scaffold_m(eta, factor * eta * TASK["local_steps"], beta),
-    "SCAFFOLD-M-VR": lambda eta, beta, factor: algorithms.scaffold_m_vr(eta, factor * eta * TASK["local_steps"], beta),
+    "SCAFFOLD-M": lambda eta, beta, factor: algorithms.scaffold_m(eta=eta, gamma=factor * eta * TASK["local_steps"],
+                                                                  beta=beta),
+    "SCAFFOLD-M-VR": lambda eta, beta, factor: algorithms.scaffold_m_vr(
+        eta=eta, gamma=factor * eta * TASK["local_steps"], beta=beta),
 }
 """``{method: build(**hyperparameters)}``: PAdaMFed's from :func:`theory`, the baselines' from :data:`GRIDS`."""
 

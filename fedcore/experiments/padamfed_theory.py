@@ -81,9 +81,9 @@ def smoothness_builders(fedavg_lr: float, point: dict[str, int] | None = None) -
     """PAdaMFed and PAdaMFed-VR at their theorems' step sizes for ``point``'s S, K, T; FedAvg and SCAFFOLD at
     one fixed client rate ``fedavg_lr`` (a value that suits the unscaled problem)."""
     point = dict(POINT if point is None else point)
-    sizes = (point["clients_per_round"], point["local_steps"], point["rounds"])
+    sizes = {key: point[key] for key in ("clients_per_round", "local_steps", "rounds")}
     check_positive("fedavg_lr", fedavg_lr)
-    return {"PAdaMFed": lambda: algorithms.padamfed(*sizes), "PAdaMFed-VR": lambda: algorithms.padamfed_vr(*sizes),
+    return {"PAdaMFed": lambda: algorithms.padamfed(**sizes), "PAdaMFed-VR": lambda: algorithms.padamfed_vr(**sizes),
             "FedAvg": lambda: algorithms.fedavg(fedavg_lr), "SCAFFOLD": lambda: algorithms.scaffold(fedavg_lr)}
 
 
