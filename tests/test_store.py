@@ -7,6 +7,7 @@ import hashlib
 import sqlite3
 from contextlib import closing
 
+import numpy as np
 import pandas as pd
 import pytest
 import torch
@@ -206,3 +207,16 @@ def test_entries_of_older_sources_are_capped(tmp_path, monkeypatch) -> None:
     with closing(sqlite3.connect(path)) as db:
         kept = db.execute("SELECT source, COUNT(*) FROM fedcore_runs GROUP BY source ORDER BY source").fetchall()
     assert kept == [("v2", 2), ("v3", 2)]
+
+
+@pytest.mark.parametrize("values", [(0.1, 0.2), np.array([0.1, 0.2]), torch.tensor([0.1, 0.2], dtype=torch.float64),
+                                    pd.Series([0.1, 0.2])], ids=["tuple", "numpy", "tensor", "series"])
+def test_a_grid_takes_any_sequence_of_values(values) -> None:
+    """The same table as for the list [0.1, 0.2], with plain Python numbers in the point columns."""
+    expected = sweep(problem(), algorithms.fedavg, {"client_lr": [0.1, 0.2]}, **OPTIONS)
+    table = sweep(problem(), algorithms.fedavg, {"client_lr": values}, **OPTIONS)
+    pd.testing.assert_frame_equal(table, expected)
+    assert all(type(value) is float for value in table["client_lr"])
+    steps = sweep(problem(), lambda client_lr, local: algorithms.fedavg(client_lr * local),
+                  {"client_lr": [0.1], "local": range(1, 3)}, **OPTIONS)
+    assert list(steps["local"]) == [1, 2]
