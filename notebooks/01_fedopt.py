@@ -414,7 +414,8 @@ pd.concat({f"tau {tau:g}": tuning.tuning_summary({method: grids_by_tau[tau][meth
 # $\tau$ is the floor under the adaptive denominator $\sqrt{v_t} + \tau$: once $\tau$ dominates $\sqrt{v_t}$,
 # the server step tends to $\eta\,\Delta_t / \tau$, plain server SGD with momentum at rate $\eta / \tau$, and
 # the method loses what made it adaptive. Read the table with that in mind: at `small`, the larger $\tau$
-# widened FedAdam's and FedYogi's good region and lowered their best accuracy a little.
+# widened FedAdam's and FedYogi's good region (more cells within two points of their best) and lowered their
+# best accuracy, by about as much as that two-point band: a wider region around a lower peak.
 
 # %% [markdown]
 # Pick a method, a $\tau$ and a cell to see its heat map (the chosen cell outlined in black, the cells within
@@ -508,4 +509,6 @@ with pd.option_context("display.max_colwidth", None):
 # - **Seeds.** One seed per run (the paper: its best run per configuration). Rerun with `-p SEED 1`.
 # - **Tuning grids.** Figures 2 and 6 are on Stack Overflow and CIFAR-100 with deep models; ours is a convex
 #   model on Fashion-MNIST, where every method has an easier landscape. One seed per cell: counts that differ
-#   by a cell or two of 36 are within what another seed moves.
+#   by a cell or two of 36 are within what another seed moves, so a verdict on ease of tuning that rests on
+#   such a margin (read the counts in section 5) is not established by this run, whichever way it reads; a
+#   best cell on the grid's edge makes its count a lower bound.

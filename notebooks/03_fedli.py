@@ -143,8 +143,8 @@ print(f"shared data: worst per-round factor {worst:.4f}, bound {bound:.4f}; two 
 # search can accept on every step, and the measured factor is far smaller (printed above); by round 12 the gap
 # reaches float64's floor. Middle, every client lowers its own objective in every round after the first (each
 # hollow triangle below its square, in the client's colour; client 2 starts at its own optimum, $x_0 = 0$, and
-# returns to it every round), and yet the global objective climbs, and then settles (it rises in 9 of the 10
-# rounds; the last moves by about 0.001). Right, the server's $x_t$ settles far from $x^*$: client 1's ten steps towards its own optimum
+# returns close to it every round), and yet the global objective climbs, and then settles (it rises in the
+# rounds the claims table counts, by ever smaller amounts). Right, the server's $x_t$ settles far from $x^*$: client 1's ten steps towards its own optimum
 # at 10 overshoot what the federation wants. With a constant server step, $x_t$ stops where the clients' mean move
 # $\Delta(x)$ is zero, and that point is not $x^*$; a smaller server step reaches the same point, only more slowly.
 #
