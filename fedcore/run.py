@@ -71,6 +71,7 @@ def simulate(
     trace: bool = False,
     store: Store | str | os.PathLike | None = None,
     diverge_above: float | None = None,
+    record: Callable[[Tensor], dict[str, Any]] | None = None,
 ) -> History:
     """Run ``algorithm`` for ``rounds`` communication rounds on ``problem``.
 
@@ -96,9 +97,14 @@ def simulate(
     identity and rounds without computing it, and keeps this one when it finishes; a run with a
     ``callback``, a ``trace`` or a plain-function hyperparameter (which cannot be compared) is
     neither looked up nor kept.
+    ``record(x)`` measures the server models ``x [R, d]`` before the first round and after every round and
+    returns ``{name: one number per run}``: each name becomes a column of ``History.frame`` (a quantity the
+    test set does not give, e.g. ``||grad f(x_t)||^2`` on a quadratic).  A ``record`` that is a dataclass
+    (its fields compared, tensors by content) is part of the run's identity, so such runs are stored and
+    reused; a plain function makes the run uncomparable, as a lambda schedule does.
     """
     settings, progress = _checked_options(problem, rounds, clients_per_round, local_steps, batch_size, eval_every,
-                                          weighting, progress, diverge_above)
+                                          weighting, progress, diverge_above, record)
     data, eval_every = problem.data, settings["eval_every"]
     checkpoint_every = check_int("checkpoint_every", checkpoint_every)
     seed = check_seed("seed", seed)
@@ -150,7 +156,8 @@ def simulate(
 
 
 def _checked_options(problem: Problem, rounds: Any, clients_per_round: Any, local_steps: Any, batch_size: Any,
-                     eval_every: Any, weighting: Any, progress: Any, diverge_above: Any) -> tuple[dict[str, Any], bool]:
+                     eval_every: Any, weighting: Any, progress: Any, diverge_above: Any,
+                     record: Any = None) -> tuple[dict[str, Any], bool]:
     """The round settings :func:`simulate` and :func:`simulate_runs` share, checked: ``(settings, progress)``, the
     settings as a run's identity records them (the caller adds the seed and the backend)."""
     if not isinstance(problem, Problem):
@@ -172,6 +179,8 @@ def _checked_options(problem: Problem, rounds: Any, clients_per_round: Any, loca
         diverge_above = check_positive("diverge_above", diverge_above)
     settings = {"clients_per_round": clients_per_round, "local_steps": local_steps, "batch_size": batch_size,
                 "weighting": weighting, "eval_every": eval_every, "diverge_above": diverge_above}
+    if record is not None:  # only then: the identities of runs without one stay as they were
+        settings["record"] = check_function("record", record, "x")
     return settings, check_bool("progress", progress)
 
 
@@ -239,6 +248,7 @@ def simulate_runs(
     progress: bool = True,
     store: Store | str | os.PathLike | None = None,
     diverge_above: float | None = None,
+    record: Callable[[Tensor], dict[str, Any]] | None = None,
 ) -> list[History]:
     """``[simulate(problem, algorithms[i], ..., seed=seeds[i]) for i]``, computed in passes of several runs.
 
@@ -254,7 +264,7 @@ def simulate_runs(
     (a plain-function schedule, another family) runs alone, said once.  With ``store``, each run is looked
     up under its own identity, only the missing ones are computed, and each pass keeps its runs as it
     finishes (an interrupted call loses no finished pass).  The ``seconds`` of a round of a pass are the
-    pass's time divided by its runs.
+    pass's time divided by its runs.  ``record`` as in :func:`simulate` (called with the pass's models).
     """
     algorithms = list(algorithms)
     if not algorithms:
@@ -266,7 +276,7 @@ def simulate_runs(
         raise ValueError(f"seeds has {len(seeds)} seeds for {len(algorithms)} algorithms: give one seed per "
                          "algorithm, or one for all")
     settings, progress = _checked_options(problem, rounds, clients_per_round, local_steps, batch_size, eval_every,
-                                          weighting, progress, diverge_above)
+                                          weighting, progress, diverge_above, record)
     for algorithm in algorithms:
         _check_algorithm(algorithm, settings, rounds)
     data = problem.data
@@ -546,6 +556,18 @@ class _Pass:
         return RoundBatch(self.round, torch.cat([p.clients for p in parts]), torch.cat([p.weights for p in parts]),
                           torch.cat([p.rows for p in parts]), data.inputs, data.targets, data.num_clients)
 
+    def recorded(self) -> list[dict[str, float]]:
+        """Each live run's ``record`` of its server model (see :func:`simulate`), or nothing."""
+        record = self.config.get("record")
+        if record is None:
+            return [{} for _ in self.live]
+        values = record(self.state["x"].reshape(len(self.live), -1))
+        if not isinstance(values, dict) or not all(isinstance(name, str) for name in values):
+            raise TypeError(f"record={record!r} returned {repr(values)[:80]}; it must return {{name: one number per "
+                            "run}} for the models x [R, d] it is given")
+        per_run = _per_run(values, len(self.live))
+        return [{name: column[p] for name, column in per_run.items()} for p in range(len(self.live))]
+
     def evaluate(self) -> list[dict[str, float]]:
         """Each live run's test metrics, in one forward over the runs' models where the backend is vmap."""
         data = self.problem.data
@@ -559,8 +581,8 @@ class _Pass:
         path = Path(checkpoint) if checkpoint is not None else None
         if self.round == 0:
             tested = self.evaluate() if eval_every else [{} for _ in self.live]
-            for run, metrics in zip(self.live, tested):
-                self.rows[run].append({"round": 0, **metrics})
+            for run, metrics, recorded in zip(self.live, tested, self.recorded()):
+                self.rows[run].append({"round": 0, **metrics, **recorded})
         name = getattr(self.algorithms[0], "name", "run")
         bar = tqdm(total=rounds, initial=min(self.round, rounds), disable=not progress, leave=False,
                    desc=name if len(self.algorithms) == 1 else f"{name} x {len(self.algorithms)} runs")
@@ -638,6 +660,8 @@ class _Pass:
         if eval_every and (self.round % eval_every == 0 or self.round == rounds):
             for run, tested in zip(self.live, self.evaluate()):
                 self.rows[run][-1].update(tested)
+        for run, recorded in zip(self.live, self.recorded()):
+            self.rows[run][-1].update(recorded)
         self.dropout_rng = torch.get_rng_state()
         if self.callback is not None:
             self.callback(self.round, run_state(self.state, 0))

@@ -126,7 +126,8 @@ ranges = {"rounds": [25, 50, 100, 200, 400, 800], "clients_per_round": [2, 5, 10
           "local_steps": [1, 2, 5, 10, 20]}
 if SCALE == "smoke":
     ranges = {name: values[:3] for name, values in ranges.items()}
-tables = {theory.VARIED[name]: theory.scaling(task, name, values, seeds=(0, 1)) for name, values in ranges.items()}
+tables = {theory.VARIED[name]: theory.scaling(task, name, values, seeds=(0, 1), store=store)
+          for name, values in ranges.items()}
 figure = plots.scaling_panels(tables)
 plots.savefig(figure, "01_corollary_scaling.png", FIGURES)
 pd.Series({name: theory.fitted_exponent(table) for name, table in tables.items()}, name="fitted exponent").round(3)
@@ -151,7 +152,7 @@ for name, slope in fitted.items():
 # %%
 levels = [0.0, 1.0, 3.0]
 exponents = theory.exponents_by_heterogeneity(levels, {name: ranges[name] for name in ("clients_per_round",
-                                                                                          "local_steps")})
+                                                                                          "local_steps")}, store=store)
 display(exponents.round(3))
 low, high = exponents.index[0], exponents.index[-1]
 print(f"from heterogeneity {low:g} to {high:g}: K's slope {exponents.loc[low, 'K']:+.2f} -> "
@@ -175,7 +176,8 @@ print(f"from heterogeneity {low:g} to {high:g}: K's slope {exponents.loc[low, 'K
 constants = [10 ** (k / 2) for k in range(-2, 5)] if SCALE != "smoke" else [0.1, 10.0]
 point = dict(theory.TRADEOFF, rounds=200 if SCALE != "smoke" else 20)
 tradeoffs = {f"{m} of 50 clients per round":
-             theory.rate_tradeoff(levels, constants, point=dict(point, clients_per_round=m)) for m in (50, 10)}
+             theory.rate_tradeoff(levels, constants, point=dict(point, clients_per_round=m), store=store)
+             for m in (50, 10)}
 figure, axes = plt.subplots(1, 2, figsize=(11, 3.6), layout="constrained", sharey=True)
 for ax, (name, table) in zip(axes, tradeoffs.items()):
     table.plot(ax=ax, logx=True, logy=True, marker="o", title=name, ylabel="final squared gradient norm")

@@ -159,7 +159,7 @@ print(inspect.getsource(PAdaMFed.round))
 # %%
 factors = [10.0**k for k in range(-2, 3)] if SCALE != "smoke" else [0.1, 100.0]
 point = dict(theory.POINT, rounds=200 if SCALE != "smoke" else 20)
-smoothness = theory.smoothness_table(factors, FEDAVG_LR, point)
+smoothness = theory.smoothness_table(factors, FEDAVG_LR, point, store=store)
 figure, ax = plt.subplots(figsize=(6, 3.6), layout="constrained")
 for index, method in enumerate(smoothness):
     ax.loglog(smoothness.index, smoothness[method].clip(upper=1e6), marker=plots.MARKERS[index],

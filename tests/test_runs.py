@@ -218,3 +218,47 @@ def test_auto_holds_at_most_160_rows_and_4_2m_entries_per_pass() -> None:
     assert [runs_per_pass(logistic, "vmap", s) for s in (10, 20, 200)] == [16, 8, 1]
     assert [runs_per_pass(mlp, "vmap", s) for s in (10, 5, 100)] == [8, 16, 1]
     assert runs_per_pass(logistic, "loop", 1) == 1
+
+
+# ---------------------------------------------------------------- record: a measure of every round's server model
+
+
+def test_record_adds_a_column_equal_to_what_a_callback_measures_and_is_stored(tmp_path) -> None:
+    """``record`` measures every round's server model (here ||grad f||^2 on a least-squares federation, checked
+    against the same quantity taken through a callback); in a pass each run records its own; a dataclass record
+    is part of the identity, so its runs are stored and read back with the column, and a plain function's are not."""
+    from fedcore.experiments.fedopt_theory import quadratic_task
+
+    task = quadratic_task(num_clients=6, dim=3, samples_per_client=5)
+    options = dict(rounds=5, clients_per_round=3, local_steps=2, batch_size=2, progress=False)
+    seen = []
+    alone = simulate(task.problem, algorithms.fedavg(0.1), **options, seed=2, record=task.record,
+                     callback=lambda t, state: seen.append(float(task.gradient(state["x"]).square().sum())))
+    column = alone.frame["squared_gradient_norm"]
+    assert column.index.tolist() == [0, 1, 2, 3, 4, 5]
+    assert column.iloc[0] == pytest.approx(float(task.gradient(task.problem.x0()).square().sum()), rel=1e-12)
+    assert column.loc[1:].tolist() == pytest.approx(seen, rel=1e-12)
+
+    store = Store(tmp_path / "runs.sqlite")
+    passed = simulate_runs(task.problem, [algorithms.fedavg(0.1), algorithms.fedavg(0.05)], seeds=(2, 3),
+                           record=task.record, store=store, batch=2, **options)
+    assert passed[0].frame["squared_gradient_norm"].tolist() == pytest.approx(column.tolist(), rel=1e-9)
+    other = simulate(task.problem, algorithms.fedavg(0.05), **options, seed=3, record=task.record, store=store)
+    assert other.stored and other.frame["squared_gradient_norm"].tolist() == \
+        passed[1].frame["squared_gradient_norm"].tolist()
+    assert len(store) == 2
+    plain = simulate(task.problem, algorithms.fedavg(0.1), **options, seed=2, store=store,
+                     record=lambda x: {"norm": x.norm(dim=1)})
+    assert not plain.stored and len(store) == 2 and plain.frame["norm"].notna().all()
+    without = simulate(task.problem, algorithms.fedavg(0.1), **options, seed=2, store=store)
+    assert not without.stored and "squared_gradient_norm" not in without.frame  # another run: no record
+
+
+@pytest.mark.parametrize("record, message", [
+    (lambda x: x.sum(), r"record=.* returned tensor.*; it must return \{name: one number per run\}"),
+    (lambda: {}, r"record=.* must take 1 positional argument\(s\) \(x\)"),
+    ("norm", r"record='norm' must be a function \(x\)"),
+])
+def test_a_bad_record_is_named(record, message) -> None:
+    with pytest.raises(TypeError, match=message):
+        simulate(problem(), algorithms.fedavg(0.1), record=record, **OPTIONS)

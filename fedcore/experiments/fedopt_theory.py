@@ -27,7 +27,8 @@ from torch import Tensor
 from fedcore import algorithms, models
 from fedcore.checks import check_choice, check_int, check_positive
 from fedcore.data import federated_quadratic
-from fedcore.run import Problem, simulate
+from fedcore.run import Problem, simulate_runs
+from fedcore.store import Store
 
 PREDICTED_EXPONENT = -0.5
 """The corollaries' ``1 / sqrt(m K T)``: slope -1/2 in each of ``m``, ``K`` and ``T`` on log-log axes."""
@@ -54,6 +55,25 @@ class QuadraticTask:
         """``grad f(x) = A^T (A x - y) / n``, the full gradient of the federation's objective."""
         data = self.problem.data
         return data.inputs.T @ (data.inputs @ x - data.targets) / data.inputs.shape[0]
+
+    @property
+    def record(self) -> SquaredGradientNorm:
+        """``simulate(..., record=task.record)``: ``||grad f(x_t)||^2`` of every round's server model."""
+        return SquaredGradientNorm(self.problem.data.inputs, self.problem.data.targets)
+
+
+@dataclass(frozen=True, eq=False)
+class SquaredGradientNorm:
+    """``||grad f(x)||^2`` of ``f(x) = 1/(2n) ||A x - y||^2`` at each server model ``x [R, d]``, as
+    ``simulate(..., record=...)`` asks: a dataclass, so that the runs that record it are compared (``A`` and ``y``
+    by content) and kept in the results store."""
+
+    inputs: Tensor
+    targets: Tensor
+
+    def __call__(self, x: Tensor) -> dict[str, Tensor]:
+        gradients = (self.inputs.T @ (self.inputs @ x.T - self.targets.unsqueeze(1))).T / self.inputs.shape[0]
+        return {"squared_gradient_norm": gradients.square().sum(1)}
 
 
 def quadratic_task(num_clients: int = 50, dim: int = 10, samples_per_client: int = 20, heterogeneity: float = 1.0,
@@ -82,29 +102,37 @@ def corollary_learning_rates(local_steps: int, clients_per_round: int, rounds: i
 
 def squared_gradient_norms(task: QuadraticTask, rounds: int, clients_per_round: int, local_steps: int,
                            batch_size: int = 4, seed: int = 0, client_constant: float = 1.0,
-                           server_constant: float = 1.0) -> list[float]:
-    """``||grad f(x_t)||^2`` at each round's server model of FedAdam run at the corollary's rates (constants
-    ``client_constant``, ``server_constant``), with ``tau = G / L`` and the paper's ``beta1 = 0.9``,
-    ``beta2 = 0.99``."""
-    client_lr, server_lr = corollary_learning_rates(local_steps, clients_per_round, rounds, task.smoothness,
-                                                    client_constant, server_constant)
+                           server_constant: float = 1.0, store: Store | None = None) -> list[float]:
+    """``||grad f(x_t)||^2`` at each round's server model (rounds 1 to T) of FedAdam run at the corollary's rates
+    (constants ``client_constant``, ``server_constant``), with ``tau = G / L`` and the paper's ``beta1 = 0.9``,
+    ``beta2 = 0.99``; ``store``: the results store (the norms are a column of the stored history)."""
+    return _norms_over_seeds(task, dict(rounds=rounds, clients_per_round=clients_per_round, local_steps=local_steps),
+                             [seed], client_constant, server_constant, batch_size, store)[0].tolist()
+
+
+def _norms_over_seeds(task: QuadraticTask, point: dict[str, int], seeds: Sequence[int], client_constant: float,
+                      server_constant: float, batch_size: int, store: Store | None) -> list[np.ndarray]:
+    """:func:`squared_gradient_norms` for every seed of ``seeds``, the seeds' runs in one pass."""
+    rounds = point["rounds"]
+    client_lr, server_lr = corollary_learning_rates(point["local_steps"], point["clients_per_round"], rounds,
+                                                    task.smoothness, client_constant, server_constant)
     algorithm = algorithms.fedadam(client_lr, server_lr=server_lr, tau=task.gradient_bound / task.smoothness)
-    norms: list[float] = []
-    simulate(task.problem, algorithm, rounds, clients_per_round, local_steps, batch_size, seed=seed, progress=False,
-             eval_every=rounds, callback=lambda t, state: norms.append(float(task.gradient(state["x"]).square().sum())))
-    return norms
+    histories = simulate_runs(task.problem, [algorithm] * len(seeds), rounds, point["clients_per_round"],
+                              point["local_steps"], batch_size, seeds=list(seeds), progress=False, eval_every=rounds,
+                              record=task.record, store=store)
+    return [history.frame["squared_gradient_norm"].loc[1:].to_numpy() for history in histories]
 
 
 def mean_squared_gradient(task: QuadraticTask, rounds: int, clients_per_round: int, local_steps: int,
                           batch_size: int = 4, seed: int = 0, client_constant: float = 1.0,
-                          server_constant: float = 1.0) -> float:
+                          server_constant: float = 1.0, store: Store | None = None) -> float:
     """``(1/T) sum_t ||grad f(x_t)||^2`` over the server models (:func:`squared_gradient_norms`)."""
     return float(np.mean(squared_gradient_norms(task, rounds, clients_per_round, local_steps, batch_size, seed,
-                                                client_constant, server_constant)))
+                                                client_constant, server_constant, store)))
 
 
 def scaling(task: QuadraticTask, vary: str, values: Sequence[int], seeds: Sequence[int] = (0, 1, 2),
-            base: dict[str, int] | None = None) -> pd.DataFrame:
+            base: dict[str, int] | None = None, store: Store | None = None) -> pd.DataFrame:
     """Vary one of ``rounds`` (T), ``clients_per_round`` (m) or ``local_steps`` (K) from ``base``: per value,
     the measured ``(1/T) sum ||grad f||^2`` (mean over ``seeds``) beside the rate ``1 / sqrt(m K T)``."""
     check_choice("vary", vary, VARIED)
@@ -112,7 +140,7 @@ def scaling(task: QuadraticTask, vary: str, values: Sequence[int], seeds: Sequen
     rows = []
     for value in values:
         point[vary] = check_int(vary, value)
-        measured = np.mean([mean_squared_gradient(task, **point, seed=seed) for seed in seeds])
+        measured = np.mean([norms.mean() for norms in _norms_over_seeds(task, point, seeds, 1.0, 1.0, 4, store)])
         rate = 1 / math.sqrt(point["rounds"] * point["clients_per_round"] * point["local_steps"])
         rows.append({VARIED[vary]: value, "mean squared gradient norm": measured, "1 / sqrt(m K T)": rate})
     return pd.DataFrame(rows).set_index(VARIED[vary])
@@ -127,14 +155,15 @@ def fitted_exponent(table: pd.DataFrame, column: str = "mean squared gradient no
 
 
 def exponents_by_heterogeneity(levels: Sequence[float], values: dict[str, Sequence[int]],
-                               seeds: Sequence[int] = (0, 1)) -> pd.DataFrame:
+                               seeds: Sequence[int] = (0, 1), store: Store | None = None) -> pd.DataFrame:
     """The fitted exponent of each varied quantity (``{"local_steps": [...], ...}``) on federations of
     growing ``heterogeneity`` (the spread of the clients' optima): the rate's -1/2 against what client drift
     leaves of it.  One row per level, one column per varied quantity (named T, m, K)."""
     rows = {}
     for level in levels:
         task = quadratic_task(heterogeneity=check_positive("heterogeneity", level) if level else 0.0)
-        rows[level] = {VARIED[vary]: fitted_exponent(scaling(task, vary, grid, seeds)) for vary, grid in values.items()}
+        rows[level] = {VARIED[vary]: fitted_exponent(scaling(task, vary, grid, seeds, store=store))
+                       for vary, grid in values.items()}
     return pd.DataFrame(rows).T.rename_axis("heterogeneity")
 
 
@@ -144,7 +173,7 @@ adds no noise and what heterogeneity leaves behind is client drift alone."""
 
 
 def rate_tradeoff(levels: Sequence[float], client_constants: Sequence[float], seeds: Sequence[int] = (0, 1),
-                  point: dict[str, int] | None = None) -> pd.DataFrame:
+                  point: dict[str, int] | None = None, store: Store | None = None) -> pd.DataFrame:
     """The corollaries' second takeaway: heterogeneity's effect shrinks with a small client rate and a large
     server rate.  FedAdam at the corollary's rates with client constant ``c`` and server constant ``1 / c``
     (their product, and so the size of a server step of plain averaging, held fixed) on federations of each
@@ -157,8 +186,8 @@ def rate_tradeoff(levels: Sequence[float], client_constants: Sequence[float], se
         last = max(1, point["rounds"] // 10)
         table[level] = {
             check_positive("client_constant", constant): np.mean(
-                [np.mean(squared_gradient_norms(task, **point, seed=seed, client_constant=constant,
-                                                server_constant=1 / constant)[-last:]) for seed in seeds])
+                [np.mean(norms[-last:]) for norms in _norms_over_seeds(task, point, seeds, constant, 1 / constant, 4,
+                                                                      store)])
             for constant in client_constants}
     return pd.DataFrame(table).rename_axis(index="client constant c (server constant 1/c)",
                                            columns="heterogeneity")

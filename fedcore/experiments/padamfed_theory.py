@@ -23,6 +23,7 @@ from fedcore.checks import check_int, check_positive
 from fedcore.experiments.fedopt_theory import QuadraticTask, quadratic_task
 from fedcore.experiments.padamfed import run_quietly
 from fedcore.problem import Problem
+from fedcore.store import Store
 
 STEP_SIZE_TABLE = pd.DataFrame(
     [
@@ -63,16 +64,17 @@ def scaled_task(factor: float, seed: int = 0) -> QuadraticTask:
     return QuadraticTask(Problem(scaled, base.problem.model), base.smoothness * factor)
 
 
-def gradient_ratio(task: QuadraticTask, algorithm: Any, point: dict[str, int] | None = None, seed: int = 0) -> float:
+def gradient_ratio(task: QuadraticTask, algorithm: Any, point: dict[str, int] | None = None, seed: int = 0,
+                   store: Store | None = None) -> float:
     """``||grad f||`` over the last tenth of the rounds (its mean) divided by ``||grad f(x_0)||``: below 1 the run
-    made progress, above 1 it moved away (``inf`` if it diverged)."""
+    made progress, above 1 it moved away (``inf`` if it diverged).  The norms are recorded with the run
+    (``record=task.record``), so ``store`` keeps and reuses it."""
     point = dict(POINT if point is None else point)
-    norms: list[float] = []
     history = run_quietly(task.problem, algorithm, **point, seed=seed, progress=False, eval_every=point["rounds"],
-                          weighting="uniform",
-                          callback=lambda t, state: norms.append(float(task.gradient(state["x"]).norm())))
+                          weighting="uniform", record=task.record, store=store)
     if history.diverged:
         return math.inf
+    norms = np.sqrt(history.frame["squared_gradient_norm"].loc[1:].to_numpy())
     last = max(1, check_int("rounds", point["rounds"]) // 10)
     return float(np.mean(norms[-last:])) / float(task.gradient(task.problem.x0()).norm())
 
@@ -87,12 +89,13 @@ def smoothness_builders(fedavg_lr: float, point: dict[str, int] | None = None) -
             "FedAvg": lambda: algorithms.fedavg(fedavg_lr), "SCAFFOLD": lambda: algorithms.scaffold(fedavg_lr)}
 
 
-def smoothness_table(factors: Sequence[float], fedavg_lr: float, point: dict[str, int] | None = None) -> pd.DataFrame:
+def smoothness_table(factors: Sequence[float], fedavg_lr: float, point: dict[str, int] | None = None,
+                     store: Store | None = None) -> pd.DataFrame:
     """:func:`gradient_ratio` of every method of :func:`smoothness_builders` on the quadratic scaled by each of
     ``factors``: rows the resulting smoothness L, columns the methods."""
     rows = {}
     for factor in factors:
         task = scaled_task(factor)
-        rows[task.smoothness] = {name: gradient_ratio(task, build(), point)
+        rows[task.smoothness] = {name: gradient_ratio(task, build(), point, store=store)
                                  for name, build in smoothness_builders(fedavg_lr, point).items()}
     return pd.DataFrame(rows).T.rename_axis("smoothness L")
