@@ -30,7 +30,8 @@ from torch import Tensor, nn
 from fedcore.algorithms.base import Algorithm
 from fedcore.checks import check_int, check_number, check_positive
 from fedcore.data.federated import FederatedData
-from fedcore.run import Problem, simulate
+from fedcore.run import Problem, simulate, simulate_runs
+from fedcore.store import Store
 
 NUM_CLIENTS = 3
 
@@ -121,17 +122,33 @@ def run(algorithm: Algorithm, rounds: int, local_steps: int = 1, x0: float = 10.
     return Trajectory(frame, history.algorithm, local_steps)
 
 
+@dataclass(frozen=True)
+class ServerModel:
+    """``record=`` for :func:`fedcore.simulate`: the server model itself (``d = 1`` here) after every round."""
+
+    def __call__(self, x: Tensor) -> dict[str, Tensor]:
+        return {"x": x[:, 0]}
+
+
 def final_distance_map(
     algorithm: Callable[[float], Algorithm], etas: Sequence[float], periods: Sequence[int], steps: int = 300,
+    store: Store | None = None,
 ) -> pd.DataFrame:
     """``|x|`` of the server model after the last averaging, for ``algorithm(eta)`` run with every step size
     ``eta`` in ``etas`` and averaging period ``q`` in ``periods`` for ``steps // q`` rounds from ``x_0 = 10``:
-    a table with one row per ``eta`` and one column per ``q`` (where a method converges, and where not)."""
+    a table with one row per ``eta`` and one column per ``q`` (where a method converges, and where not).  The
+    runs record their server model (:class:`ServerModel`), so ``store`` keeps and reuses them; a run that
+    diverged ends at its last finite round."""
     if not callable(algorithm):
         raise TypeError(f"algorithm={algorithm!r} must be a function eta -> algorithm (e.g. lambda eta: fafed(eta))")
     etas = [check_positive("etas[]", eta) for eta in etas]
     periods = [check_int("periods[]", q) for q in periods]
     check_int("steps", steps, max(periods, default=1))
-    table = {q: [abs(run(algorithm(eta), steps // q, q).final()) for eta in etas] for q in periods}
+    table = {}
+    for q in periods:
+        histories = simulate_runs(problem(), [algorithm(eta) for eta in etas], steps // q, NUM_CLIENTS, q, 1,
+                                  weighting="uniform", backend="loop", progress=False, eval_every=steps // q,
+                                  record=ServerModel(), store=store)
+        table[q] = [abs(float(history.frame["x"].dropna().iloc[-1])) for history in histories]
     return pd.DataFrame(table, index=pd.Index(etas, name="eta")).rename_axis(columns="q")
 

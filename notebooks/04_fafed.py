@@ -231,7 +231,7 @@ pd.DataFrame({label: {"x after the last averaging": run.final(), "f there": floa
 # %%
 eta_grid, period_grid = experiment.map_grid(SCALE)
 distance = counterexample.final_distance_map(lambda eta: algorithms.fafed(eta, alpha=0.5, beta=BETA, rho=RHO), eta_grid,
-                                             period_grid, steps=300)
+                                             period_grid, steps=300, store=default_store(STORE))
 ax = plots.distance_map(distance)
 ax.set_title(f"FAFED, constant step: final |x| after 300 local steps (beta={BETA}, rho={RHO})", fontsize="medium")
 plots.savefig(ax.figure, "04_counterexample_map.png", FIGURES)
