@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 
-def _scalar(value: Any) -> Any:
+def plain_number(value: Any) -> Any:
     """A 0-d tensor or a numpy scalar as the Python number it holds (anything else unchanged)."""
     if type(value).__module__ == "torch" and getattr(value, "dim", lambda: 1)() == 0:
         return value.item()
@@ -38,7 +38,7 @@ def check_number(name: str, value: Any) -> Any:
         if not bool(value.isfinite().all()):
             raise ValueError(f"{name}={value.flatten().tolist()!r} must be finite")
         return value
-    value = _scalar(value)
+    value = plain_number(value)
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise TypeError(f"{name}={value!r} must be a number, got {type(value).__name__}")
     if not math.isfinite(value):
@@ -76,7 +76,7 @@ def check_positive(name: str, value: Any) -> Any:
 
 def check_int(name: str, value: Any, low: int = 1, high: int | None = None) -> int:
     """``value`` must be an int in ``[low, high]`` (numpy and 0-d torch integers count)."""
-    value = _scalar(value)
+    value = plain_number(value)
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise TypeError(f"{name}={value!r} must be an int, got {type(value).__name__}")
     if value < low or (high is not None and value > high):
@@ -104,7 +104,7 @@ def check_device(name: str, device: Any) -> Any:
 
 def check_bool(name: str, value: Any) -> bool:
     """``value`` must be True or False (numpy bools count)."""
-    value = _scalar(value)
+    value = plain_number(value)
     if not isinstance(value, bool):
         raise TypeError(f"{name}={value!r} must be True or False, got {type(value).__name__}")
     return value

@@ -29,7 +29,6 @@ from tqdm.auto import tqdm
 from fedcore import checkpoint as checkpoint_file
 from fedcore.algorithms.base import Algorithm, RoundBatch, State
 from fedcore.checks import (
-    _scalar,
     check_bool,
     check_choice,
     check_function,
@@ -37,6 +36,7 @@ from fedcore.checks import (
     check_keywords,
     check_positive,
     check_seed,
+    plain_number,
 )
 from fedcore.data.federated import FederatedData
 from fedcore.files import writable_file
@@ -351,7 +351,7 @@ def _passes(algorithms: list[Algorithm], most: int) -> list[list[int]]:
         key, reason = signature(algorithm)
         if key is None:
             alone.append([i])
-            name = getattr(algorithm, "name", type(algorithm).__name__)
+            name = _name(algorithm)
             if most > 1 and len(algorithms) > 1 and f"{name}: {reason}" not in _said:
                 _said.add(f"{name}: {reason}")
                 warnings.warn(f"{name} runs alone, not in a pass with others: {reason}", UserWarning, stacklevel=3)
@@ -435,7 +435,7 @@ def _checked_grid(grid: Any) -> dict[str, list[Any]]:
                 "{'client_lr': [0.01, 0.1]}"
             raise ValueError(f"grid[{name!r}]={values!r} must be a sequence of values (a list, tuple, range or "
                              f"1-d array), e.g. {example}")
-        checked[name] = [_scalar(value) for value in values]
+        checked[name] = [plain_number(value) for value in values]
         if not checked[name]:
             raise ValueError(f"grid[{name!r}]={values!r} is empty: give at least one value")
     return checked
@@ -467,11 +467,16 @@ def _per_run(metrics: dict[str, Any], runs: int) -> dict[str, list[float]]:
     return out
 
 
+def _name(algorithm: Any) -> str:
+    """An algorithm's name (its ``name``, else its class's) for histories, progress bars and messages."""
+    return getattr(algorithm, "name", type(algorithm).__name__)
+
+
 def _checked_state(state: Any, algorithm: Any, method: str) -> State:
     """What ``init`` and ``round`` hand back must be a state: a dict with the model ``"x"`` as a tensor."""
     if not isinstance(state, dict) or not isinstance(state.get("x"), Tensor):
         got = f"a dict with keys {sorted(state)}" if isinstance(state, dict) else repr(state)[:80]
-        raise TypeError(f"{getattr(algorithm, 'name', type(algorithm).__name__)}.{method} returned {got}; it must "
+        raise TypeError(f"{_name(algorithm)}.{method} returned {got}; it must "
                         "return the state: a dict of tensors with the server model under 'x' ([R, 1, d], as x0)")
     return state
 
@@ -479,7 +484,7 @@ def _checked_state(state: Any, algorithm: Any, method: str) -> State:
 def _checked_round(result: Any, algorithm: Any) -> tuple[State, dict]:
     """``round`` must return ``(new_state, metrics)``."""
     if not isinstance(result, tuple) or len(result) != 2 or not isinstance(result[1], dict):
-        raise TypeError(f"{getattr(algorithm, 'name', type(algorithm).__name__)}.round(state, batch, oracle) "
+        raise TypeError(f"{_name(algorithm)}.round(state, batch, oracle) "
                         f"returned {repr(result)[:80]}; it must return (new_state, metrics): the new state dict and "
                         "a dict of the round's metrics, as in: return new_state, {'train_loss': loss}")
     return _checked_state(result[0], algorithm, "round(state, batch, oracle)"), result[1]
@@ -583,7 +588,7 @@ class _Pass:
             tested = self.evaluate() if eval_every else [{} for _ in self.live]
             for run, metrics, recorded in zip(self.live, tested, self.recorded()):
                 self.rows[run].append({"round": 0, **metrics, **recorded})
-        name = getattr(self.algorithms[0], "name", "run")
+        name = _name(self.algorithms[0])
         bar = tqdm(total=rounds, initial=min(self.round, rounds), disable=not progress, leave=False,
                    desc=name if len(self.algorithms) == 1 else f"{name} x {len(self.algorithms)} runs")
         with torch.random.fork_rng(devices=[]), bar:
@@ -606,7 +611,7 @@ class _Pass:
         trace = None
         if self.trace is not None:
             trace = [(clients[0], models[:, 0]) for clients, models in self.trace]
-        return History(frame, getattr(algorithm, "name", type(algorithm).__name__), self.oracle.backend, state,
+        return History(frame, _name(algorithm), self.oracle.backend, state,
                        diverged_round, trace, diverged_because=because)
 
     def divergence(self, train_loss: float, finite: bool) -> str | None:
@@ -644,7 +649,7 @@ class _Pass:
                 run = self.live[p]
                 self.ended[run] = (run_state(self.state, p), self.round + 1, because[p])  # the rest: the round before
                 warnings.warn(
-                    f"{getattr(self.algorithms[run], 'name', 'run')} diverged at round {self.round + 1} "
+                    f"{_name(self.algorithms[run])} diverged at round {self.round + 1} "
                     f"({because[p]}); history and state kept up to round {self.round}", RuntimeWarning, stacklevel=5)
             kept = [p for p in range(runs) if because[p] is None]
             self.live = [self.live[p] for p in kept]

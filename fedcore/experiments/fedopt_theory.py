@@ -123,14 +123,6 @@ def _norms_over_seeds(task: QuadraticTask, point: dict[str, int], seeds: Sequenc
     return [history.frame["squared_gradient_norm"].loc[1:].to_numpy() for history in histories]
 
 
-def mean_squared_gradient(task: QuadraticTask, rounds: int, clients_per_round: int, local_steps: int,
-                          batch_size: int = 4, seed: int = 0, client_constant: float = 1.0,
-                          server_constant: float = 1.0, store: Store | None = None) -> float:
-    """``(1/T) sum_t ||grad f(x_t)||^2`` over the server models (:func:`squared_gradient_norms`)."""
-    return float(np.mean(squared_gradient_norms(task, rounds, clients_per_round, local_steps, batch_size, seed,
-                                                client_constant, server_constant, store)))
-
-
 def scaling(task: QuadraticTask, vary: str, values: Sequence[int], seeds: Sequence[int] = (0, 1, 2),
             base: dict[str, int] | None = None, store: Store | None = None) -> pd.DataFrame:
     """Vary one of ``rounds`` (T), ``clients_per_round`` (m) or ``local_steps`` (K) from ``base``: per value,
