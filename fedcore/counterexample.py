@@ -102,14 +102,16 @@ class Trajectory:
         return float(self.frame["mean"].iloc[-1])
 
 
-def run(algorithm: Algorithm, rounds: int, local_steps: int = 1, x0: float = 10.0) -> Trajectory:
+def run(algorithm: Algorithm, rounds: int, local_steps: int = 1, x0: float = 10.0,
+        store: Store | None = None) -> Trajectory:
     """Run ``algorithm`` (any fedcore algorithm) for ``rounds`` rounds of ``local_steps``
     steps on the counterexample from ``x0`` with :func:`fedcore.simulate` (``trace=True``: every
-    client's model after every local step); see :class:`Trajectory`."""
+    client's model after every local step; with ``store``, a run traced before is read back); see
+    :class:`Trajectory`."""
     check_int("rounds", rounds)
     check_int("local_steps", local_steps)
     history = simulate(problem(x0), algorithm, rounds, NUM_CLIENTS, local_steps, batch_size=1, weighting="uniform",
-                       backend="loop", progress=False, eval_every=rounds, trace=True)
+                       backend="loop", progress=False, eval_every=rounds, trace=True, store=store)
     rows = [{"step": 0, **{f"client {i + 1}": x0 for i in range(NUM_CLIENTS)}, "averaged": False}]
     for clients, models in history.trace or []:
         order = clients.tolist()

@@ -19,6 +19,7 @@ from fedcore.algorithms.padamfed import theory_hyperparameters
 from fedcore.checks import check_bool, check_choice, check_int, check_positive, check_range
 from fedcore.problem import Problem
 from fedcore.run import simulate
+from fedcore.store import Store
 from fedcore.toy import server_optimizer_path
 
 MAX_STEPS = 10_000
@@ -76,10 +77,11 @@ def disable_unused(explorer: Any, uses: Mapping[str, Sequence[str]], chooser: st
 
 
 def explore_counterexample(eta: float = 0.3, beta: float = 0.5, q: int = 1, rho: float = 0.01,
-                           alpha: float = 0.5, steps: int = 300) -> None:
+                           alpha: float = 0.5, steps: int = 300, store: Store | None = None) -> None:
     """The counterexample explorer: naive local-adaptive FedAvg (Wu et al., AAAI 2023, Alg. 1) and
     FAFED (Alg. 2) with the same ``eta``, ``beta`` and period ``q`` from ``x_0 = 10``, for ``steps``
-    local steps (``steps // q`` rounds; FAFED also takes ``rho`` and its momentum ``alpha``).
+    local steps (``steps // q`` rounds; FAFED also takes ``rho`` and its momentum ``alpha``).  With ``store`` (in a
+    widget: ``store=ipywidgets.fixed(store)``) a setting drawn before is read back, not rerun.
 
     Draws :func:`fedcore.plots.counterexample_panels`: the mean model (thick) and the three
     clients' models (thin; client 1 dotted), and the global objective ``f`` at the mean.
@@ -92,8 +94,8 @@ def explore_counterexample(eta: float = 0.3, beta: float = 0.5, q: int = 1, rho:
     if check_int("q", q) > steps:
         raise ValueError(f"q={q} > steps={steps}: a round is q local steps, so steps must be at least q")
     rounds = steps // q
-    naive = counterexample.run(local_adaptive(eta, beta=beta), rounds, q)
-    fixed = counterexample.run(fafed(eta, alpha=alpha, beta=beta, rho=rho), rounds, q)
+    naive = counterexample.run(local_adaptive(eta, beta=beta), rounds, q, store=store)
+    fixed = counterexample.run(fafed(eta, alpha=alpha, beta=beta, rho=rho), rounds, q, store=store)
     naive.algorithm, fixed.algorithm = "naive local-adaptive (Alg. 1)", "FAFED (Alg. 2)"
     plots.counterexample_panels(naive, fixed, eta, beta)
 
@@ -123,7 +125,8 @@ def live_problem() -> Problem:
 
 def _live_run(problem: Problem | None, **overrides: Any) -> tuple[Problem, dict[str, Any]]:
     """``problem`` (:func:`live_problem` when None) and :data:`LIVE_RUN`'s options fitted to it (no more clients
-    per round than it has, no larger batch than its smallest client), with ``overrides``: the explorers' runs."""
+    per round than it has, no larger batch than its smallest client), with ``overrides`` (``store`` among them:
+    a results store, so that a slider setting run before is read back): the explorers' runs."""
     problem = live_problem() if problem is None else problem
     if not isinstance(problem, Problem):
         raise TypeError(f"problem={type(problem).__name__} must be a fedcore.Problem or None")
@@ -147,12 +150,14 @@ def fedopt_algorithm(method: str, client_lr: float, server_lr: float, tau: float
 
 
 def explore_fedopt(method: str = "fedadam", client_lr: float = 0.1, server_lr: float = 0.01, tau: float = 1e-3,
-                   beta1: float = 0.9, beta2: float = 0.99, rounds: int = 30, problem: Problem | None = None) -> None:
+                   beta1: float = 0.9, beta2: float = 0.99, rounds: int = 30, problem: Problem | None = None,
+                   store: Store | None = None) -> None:
     """The FedOpt explorer: a small federated run of ``method`` with the sliders' values beside FedAvg with the
     same client learning rate (server step 1), both from the same start and minibatches; draws their test
-    accuracy and training loss (:func:`fedcore.plots.compare`).  ``problem`` defaults to :func:`live_problem`."""
+    accuracy and training loss (:func:`fedcore.plots.compare`).  ``problem`` defaults to :func:`live_problem`;
+    with ``store`` a setting run before is read back."""
     algorithm = fedopt_algorithm(method, client_lr, server_lr, tau, beta1, beta2)
-    problem, options = _live_run(problem, rounds=_check_steps("rounds", rounds))
+    problem, options = _live_run(problem, rounds=_check_steps("rounds", rounds), store=store)
     runs = {method: simulate(problem, algorithm, **options),
             "fedavg (server lr 1)": simulate(problem, algorithms.fedavg(client_lr), **options)}
     plots.fedopt_panels(runs, title=f"{method}: client lr {client_lr:g}, server lr {server_lr:g}" +
@@ -185,7 +190,8 @@ def explore_tuning(method: str, tau: float, client_lr: float, server_lr: float, 
 
 
 def explore_padamfed(clients_per_round: int = 5, local_steps: int = 5, rounds: int = 30, multiplier: float = 1.0,
-                     fedavg_lr: float = 0.1, problem: Problem | None = None) -> dict[str, dict[str, float]]:
+                     fedavg_lr: float = 0.1, problem: Problem | None = None,
+                     store: Store | None = None) -> dict[str, dict[str, float]]:
     """The PAdaMFed explorer: the step sizes Theorems 1 and 2 give for S = ``clients_per_round``,
     K = ``local_steps``, T = ``rounds`` (``eta`` times ``multiplier``), and a live run of PAdaMFed and PAdaMFed-VR
     at those values beside FedAvg at ``fedavg_lr``, from the same start and minibatches.  Returns the step sizes
@@ -196,7 +202,7 @@ def explore_padamfed(clients_per_round: int = 5, local_steps: int = 5, rounds: i
     steps = {"PAdaMFed": theory_hyperparameters("padamfed", *sizes, multiplier=multiplier),
              "PAdaMFed-VR": theory_hyperparameters("padamfed_vr", *sizes, multiplier=multiplier)}
     _, options = _live_run(problem, clients_per_round=clients_per_round, local_steps=local_steps, rounds=rounds,
-                           weighting="uniform", eval_every=max(1, rounds // 10))
+                           weighting="uniform", eval_every=max(1, rounds // 10), store=store)
     runs = {name: simulate(problem, factory(**dict(zip(("clients_per_round", "local_steps", "rounds"), sizes)),
                                             multiplier=multiplier), **options)
             for name, factory in (("PAdaMFed", algorithms.padamfed), ("PAdaMFed-VR", algorithms.padamfed_vr))}
@@ -225,12 +231,13 @@ FEDLI_LU_CLIENT_LR = 0.1
 """The client rate of FedLi-LU's SGD clients in the FedLi explorer (fixed: the slider moves the baselines' rate)."""
 
 
-def explore_fedli(client_lr: float = 0.1, rounds: int = 20, problem: Problem | None = None) -> None:
+def explore_fedli(client_lr: float = 0.1, rounds: int = 20, problem: Problem | None = None,
+                  store: Store | None = None) -> None:
     """The FedLi explorer: FedAvg and FedExP at the slider's client rate beside FedLi-LS (Armijo clients: no rate)
     and FedLi-LU (its clients at :data:`FEDLI_LU_CLIENT_LR`, its server step computed), on :func:`live_problem`;
     only FedAvg and FedExP depend on the slider."""
     check_positive("client_lr", client_lr)
-    problem, options = _live_run(problem, rounds=_check_steps("rounds", rounds))
+    problem, options = _live_run(problem, rounds=_check_steps("rounds", rounds), store=store)
     runs = {"FedLi-LS (server step 1)": algorithms.fedli_ls(),
             f"FedLi-LU (clients' lr {FEDLI_LU_CLIENT_LR:g})": algorithms.fedli_lu(FEDLI_LU_CLIENT_LR),
             f"FedAvg (lr {client_lr:g})": algorithms.fedavg(client_lr),

@@ -2,7 +2,7 @@
 
 :func:`run_identity` describes a run by its data (a content hash of the resident tensors and the
 test set, computed afresh for every run, so that an in-place change of the data, through torch, numpy or
-``.data``, is a different run: 0.17 s for Fashion-MNIST's 220 MB on 2 CPU cores, once per
+``.data``, is a different run: 0.02 s for Fashion-MNIST's 220 MB on 2 CPU cores (xxHash's XXH3, 128 bits), once per
 :func:`~fedcore.simulate` call and once for all the runs of a :func:`~fedcore.simulate_runs` or
 :func:`~fedcore.sweep` call), its model (architecture and
 initial parameters), the algorithm with every hyperparameter (a server optimizer with all its
@@ -14,27 +14,31 @@ checkpoint then resumes only on the caller's word (``resume="trust"``).
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Mapping
 from dataclasses import fields, is_dataclass
 from typing import Any
 
 import numpy as np
 import torch
+import xxhash
 from torch import Tensor, nn
 
 UNCOMPARABLE = "<uncomparable>"
 
 
 def tensor_hash(*tensors: Tensor) -> str:
-    """SHA-256 of the tensors' dtypes, shapes and bytes (the first 16 hex digits)."""
-    digest = hashlib.sha256()
+    """A 128-bit hash (XXH3, 32 hex digits) of the tensors' dtypes, shapes and bytes.
+
+    A fingerprint of content, not a seal against tampering: any change of a byte gives another hash but for a
+    chance of 2^-128, and it reads memory at about 12 GB/s, ten times SHA-256's speed (the data of every run is
+    hashed afresh, so this cost is paid per run)."""
+    digest = xxhash.xxh3_128()
     for tensor in tensors:
         tensor = tensor.detach().contiguous().cpu()
         digest.update(f"{tensor.dtype}{tuple(tensor.shape)}".encode())
         if tensor.numel():
             digest.update(tensor.reshape(-1).view(torch.uint8).numpy().data)  # the bytes in place, no copy
-    return digest.hexdigest()[:16]
+    return digest.hexdigest()
 
 
 def data_hash(data: Any) -> str:

@@ -48,6 +48,9 @@ from fedcore.runs import run_state, select, signature, stack
 from fedcore.store import NotKept, Store, run_key
 
 CHECKPOINT_VERSION = 2
+MAX_TRACE_BYTES = 1 << 20
+"""A traced run is kept in a results store when its trace (rounds x K x S models of d numbers) holds at most
+this many bytes, 1 MiB: the counterexample's 900 steps of 3 clients take 11 kB, one model of 03's CNN 4.8 MB."""
 
 
 def simulate(
@@ -94,9 +97,9 @@ def simulate(
     history, state and checkpoint up to the round before (``History.diverged_round`` and
     ``History.diverged_because`` say where and why).
     ``store`` (a :class:`fedcore.store.Store` or a file path) returns a finished run of the same
-    identity and rounds without computing it, and keeps this one when it finishes; a run with a
-    ``callback``, a ``trace`` or a plain-function hyperparameter (which cannot be compared) is
-    neither looked up nor kept.
+    identity and rounds without computing it, and keeps this one when it finishes (a traced run with its
+    trace, when that holds at most :data:`MAX_TRACE_BYTES`); a run with a ``callback``, a longer trace or a
+    plain-function hyperparameter (which cannot be compared) is neither looked up nor kept.
     ``record(x)`` measures the server models ``x [R, d]`` before the first round and after every round and
     returns ``{name: one number per run}``: each name becomes a column of ``History.frame`` (a quantity the
     test set does not give, e.g. ``||grad f(x_t)||^2`` on a quadratic).  A ``record`` that is a dataclass
@@ -144,7 +147,9 @@ def simulate(
     needed = checkpoint is not None or store is not None
     identity = run_identity(data, problem.model.module, start, algorithm, config) if needed else {}
     run.identity = identity
-    key = _key(store, identity, rounds) if callback is None and not trace else None
+    traced = rounds * local_steps * clients_per_round * start.numel() * start.element_size()
+    key = None if callback is not None or (trace and traced > MAX_TRACE_BYTES) else \
+        _key(store, {**identity, "trace": True} if trace else identity, rounds)
     if key is not None and (stored := _stored(store, key)) is not None:
         return stored
     if checkpoint is not None and resume and Path(checkpoint).exists():
@@ -205,14 +210,15 @@ def _stored(store: Store, key: str) -> History | None:
         return None
     final_state = {"x": entry["x"]} if "x" in entry else NotKept()
     return History(entry["frame"], entry["algorithm"], entry["backend"], final_state, entry["diverged_round"],
-                   stored=True, diverged_because=entry.get("diverged_because"))
+                   entry.get("trace"), stored=True, diverged_because=entry.get("diverged_because"))
 
 
 def _keep(store: Store, key: str, identity: dict, rounds: int, history: History) -> None:
     store.put(key, identity, rounds, {"frame": history.frame, "algorithm": history.algorithm,
                                       "backend": history.backend, "x": history.final_state["x"],
                                       "diverged_round": history.diverged_round,
-                                      "diverged_because": history.diverged_because})
+                                      "diverged_because": history.diverged_because,
+                                      **({"trace": history.trace} if history.trace is not None else {})})
 
 
 def warm_up(problem: Problem, backend: str = "auto") -> float:

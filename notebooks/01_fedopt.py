@@ -453,7 +453,7 @@ display(cell_explorer)
 # Once headless, then live (with a running kernel):
 
 # %%
-explore.explore_fedopt("fedadam", client_lr=0.1, server_lr=0.01, tau=1e-3, beta1=0.9, beta2=0.99)
+explore.explore_fedopt("fedadam", client_lr=0.1, server_lr=0.01, tau=1e-3, beta1=0.9, beta2=0.99, store=store)
 plots.savefig(plt.gcf(), "01_live_run.png", FIGURES)
 
 # %%
@@ -465,7 +465,7 @@ live_explorer = widgets.interactive(
     tau=widgets.FloatLogSlider(value=1e-3, base=10, min=-5, max=0, step=0.5, description="τ"),
     beta1=widgets.FloatSlider(value=0.9, min=0.0, max=0.99, step=0.01, description="β₁"),
     beta2=widgets.FloatSlider(value=0.99, min=0.5, max=0.999, step=0.001, description="β₂"),
-    rounds=widgets.fixed(30), problem=widgets.fixed(None),
+    rounds=widgets.fixed(30), problem=widgets.fixed(None), store=widgets.fixed(store),
 )
 display(explore.disable_unused(live_explorer, explore.FEDOPT_METHODS, chooser="method"))
 

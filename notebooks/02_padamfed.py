@@ -190,7 +190,7 @@ smoothness.map("{:.3g}".format)
 # need a running kernel):
 
 # %%
-explore.explore_padamfed(clients_per_round=5, local_steps=5, rounds=30, multiplier=1.0, fedavg_lr=0.1)
+explore.explore_padamfed(clients_per_round=5, local_steps=5, rounds=30, multiplier=1.0, fedavg_lr=0.1, store=store)
 plots.savefig(plt.gcf(), "02_explorer.png", FIGURES)
 
 # %%
@@ -201,7 +201,7 @@ padamfed_explorer = widgets.interactive(
     rounds=widgets.IntSlider(value=30, min=10, max=100, step=10, description="T"),
     multiplier=widgets.FloatLogSlider(value=1.0, base=10, min=-2, max=2, step=0.5, description="η ×"),
     fedavg_lr=widgets.FloatLogSlider(value=0.1, base=10, min=-2, max=0, step=0.5, description="FedAvg lr"),
-    problem=widgets.fixed(None),
+    problem=widgets.fixed(None), store=widgets.fixed(store),
 )
 display(padamfed_explorer)
 

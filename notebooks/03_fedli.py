@@ -381,14 +381,14 @@ plots.savefig(figure, "03_step_sizes.png", FIGURES)
 # then live:
 
 # %%
-explore.explore_fedli(client_lr=0.1, rounds=20)
+explore.explore_fedli(client_lr=0.1, rounds=20, store=store)
 plots.savefig(plt.gcf(), "03_explorer.png", FIGURES)
 
 # %%
 fedli_explorer = widgets.interactive(
     explore.explore_fedli,
     client_lr=widgets.FloatLogSlider(value=0.1, base=10, min=-3, max=0.5, step=0.5, description="baselines' lr"),
-    rounds=widgets.fixed(20), problem=widgets.fixed(None),
+    rounds=widgets.fixed(20), problem=widgets.fixed(None), store=widgets.fixed(store),
 )
 display(fedli_explorer)
 

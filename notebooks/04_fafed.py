@@ -89,6 +89,8 @@ from fedcore import algorithms, counterexample, explore, plots
 from fedcore.experiments import fafed as experiment
 from fedcore.store import default_store
 
+store = default_store(STORE)
+
 # %% [markdown]
 # The experiment's settings, grids, baselines, tuning and the paper's claims live in
 # `fedcore.experiments.fafed` (imported as `experiment`); this notebook calls it and shows what it holds.
@@ -188,8 +190,9 @@ law.round(6)
 # %%
 figure, (left, right) = plt.subplots(1, 2, figsize=(11, 4), layout="constrained")
 steps = 900
-naive = counterexample.run(algorithms.local_adaptive(ETA, beta=BETA), rounds=steps, local_steps=1)
-fafed = counterexample.run(algorithms.fafed(ETA, alpha=0.5, beta=BETA, rho=RHO), rounds=steps, local_steps=1)
+naive = counterexample.run(algorithms.local_adaptive(ETA, beta=BETA), rounds=steps, local_steps=1, store=store)
+fafed = counterexample.run(algorithms.fafed(ETA, alpha=0.5, beta=BETA, rho=RHO), rounds=steps, local_steps=1,
+                          store=store)
 naive.algorithm, fafed.algorithm = "naive local-adaptive (Alg. 1)", "FAFED (Alg. 2)"
 plots.plot_counterexample(naive, left, "C3")
 plots.plot_counterexample(fafed, left, "C0")
@@ -198,10 +201,12 @@ left.legend()
 q = 5
 schedule = algorithms.storm_step_size(1.0, 1.0)
 runs = {
-    "naive (Alg. 1)": counterexample.run(algorithms.local_adaptive(ETA, beta=BETA), steps // q, q),
-    f"FAFED, constant eta = {ETA}": counterexample.run(algorithms.fafed(ETA, alpha=0.5, beta=BETA, rho=RHO), steps // q, q),
+    "naive (Alg. 1)": counterexample.run(algorithms.local_adaptive(ETA, beta=BETA), steps // q, q, store=store),
+    f"FAFED, constant eta = {ETA}": counterexample.run(algorithms.fafed(ETA, alpha=0.5, beta=BETA, rho=RHO), steps // q, q,
+                                                       store=store),
     "FAFED, eta_t = 1 / (1 + t)^(1/3)": counterexample.run(
-        algorithms.fafed(schedule, alpha=algorithms.storm_momentum(1.0, schedule), beta=BETA, rho=RHO), steps // q, q),
+        algorithms.fafed(schedule, alpha=algorithms.storm_momentum(1.0, schedule), beta=BETA, rho=RHO), steps // q, q,
+        store=store),
 }
 for (label, run), color in zip(runs.items(), ("C3", "C0", "C2")):
     run.algorithm = label
@@ -231,7 +236,7 @@ pd.DataFrame({label: {"x after the last averaging": run.final(), "f there": floa
 # %%
 eta_grid, period_grid = experiment.map_grid(SCALE)
 distance = counterexample.final_distance_map(lambda eta: algorithms.fafed(eta, alpha=0.5, beta=BETA, rho=RHO), eta_grid,
-                                             period_grid, steps=300, store=default_store(STORE))
+                                             period_grid, steps=300, store=store)
 ax = plots.distance_map(distance)
 ax.set_title(f"FAFED, constant step: final |x| after 300 local steps (beta={BETA}, rho={RHO})", fontsize="medium")
 plots.savefig(ax.figure, "04_counterexample_map.png", FIGURES)
@@ -258,7 +263,7 @@ print(experiment.theorem2_step_note(num_clients=3, smoothness=6.0, rho=RHO))
 # notebook live to move them):
 
 # %%
-explore.explore_counterexample(eta=0.1, beta=0.5, q=5, rho=RHO, steps=300)
+explore.explore_counterexample(eta=0.1, beta=0.5, q=5, rho=RHO, steps=300, store=store)
 plots.savefig(plt.gcf(), "04_counterexample_explorer.png", FIGURES)
 
 # %%
@@ -270,6 +275,7 @@ explorer = widgets.interactive(
     rho=widgets.FloatLogSlider(value=RHO, base=10, min=-4, max=0, step=0.25, description="ρ"),
     alpha=widgets.FloatSlider(value=0.5, min=0.05, max=1.0, step=0.05, description="α"),
     steps=widgets.IntSlider(value=300, min=50, max=1000, step=50, description="steps"),
+    store=widgets.fixed(store),
 )
 display(explorer)
 
@@ -373,7 +379,7 @@ experiment.grid_table()
 # %%
 builders = experiment.make_builders(rho=RHO)
 common = dict(num_clients=NUM_CLIENTS, seed=SEED, progress=PROGRESS, max_local_steps=settings["max_local_steps"],
-              store=default_store(STORE))
+              store=store)
 if TUNE:
     chosen = experiment.tune(datasets, settings["tune_rounds"], builders=builders, **common)
 else:

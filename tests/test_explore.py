@@ -232,3 +232,35 @@ def test_fedopt_explorer_runs_headless_against_fedavg() -> None:
     assert legend.get_title().get_text() == "final test accuracy" and right.get_legend() is None
     assert left.get_ylabel() == "test accuracy" and right.get_yscale() == "log"
     plt.close("all")
+
+
+def test_explorers_read_a_setting_drawn_before_from_the_store(tmp_path) -> None:
+    """With ``store`` an explorer keeps its runs, and drawing the same setting again reads them back (the same
+    figure, nothing recomputed); another slider value adds its own runs."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    from fedcore import explore
+    from fedcore.store import Store
+
+    runs = Store(tmp_path / "runs.sqlite", keep_models=False)
+    drawn = []
+    for call in [lambda: explore.explore_counterexample(eta=0.1, q=5, steps=50, store=runs),
+                 lambda: explore.explore_fedopt("fedadam", rounds=4, problem=_blobs_problem(), store=runs),
+                 lambda: explore.explore_fedli(client_lr=0.1, rounds=3, problem=_blobs_problem(), store=runs),
+                 lambda: explore.explore_padamfed(4, 2, 6, problem=_blobs_problem(), store=runs)]:
+        before = len(runs)
+        for _ in range(2):
+            call()
+            lines = [line.get_ydata() for ax in plt.gcf().axes for line in ax.get_lines()]
+            drawn.append(lines)
+            plt.close("all")
+        added = len(runs) - before
+        assert added >= 2, added  # each explorer draws at least two runs, each kept once
+        assert len(drawn[-1]) == len(drawn[-2]) and all(np.array_equal(a, b) for a, b in zip(drawn[-1], drawn[-2]))
+    explore.explore_counterexample(eta=0.2, q=5, steps=50, store=runs)
+    plt.close("all")
+    assert len(runs) == before + added + 2

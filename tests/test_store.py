@@ -99,6 +99,28 @@ def test_runs_that_cannot_be_keyed_are_neither_looked_up_nor_kept(tmp_path) -> N
     assert len(runs) == 0
 
 
+def test_a_short_trace_is_kept_with_its_run_and_a_long_one_is_not(tmp_path, monkeypatch) -> None:
+    """A traced run comes back from the store with the identical trace; an untraced entry of the same run does
+    not answer a traced call (it has no trace); a trace above MAX_TRACE_BYTES is computed every time."""
+    from fedcore import run as run_module
+
+    runs = Store(tmp_path / "runs.sqlite", keep_models=False)
+    plain = simulate(problem(), algorithms.fedavg(0.1), store=runs, **OPTIONS)
+    traced = simulate(problem(), algorithms.fedavg(0.1), store=runs, trace=True, **OPTIONS)
+    assert not traced.stored and len(runs) == 2 and len(traced.trace) == OPTIONS["rounds"]
+    again = simulate(problem(), algorithms.fedavg(0.1), store=runs, trace=True, **OPTIONS)
+    assert again.stored and len(runs) == 2
+    for (clients, models), (clients_again, models_again) in zip(traced.trace, again.trace, strict=True):
+        assert torch.equal(clients, clients_again) and torch.equal(models, models_again)
+    pd.testing.assert_frame_equal(again.frame.drop(columns="seconds"), plain.frame.drop(columns="seconds"),
+                                  check_exact=True)
+    assert simulate(problem(), algorithms.fedavg(0.1), store=runs, **OPTIONS).trace is None  # the plain entry
+    dim = problem().model.dim  # this trace: rounds x K x S x d float32 numbers
+    monkeypatch.setattr(run_module, "MAX_TRACE_BYTES", 3 * 2 * 3 * dim * 4 - 1)
+    longer = simulate(problem(), algorithms.fedavg(0.2), store=runs, trace=True, **OPTIONS)
+    assert not longer.stored and len(runs) == 2 and len(longer.trace) == 3
+
+
 def test_an_invalid_point_is_a_row_with_its_error(tmp_path) -> None:
     table = sweep(problem(), lambda client_lr: algorithms.fedavg(client_lr), {"client_lr": [0.1, -0.1, 0.2]},
                   **OPTIONS)

@@ -33,8 +33,8 @@ from fedcore.identity import tensor_hash
 
 __all__ = ["CACHE_VERSION", "DEFAULT_MIN_LINES", "cache_path", "check_selection", "load_corpus", "select_roles"]
 
-CACHE_VERSION = 2
-"""Bump when the parser, the alphabet or the cache's layout changes: old caches are rebuilt."""
+CACHE_VERSION = 3
+"""Bump when the parser, the alphabet, the cache's layout or its content hash changes: old caches are rebuilt."""
 DEFAULT_MIN_LINES = 20
 
 
