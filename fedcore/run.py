@@ -117,12 +117,7 @@ def simulate(
     if checkpoint is not None:
         checkpoint = writable_file("checkpoint", checkpoint)
     if x0 is not None:
-        dim = problem.model.dim
-        if not isinstance(x0, Tensor) or x0.shape != (dim,):
-            shape = tuple(x0.shape) if isinstance(x0, Tensor) else type(x0).__name__
-            raise ValueError(f"x0 has shape {shape}; expected a tensor of shape ({dim},), the model's parameters")
-        if not bool(torch.isfinite(x0).all()):
-            raise ValueError(f"x0 has {int((~torch.isfinite(x0)).sum())} non-finite entries; a start must be finite")
+        _check_x0("x0", x0, problem.model.dim)
     _check_algorithm(algorithm, settings, rounds)
     if resume not in (False, True, "trust") or not isinstance(resume, (bool, str)):
         raise ValueError(f"resume={resume!r} not one of False, True, 'trust'")
@@ -255,11 +250,15 @@ def simulate_runs(
     store: Store | str | os.PathLike | None = None,
     diverge_above: float | None = None,
     record: Callable[[Tensor], dict[str, Any]] | None = None,
+    x0: Tensor | Sequence[Tensor] | None = None,
 ) -> list[History]:
-    """``[simulate(problem, algorithms[i], ..., seed=seeds[i]) for i]``, computed in passes of several runs.
+    """``[simulate(problem, algorithms[i], ..., seed=seeds[i], x0=x0[i]) for i]``, computed in passes of several
+    runs.
 
-    ``seeds`` has one seed per algorithm (or one for all).  Runs whose algorithms differ only in the values of
-    their hyperparameters (:func:`fedcore.runs.signature`) go through the client loop together, up to
+    ``seeds`` has one seed per algorithm (or one for all); so has ``x0``, the initial parameters (a tensor of the
+    model's ``d`` for all runs, a list of them one per run, or None: the model's own, as in :func:`simulate`), so
+    that runs from different initial models (one per seed) share a pass.  Runs whose algorithms differ only in
+    the values of their hyperparameters (:func:`fedcore.runs.signature`) go through the client loop together, up to
     ``batch`` runs per pass (``"auto"``: :func:`runs_per_pass`; ``"off"`` or 1: one run at a time): the
     clients of all runs are one ``[R*S, d]`` matrix for the gradient oracle, the server state is per run, and
     each run keeps its own initial model, client sampling and minibatch stream, so run i equals
@@ -287,7 +286,7 @@ def simulate_runs(
         _check_algorithm(algorithm, settings, rounds)
     data = problem.data
     oracle = GradientOracle(problem.model, backend, data.device)
-    start = problem.x0()
+    starts = _starts(problem, x0, len(algorithms))
     most = runs_per_pass(problem, oracle.backend, clients_per_round) if batch == "auto" else _check_batch(batch)
     if store is not None and not isinstance(store, Store):
         store = Store(store)
@@ -296,7 +295,7 @@ def simulate_runs(
     content = data_hash(data) if store is not None else None  # once for all the runs of this call
     for i, (algorithm, seed) in enumerate(zip(algorithms, seeds)):
         config = {**settings, "seed": seed, "backend": oracle.backend}
-        identities[i] = run_identity(data, problem.model.module, start, algorithm, config, content) \
+        identities[i] = run_identity(data, problem.model.module, starts[i], algorithm, config, content) \
             if store is not None else {}
         keys[i] = _key(store, identities[i], rounds)
         if keys[i] is not None:
@@ -305,8 +304,9 @@ def simulate_runs(
     for group in _passes([algorithms[i] for i in missing], most):
         runs = [missing[j] for j in group]
         config = {**settings, "backend": oracle.backend}
+        start = torch.stack([starts[i] for i in runs])  # [R, d]: each run's initial parameters
         check_fits(stack([algorithms[i] for i in runs], start.dtype, data.device),
-                   start.expand(len(runs), 1, -1), data.num_clients, len(runs) * clients_per_round, local_steps,
+                   start.unsqueeze(1), data.num_clients, len(runs) * clients_per_round, local_steps,
                    batch_size, data.inputs[:1].nbytes + data.targets[:1].nbytes, data.device)
         engine = _Pass(problem, [algorithms[i] for i in runs], oracle, config, [seeds[i] for i in runs], start)
         finished = engine.loop(rounds, settings["eval_every"], weighting, progress, None, 1)
@@ -315,6 +315,30 @@ def simulate_runs(
             if keys[i] is not None:
                 _keep(store, keys[i], identities[i], rounds, history)
     return histories  # type: ignore[return-value]
+
+
+def _starts(problem: Problem, x0: Any, runs: int) -> list[Tensor]:
+    """The initial parameters of each of ``runs`` runs: ``x0`` (one tensor of the model's ``d`` for all, a sequence
+    of one per run, or None for the model's own), checked and on the data's device."""
+    own = problem.x0()
+    if x0 is None:
+        return [own] * runs
+    given = [x0] * runs if isinstance(x0, Tensor) else list(x0) if isinstance(x0, Sequence) else None
+    if given is None or len(given) != runs:
+        raise ValueError(f"x0 must be a tensor of shape ({own.numel()},) or a list of {runs} of them (one per "
+                         f"algorithm), got {type(x0).__name__}" + (f" of length {len(given)}" if given else ""))
+    for i, start in enumerate(given):
+        _check_x0(f"x0[{i}]", start, own.numel())
+    return [start.to(own.device, own.dtype) for start in given]
+
+
+def _check_x0(name: str, x0: Any, dim: int) -> None:
+    """``x0`` must be a finite tensor of the model's ``dim`` parameters."""
+    if not isinstance(x0, Tensor) or x0.shape != (dim,):
+        shape = tuple(x0.shape) if isinstance(x0, Tensor) else type(x0).__name__
+        raise ValueError(f"{name} has shape {shape}; expected a tensor of shape ({dim},), the model's parameters")
+    if not bool(torch.isfinite(x0).all()):
+        raise ValueError(f"{name} has {int((~torch.isfinite(x0)).sum())} non-finite entries; a start must be finite")
 
 
 def runs_per_pass(problem: Problem, backend: str, clients_per_round: int) -> int:
@@ -369,7 +393,8 @@ def _passes(algorithms: list[Algorithm], most: int) -> list[list[int]]:
 
 def sweep(problem: Problem, build: Callable[..., Any], grid: dict[str, Sequence[Any]], *,
           seeds: Sequence[int] = (0,), batch: str | int = "auto",
-          summary: Callable[[History], dict[str, float]] | None = None, **options: Any) -> pd.DataFrame:
+          summary: Callable[[History], dict[str, float]] | None = None,
+          x0: Mapping[int, Tensor] | None = None, **options: Any) -> pd.DataFrame:
     """Run ``build(**point)`` for every point of ``grid`` and every seed of ``seeds``: one row per (point, seed).
 
     ``sweep(problem, lambda client_lr: fedavg(client_lr), {"client_lr": [0.01, 0.1, 1]}, seeds=(0, 1, 2),
@@ -379,7 +404,8 @@ def sweep(problem: Problem, build: Callable[..., Any], grid: dict[str, Sequence[
     go through :func:`simulate_runs` (``batch`` runs per pass; ``"off"`` runs them one at a time), so with
     ``store=`` each run is kept when its pass finishes and an interrupted sweep, run again, computes only the
     runs it had not finished.  ``summary(history)`` adds columns of its own to each row (a paper's metric,
-    e.g. the mean accuracy of the last rounds).
+    e.g. the mean accuracy of the last rounds).  ``x0`` maps each seed to the initial parameters its runs start
+    from (a seed that also draws the initial model); None: the model's own for every seed.
     """
     if summary is not None:
         check_function("summary", summary, "history")
@@ -394,6 +420,10 @@ def sweep(problem: Problem, build: Callable[..., Any], grid: dict[str, Sequence[
     if isinstance(seeds, (str, bytes)) or not isinstance(seeds, Sequence) or len(seeds) == 0:
         raise ValueError(f"seeds={seeds!r} must be a non-empty list of seeds, e.g. (0, 1, 2)")
     seeds = [check_seed("seeds", seed) for seed in seeds]
+    if x0 is not None and (not isinstance(x0, Mapping) or set(seeds) - set(x0)):
+        missing = sorted(set(seeds) - set(x0)) if isinstance(x0, Mapping) else seeds
+        raise ValueError(f"x0 must map every seed to its initial parameters ({{seed: tensor}}); seeds {missing} "
+                         f"have none")
     rows, runs = [], []
     for values in itertools.product(*grid.values()):
         point = dict(zip(grid, values))
@@ -409,7 +439,7 @@ def sweep(problem: Problem, build: Callable[..., Any], grid: dict[str, Sequence[
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
             histories = simulate_runs(problem, [a for _, a, _ in runs], seeds=[s for _, _, s in runs], batch=batch,
-                                      **options)
+                                      x0=None if x0 is None else [x0[s] for _, _, s in runs], **options)
         for (row, _, _), history in zip(runs, histories):
             rows[row].update(_summary_row(history, summary))
     table = pd.DataFrame(rows)
@@ -514,7 +544,8 @@ class _Pass:
         self.identity: dict = {}
         self.live = list(range(len(algorithms)))  # the runs still in the pass, in the pass's order
         self.algorithm = stack(algorithms, start.dtype, data.device)
-        self.state = _checked_state(self.algorithm.init(start.expand(len(algorithms), 1, -1).clone(),
+        starts = start.unsqueeze(1) if start.dim() == 2 else start.expand(len(algorithms), 1, -1)  # [R, 1, d]
+        self.state = _checked_state(self.algorithm.init(starts.clone(),
                                                         data.num_clients), self.algorithm, "init(x0, num_clients)")
         self.rows: list[list[dict[str, float]]] = [[] for _ in algorithms]
         self.ended: dict[int, tuple[State, int, str]] = {}  # run -> (state, diverged round, why)

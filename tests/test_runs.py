@@ -175,9 +175,48 @@ def test_sweep_has_one_row_per_point_and_seed_equal_to_separate_runs() -> None:
     pd.testing.assert_frame_equal(off.drop(columns=[]), table, check_exact=False, atol=1e-6)
 
 
+def initial(seed: int) -> torch.Tensor:
+    """The initial parameters of problem()'s model drawn from ``seed``."""
+    return Problem(blobs(), models.make("mlp", (8,), 3, hidden=(6,), seed=seed)).x0()
+
+
+@pytest.mark.parametrize("backend", ["loop", "vmap"])
+def test_runs_from_their_own_initial_models_share_a_pass(backend: str) -> None:
+    """x0 per run: each run of the pass starts where its own model does (a seed that draws the initial model)
+    and equals ``simulate(..., x0=...)``; sweep's x0 maps each seed to its start, and the store keys each run by
+    its start."""
+    starts = [initial(seed) for seed in SEEDS]
+    built = [algorithms.fedadam(0.1, server_lr=0.03)] * 3
+    batched = simulate_runs(problem(), built, seeds=SEEDS, x0=starts, backend=backend, batch=3, **OPTIONS)
+    for algorithm, seed, start, history in zip(built, SEEDS, starts, batched):
+        assert_same_run(history, simulate(problem(), algorithm, seed=seed, x0=start, backend=backend, **OPTIONS))
+    own_start = simulate(problem(), built[1], seed=SEEDS[1], backend=backend, **OPTIONS)
+    assert not torch.allclose(batched[1].final_state["x"], own_start.final_state["x"])  # another start, another run
+    table = sweep(problem(), algorithms.fedavg, {"client_lr": [0.1, 0.3]}, seeds=SEEDS,
+                  x0=dict(zip(SEEDS, starts)), backend=backend, **OPTIONS)
+    for _, row in table.iterrows():
+        alone = simulate(problem(), algorithms.fedavg(row["client_lr"]), seed=int(row["seed"]),
+                         x0=starts[SEEDS.index(int(row["seed"]))], backend=backend, **OPTIONS)
+        assert abs(row["final_train_loss"] - alone.frame["train_loss"].iloc[-1]) < 1e-6
+
+
+def test_a_store_tells_runs_from_different_starts_apart(tmp_path) -> None:
+    from fedcore.store import Store
+
+    runs, starts = Store(tmp_path / "runs.sqlite"), [initial(seed) for seed in (0, 1)]
+    first = simulate_runs(problem(), [algorithms.fedavg(0.1)] * 2, x0=starts, store=runs, **OPTIONS)
+    assert len(runs) == 2 and not first[1].stored
+    again = simulate_runs(problem(), [algorithms.fedavg(0.1)] * 2, x0=starts[::-1], store=runs, **OPTIONS)
+    assert all(history.stored for history in again) and len(runs) == 2
+    assert torch.equal(again[0].final_state["x"], first[1].final_state["x"])
+
+
 @pytest.mark.parametrize("bad, message", [
     (dict(batch="sometimes"), r"batch='sometimes' not one of"), (dict(batch=0), r"batch=0 must be >= 1"),
     (dict(seeds=(0, 1)), r"seeds has 2 seeds for 3 algorithms"), (dict(seeds=(-1,)), r"seeds=-1"),
+    (dict(x0=[torch.zeros(3)] * 3), r"x0\[0\] has shape \(3,\); expected a tensor of shape \(75,\)"),
+    (dict(x0=[torch.zeros(75)] * 2), r"x0 must be a tensor of shape \(75,\) or a list of 3 of them"),
+    (dict(x0=[torch.full((75,), float("nan"))] * 3), r"x0\[0\] has 75 non-finite entries"),
 ])
 def test_bad_pass_arguments_are_named(bad, message) -> None:
     with pytest.raises((ValueError, TypeError), match=message):
