@@ -173,5 +173,5 @@ def test_divergence_claim_on_the_real_counterexample_and_on_wrong_numbers():
 def test_claims_table_has_a_verdict_per_claim():
     table = experiment.claims_table(experiment.Evidence(_table({"FAFED": [0.9] * 3, "FedAvg": [0.8, 0.7, 0.6]}),
                                                         _table({"FAFED": [0.1] * 3, "FedAvg": [0.2] * 3})))
-    assert list(table.columns) == ["claim (main text)", "ours", "verdict"]
+    assert list(table.columns) == ["claim (main text)", "ours", "verdict", "scope", "seeds"]
     assert list(table["verdict"]) == [HOLDS, HOLDS, HOLDS, UNTESTABLE]

@@ -1,47 +1,213 @@
-"""A paper's claims as data, each judged by a function of our results: the claims tables of the notebooks.
+"""A paper's claims as data, each judged by shared rules that know the noise over seeds.
 
-A :class:`Claim` pairs a sentence of the paper with ``assess(evidence) -> (ours, verdict)``, where
-``evidence`` is the notebook's own dataclass of result tables and the verdict one of :data:`VERDICTS`,
-usually counted by :func:`verdict`.  :func:`claims_table` lays them out.
+A :class:`Claim` pairs a sentence of the paper with ``assess(evidence)``, a function of the notebook's own
+evidence (result tables over seeds) that returns a :class:`Judgement`: what our results show in numbers, the
+verdict and its :class:`Scope` (tasks, scale, rounds, seeds).  :func:`claims_table` lays them out.  The rules:
+
+- **A comparison over seeds** (:func:`paired`): the same seeds give both methods the same initial model, client
+  sampling and minibatches, so the per-seed differences are paired.  A difference counts only when the mean
+  paired difference exceeds :data:`NOISE_FACTOR` = 2 times its standard error (``scipy.stats.sem``); otherwise it
+  is within the noise, a tie.  One seed has no standard error and never decides.  Beside it,
+  ``scipy.stats.ttest_rel``'s p-value and the probability of improvement (Agarwal et al., NeurIPS 2021,
+  rliable: the chance that a run of one method beats a run of the other, ties half) are reported.
+- **A margin** (:meth:`Paired.outcome`): "A is within 2 points of B" is the comparison of A - B with -2: it is
+  confirmed when A - B exceeds -2 by more than the noise, contradicted when it falls below -2 by more.
+- **A verdict** (:func:`judge`) from the outcomes of a claim's checks (each confirmed, contradicted or within the
+  noise): holds if every check is confirmed; does not hold if none is and at least one is contradicted;
+  inconclusive if every check lies within the noise; partly otherwise; not testable here if there is no check.
+- **A task that learned something** (:func:`learned_something`): a task enters a comparison only if most
+  methods beat its trivial baseline (:func:`trivial_baseline`) by a stated margin; otherwise the claim says
+  "not testable at this scale" for it, with the numbers.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import math
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import torch
+from scipy import stats
 
-HOLDS, PARTLY, DOES_NOT_HOLD, NOT_TESTABLE = "holds", "partly", "does not hold", "not testable here"
-VERDICTS = (HOLDS, PARTLY, DOES_NOT_HOLD, NOT_TESTABLE)
+HOLDS, PARTLY, DOES_NOT_HOLD = "holds", "partly", "does not hold"
+INCONCLUSIVE, NOT_TESTABLE = "inconclusive", "not testable here"
+VERDICTS = (HOLDS, PARTLY, DOES_NOT_HOLD, INCONCLUSIVE, NOT_TESTABLE)
+CONFIRMED, CONTRADICTED, WITHIN_NOISE = "confirmed", "contradicted", "within the noise"
+OUTCOMES = (CONFIRMED, CONTRADICTED, WITHIN_NOISE)
+NOISE_FACTOR = 2.0
+"""A mean paired difference counts when it is larger than this many standard errors."""
 
 
 @dataclass(frozen=True)
-class Claim:
-    """A claim of the paper's main text and ``assess(evidence) -> (ours, verdict)``."""
+class Paired:
+    """The per-seed differences ``a - b`` of two methods' scores, oriented so that positive means ``a`` is better
+    (for a loss: ``b - a``).  ``a`` and ``b`` are kept (oriented the same way) for the probability of
+    improvement."""
 
-    text: str
-    assess: Callable[[Any], tuple[str, str]]
+    differences: tuple[float, ...]
+    a: tuple[float, ...]
+    b: tuple[float, ...]
+
+    @property
+    def seeds(self) -> int:
+        return len(self.differences)
+
+    @property
+    def mean(self) -> float:
+        return float(np.mean(self.differences))
+
+    @property
+    def standard_error(self) -> float:
+        """``sd / sqrt(n)`` of the differences (``scipy.stats.sem``, ``ddof = 1``); NaN for one seed."""
+        return float(stats.sem(self.differences)) if self.seeds > 1 else math.nan
+
+    @property
+    def p_value(self) -> float:
+        """Two-sided paired t-test (``scipy.stats.ttest_rel``); NaN for one seed or identical differences."""
+        if self.seeds < 2 or np.ptp(self.differences) == 0:
+            return math.nan
+        return float(stats.ttest_rel(self.a, self.b).pvalue)
+
+    @property
+    def probability_of_improvement(self) -> float:
+        """P(a run of ``a`` beats a run of ``b``) over all pairs of seeds, ties counted half: the Mann-Whitney U
+        statistic over ``n_a n_b`` (``scipy.stats.mannwhitneyu``), rliable's measure for few runs."""
+        return float(stats.mannwhitneyu(self.a, self.b).statistic) / (len(self.a) * len(self.b))
+
+    def outcome(self, margin: float = 0.0) -> str:
+        """Is the mean difference above ``margin``?  :data:`CONFIRMED` when it exceeds ``margin`` by more than
+        :data:`NOISE_FACTOR` standard errors, :data:`CONTRADICTED` when it falls below by more, else
+        :data:`WITHIN_NOISE` (always, with one seed)."""
+        if self.seeds < 2:
+            return WITHIN_NOISE
+        noise = NOISE_FACTOR * self.standard_error
+        if self.mean - noise > margin:
+            return CONFIRMED
+        if self.mean + noise < margin:
+            return CONTRADICTED
+        return WITHIN_NOISE
+
+    def describe(self, scale: float = 1.0, digits: int = 2) -> str:
+        """``"+1.23 ± 0.45"``: the mean difference ± 2 standard errors, times ``scale`` (e.g. 100 for points)."""
+        noise = NOISE_FACTOR * self.standard_error * scale
+        spread = "" if math.isnan(noise) else f" ± {noise:.{digits}f}"
+        return f"{self.mean * scale:+.{digits}f}{spread}"
+
+
+def paired(a: Sequence[float], b: Sequence[float], higher_is_better: bool = True) -> Paired:
+    """The paired comparison of ``a`` and ``b``, one score per seed each, in the same order of seeds."""
+    a = np.asarray(a, dtype=float).ravel()
+    b = np.asarray(b, dtype=float).ravel()
+    if a.shape != b.shape or a.size == 0:
+        raise ValueError(f"a and b must hold one score per seed, the same seeds: got {a.size} and {b.size} scores")
+    if not (np.isfinite(a).all() and np.isfinite(b).all()):
+        raise ValueError("a and b must be finite: a diverged run has no score; judge it before comparing")
+    sign = 1.0 if higher_is_better else -1.0
+    return Paired(tuple(sign * (a - b)), tuple(sign * a), tuple(sign * b))
+
+
+def judge(outcomes: Sequence[str]) -> str:
+    """The verdict of a claim from its checks' outcomes (each one of :data:`OUTCOMES`): see the module's rules."""
+    unknown = [o for o in outcomes if o not in OUTCOMES]
+    if unknown:
+        raise ValueError(f"outcomes {unknown} are not among {list(OUTCOMES)}")
+    if not outcomes:
+        return NOT_TESTABLE
+    confirmed, contradicted = outcomes.count(CONFIRMED), outcomes.count(CONTRADICTED)
+    if confirmed == len(outcomes):
+        return HOLDS
+    if confirmed == 0:
+        return DOES_NOT_HOLD if contradicted else INCONCLUSIVE
+    return PARTLY
 
 
 def verdict(hits: int, total: int, most: bool = False) -> str:
-    """holds if all ``total`` checks pass (``most``: more than half), partly if some, does not hold if none;
-    no checks: not testable here."""
+    """The count rule of checks without noise (exact computations, one deterministic run): holds if all ``total``
+    checks pass (``most``: more than half), partly if some, does not hold if none; no checks: not testable."""
     if total == 0:
         return NOT_TESTABLE
     return HOLDS if (2 * hits > total if most else hits == total) else PARTLY if hits else DOES_NOT_HOLD
 
 
+def learned_something(scores: Mapping[str, float], baseline: float, margin: float,
+                      higher_is_better: bool = True) -> bool:
+    """Whether a task says anything about the methods' order: more than half of the methods' mean ``scores``
+    beat the trivial ``baseline`` by more than ``margin`` (in the scores' units)."""
+    if not scores:
+        return False
+    sign = 1.0 if higher_is_better else -1.0
+    beating = sum(sign * (float(score) - baseline) > margin for score in scores.values())
+    return 2 * beating > len(scores)
+
+
+def seed_list(seeds: Sequence[int]) -> str:
+    """``"0-2"`` for consecutive seeds, ``"0, 3, 7"`` otherwise."""
+    seeds = sorted(int(s) for s in seeds)
+    if len(seeds) > 2 and seeds == list(range(seeds[0], seeds[-1] + 1)):
+        return f"{seeds[0]}-{seeds[-1]}"
+    return ", ".join(map(str, seeds))
+
+
+@dataclass(frozen=True)
+class Scope:
+    """What a verdict rests on: the tasks (settings) it judged, the scale, the rounds per run and the seeds."""
+
+    tasks: tuple[str, ...]
+    scale: str
+    rounds: int | None
+    seeds: tuple[int, ...]
+
+    def __str__(self) -> str:
+        tasks = ", ".join(self.tasks) if self.tasks else "no task"
+        rounds = "no training" if self.rounds is None else f"{self.rounds} rounds"
+        seeds = f"{len(self.seeds)} seed{'s' * (len(self.seeds) != 1)} ({seed_list(self.seeds)})" if self.seeds \
+            else "deterministic"
+        return f"{tasks}; {self.scale}; {rounds}; {seeds}"
+
+    def narrowed(self, tasks: Sequence[str]) -> Scope:
+        """The same scope on ``tasks`` only (those a claim could judge)."""
+        return Scope(tuple(tasks), self.scale, self.rounds, self.seeds)
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """A claim judged: what our results show (numbers), the verdict and what it rests on."""
+
+    ours: str
+    verdict: str
+    scope: Scope
+
+
+@dataclass(frozen=True)
+class Claim:
+    """A claim of the paper's main text and ``assess(evidence) -> Judgement``."""
+
+    text: str
+    assess: Callable[[Any], Judgement]
+
+
+ONE_SEED = "one seed, scope not yet stated"
+"""The scope of a claim judged the earlier way, ``(ours, verdict)`` from one seed: 01-03 until they move onto
+:class:`Judgement`."""
+
+
 def claims_table(evidence: Any, claims: Sequence[Claim]) -> pd.DataFrame:
-    """One row per claim: the claim, what our results show and the verdict."""
+    """One row per claim: the claim, what our results show, the verdict, its scope and its number of seeds."""
     rows = []
     for claim in claims:
-        ours, judged = claim.assess(evidence)
-        if judged not in VERDICTS:
-            raise ValueError(f"claim {claim.text!r} gave the verdict {judged!r}, not one of {list(VERDICTS)}")
-        rows.append({"claim (main text)": claim.text, "ours": ours, "verdict": judged})
+        judged = claim.assess(evidence)
+        if isinstance(judged, tuple) and len(judged) == 2 and judged[1] in VERDICTS:  # one seed, the earlier way
+            rows.append({"claim (main text)": claim.text, "ours": judged[0], "verdict": judged[1],
+                         "scope": ONE_SEED, "seeds": 1})
+            continue
+        if not isinstance(judged, Judgement) or judged.verdict not in VERDICTS:
+            raise ValueError(f"claim {claim.text!r} gave {judged!r}: a Judgement with a verdict among "
+                             f"{list(VERDICTS)}")
+        rows.append({"claim (main text)": claim.text, "ours": judged.ours, "verdict": judged.verdict,
+                     "scope": str(judged.scope), "seeds": len(judged.scope.seeds)})
     return pd.DataFrame(rows)
 
 

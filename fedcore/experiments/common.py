@@ -1,0 +1,232 @@
+"""The experiments' common layer, written once: a :class:`Task`, runs over seeds, the score, tuning over seeds
+and the rules "within a tolerance of the best" and "range of good values".
+
+- A :class:`Task` is a federated data set, a model drawn from a seed, the round settings, the metric and its
+  trivial baseline (what a model that learned nothing scores).  The data's partition is the task's and stays
+  fixed; a **seed** draws the initial model, the client sampling and the minibatches (:meth:`Task.initial`).
+- :func:`run_seeds` runs methods over seeds (through :func:`fedcore.simulate_runs`, so runs that share a pass
+  go together and the store keeps each); :func:`window_score` is the score of a run: the metric averaged over
+  the last :data:`SCORE_EVALUATIONS` evaluations (and a per-round quantity, the training loss, over the same
+  rounds); :func:`score_table` and :func:`mean_sd` lay the scores out over seeds.
+- :func:`tune` is the grid search of every paper: each point of each method's grid over the seeds, through the
+  batched :func:`fedcore.sweep`, scored by the mean over seeds (a point that diverged on any seed never wins);
+  :func:`grids_at` shrinks a grid for ``smoke`` the one way.
+- :func:`near_best` marks the values within a tolerance of the best; :func:`good_range` says how many decades
+  of a hyperparameter score near the best.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from torch import Tensor, nn
+
+from fedcore.checks import check_choice, check_int, check_range, check_seed
+from fedcore.data.federated import FederatedData
+from fedcore.problem import History, Problem
+from fedcore.run import simulate_runs, sweep
+from fedcore.store import Store
+
+SCORE_EVALUATIONS = 4
+"""A run's score averages its metric over this many last evaluations (of the full test set)."""
+ROUND_SETTINGS = ("rounds", "clients_per_round", "local_steps", "batch_size", "eval_every", "weighting")
+
+Builder = Callable[..., Any]
+
+
+@dataclass(frozen=True)
+class Task:
+    """What a paper's experiment runs on: ``data`` (its partition fixed), ``model(seed)`` (an ``nn.Module`` with
+    its initial weights drawn from ``seed``), the round ``settings`` (:data:`ROUND_SETTINGS`), the ``metric``
+    (a column of ``History.frame``) and whether higher is better, and the metric's trivial ``baseline``.
+    ``model_label`` names the model beside the paper's."""
+
+    name: str
+    data: FederatedData
+    model: Callable[[int], nn.Module]
+    settings: Mapping[str, Any]
+    baseline: float
+    metric: str = "test_accuracy"
+    higher_is_better: bool = True
+    model_label: str = ""
+    info: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        missing = [key for key in ROUND_SETTINGS if key not in self.settings]
+        unknown = [key for key in self.settings if key not in ROUND_SETTINGS]
+        if missing or unknown:
+            raise ValueError(f"settings of task {self.name!r} must have exactly {list(ROUND_SETTINGS)}: "
+                             f"missing {missing}, unknown {unknown}")
+
+    def problem(self, seed: int = 0) -> Problem:
+        """The data with the model drawn from ``seed``."""
+        return Problem(self.data, self.model(check_seed("seed", seed)))
+
+    def initial(self, seeds: Sequence[int]) -> dict[int, Tensor]:
+        """``{seed: initial parameters}``: the model drawn from each seed."""
+        return {seed: self.problem(seed).x0() for seed in seeds}
+
+
+def _checked_seeds(seeds: Sequence[int]) -> list[int]:
+    if isinstance(seeds, (str, bytes)) or not isinstance(seeds, Sequence) or not seeds:
+        raise ValueError(f"seeds={seeds!r} must be a non-empty list of seeds, e.g. [0, 1, 2]")
+    checked = [check_seed("seeds", seed) for seed in seeds]
+    if len(set(checked)) != len(checked):
+        raise ValueError(f"seeds={list(seeds)} repeats a seed: each seed is one independent run")
+    return checked
+
+
+def run_seeds(task: Task, algorithms: Mapping[str, Any], seeds: Sequence[int], *, store: Store | None = None,
+              progress: bool = False, **overrides: Any) -> dict[str, list[History]]:
+    """``{method: [History of each seed]}``: every algorithm of ``algorithms`` (``{method: algorithm}``) on ``task``
+    from each seed's initial model, client sampling and minibatches, through :func:`fedcore.simulate_runs`
+    (``overrides`` replace round settings, e.g. ``rounds``)."""
+    seeds = _checked_seeds(seeds)
+    settings = {**task.settings, **overrides}
+    starts = task.initial(seeds)
+    runs = [(method, seed) for method in algorithms for seed in seeds]
+    histories = simulate_runs(task.problem(seeds[0]), [algorithms[method] for method, _ in runs],
+                              seeds=[seed for _, seed in runs], x0=[starts[seed] for _, seed in runs],
+                              store=store, progress=progress, **settings)
+    results: dict[str, list[History]] = {method: [] for method in algorithms}
+    for (method, _), history in zip(runs, histories):
+        results[method].append(history)
+    return results
+
+
+def window_score(history: History, metric: str, evaluations: int = SCORE_EVALUATIONS,
+                 evaluated: str = "test_accuracy") -> float:
+    """The score of a run: ``metric`` averaged over the rounds of its last ``evaluations`` evaluations (the rounds
+    where ``evaluated`` was measured, round 0 left out; all of them when there are fewer), so a test metric is the
+    mean of the last ``evaluations`` evaluations and a per-round quantity (``train_loss``) the mean over the same
+    rounds.  NaN for a run that diverged."""
+    if not isinstance(history, History):
+        raise TypeError(f"history={type(history).__name__} must be a fedcore History")
+    frame = history.frame
+    for name in (metric, evaluated):
+        if name not in frame:
+            raise ValueError(f"{name!r} is not a column of the history: {list(frame.columns)}")
+    check_int("evaluations", evaluations)
+    if history.diverged:
+        return math.nan
+    rounds = frame[evaluated].dropna().index
+    rounds = rounds[rounds > 0]
+    if rounds.empty:
+        raise ValueError(f"the run has no evaluation of {evaluated!r} after round 0: give it an eval_every")
+    after = rounds[-evaluations - 1] if len(rounds) > evaluations else 0
+    values = frame.loc[frame.index > after, metric].dropna()
+    return float(values.mean())
+
+
+def window_rounds(settings: Mapping[str, Any], evaluations: int = SCORE_EVALUATIONS) -> str:
+    """The rounds :func:`window_score` averages over, for round settings ``settings``: e.g. ``"rounds 25-40"``."""
+    rounds, every = int(settings["rounds"]), int(settings["eval_every"]) or int(settings["rounds"])
+    evaluated = sorted({*range(every, rounds + 1, every), rounds})
+    first = evaluated[-evaluations - 1] + 1 if len(evaluated) > evaluations else 1
+    return f"rounds {first}-{rounds}, the last {min(evaluations, len(evaluated))} evaluations"
+
+
+def score_table(results: Mapping[str, Mapping[str, Sequence[History]]], score: Callable[[History], float],
+                seeds: Sequence[int]) -> pd.DataFrame:
+    """One row per (task, method) and one column per seed: ``score`` of each run of ``results``
+    (``{task: {method: [History of each seed]}}``, as :func:`run_seeds` returns per task)."""
+    rows = {}
+    for task, by_method in results.items():
+        for method, histories in by_method.items():
+            if len(histories) != len(seeds):
+                raise ValueError(f"{task}/{method} has {len(histories)} runs for {len(seeds)} seeds")
+            rows[(task, method)] = [score(history) for history in histories]
+    table = pd.DataFrame.from_dict(rows, orient="index", columns=list(seeds))
+    table.index = pd.MultiIndex.from_tuples(table.index, names=["task", "method"])
+    table.columns.name = "seed"
+    return table
+
+
+def mean_sd(table: pd.DataFrame, scale: float = 1.0, digits: int = 2) -> pd.DataFrame:
+    """Methods by tasks, each cell ``"mean ± sd"`` over the seeds of :func:`score_table`'s ``table`` (times
+    ``scale``: 100 for percent); a (task, method) with a diverged seed shows how many diverged."""
+    def cell(values: pd.Series) -> str:
+        finite = values.dropna() * scale
+        if len(finite) < len(values):
+            return f"{len(values) - len(finite)} of {len(values)} diverged"
+        sd = f" ± {finite.std(ddof=1):.{digits}f}" if len(finite) > 1 else ""
+        return f"{finite.mean():.{digits}f}{sd}"
+    cells = table.apply(cell, axis=1)
+    return cells.unstack("task")[list(dict.fromkeys(table.index.get_level_values("task")))]
+
+
+def near_best(values: Sequence[float] | pd.Series, within: float, higher_is_better: bool = True) -> np.ndarray:
+    """A mask of the ``values`` within ``within`` of the best of them (NaN, a diverged run, never is)."""
+    check_range("within", within, 0)
+    array = np.asarray(values, dtype=float)
+    if not np.isfinite(array).any():
+        return np.zeros(array.shape, dtype=bool)
+    if higher_is_better:
+        return np.nan_to_num(array, nan=-np.inf) >= np.nanmax(array) - within
+    return np.nan_to_num(array, nan=np.inf) <= np.nanmin(array) + within
+
+
+def good_range(column: pd.Series, within: float, higher_is_better: bool = True) -> float:
+    """How forgiving a hyperparameter is: the width in decades of the index values (learning rates, multipliers)
+    whose score lies within ``within`` of the column's best (all the values between the smallest and the largest
+    such one; 0 if only one; NaN if every run diverged)."""
+    mask = near_best(column.to_numpy(dtype=float), within, higher_is_better)
+    if not mask.any():
+        return math.nan
+    good = column.index[mask].to_numpy(dtype=float)
+    return float(np.log10(good.max() / good.min()))
+
+
+def grids_at(scale: str, grids: Mapping[str, Mapping[str, Sequence[Any]]]) -> dict[str, dict[str, list[Any]]]:
+    """``grids`` at ``scale``: as they are, except at ``smoke`` (the tests' scale), where each axis keeps its
+    first and last values only."""
+    check_choice("scale", scale, ("smoke", "small", "medium", "paper"))
+    if scale != "smoke":
+        return {method: {key: list(values) for key, values in grid.items()} for method, grid in grids.items()}
+    return {method: {key: list(dict.fromkeys([values[0], values[-1]])) for key, values in grid.items()}
+            for method, grid in grids.items()}
+
+
+@dataclass(frozen=True)
+class Tuning:
+    """What :func:`tune` found: per method the chosen point, and the table of every point's score per seed with
+    their mean (``"score"``, NaN where a seed diverged)."""
+
+    chosen: dict[str, dict[str, Any]]
+    tables: dict[str, pd.DataFrame]
+
+
+def tune(task: Task, builders: Mapping[str, Builder], grids: Mapping[str, Mapping[str, Sequence[Any]]],
+         seeds: Sequence[int], score: Callable[[History], float], *, higher_is_better: bool = True,
+         store: Store | None = None, progress: bool = False, **overrides: Any) -> Tuning:
+    """Grid search over seeds: every point of ``grids[method]`` (keywords of ``builders[method]``) on ``task``
+    from every seed (through :func:`fedcore.sweep`: batched passes, the store), each run scored by ``score``;
+    the point with the best mean over the seeds is chosen.  ``overrides`` replace round settings (a shorter
+    ``rounds`` for tuning)."""
+    seeds = _checked_seeds(seeds)
+    unknown = [method for method in grids if method not in builders]
+    if unknown:
+        raise ValueError(f"grids has {unknown}, which have no builder; builders has {list(builders)}")
+    settings = {**task.settings, **overrides}
+    starts = task.initial(seeds)
+    chosen, tables = {}, {}
+    for method, grid in grids.items():
+        runs = sweep(task.problem(seeds[0]), builders[method], dict(grid), seeds=seeds, x0=starts,
+                     summary=lambda history: {"score": score(history)}, store=store, progress=progress, **settings)
+        if "score" not in runs:
+            raise ValueError(f"no point of the grid of {method!r} gave a score: {runs['error'].dropna().iloc[0]}")
+        runs["seed"] = runs["seed"] if "seed" in runs else seeds[0]  # sweep drops the column for one seed
+        table = runs.pivot_table(index=list(grid), columns="seed", values="score", dropna=False)
+        table["score"] = table[seeds].mean(axis=1, skipna=False)
+        if table["score"].isna().all():
+            raise ValueError(f"every point of the grid of {method!r} diverged on some seed or was refused")
+        best = table["score"].idxmax() if higher_is_better else table["score"].idxmin()
+        point = best if isinstance(best, tuple) else (best,)
+        chosen[method] = {key: value for key, value in zip(grid, point)}
+        tables[method] = table
+    return Tuning(chosen, tables)
