@@ -37,8 +37,8 @@
 # docstring names every choice the paper leaves open.
 #
 # **Parameters.** `SCALE` is `smoke` (CI, about a minute), `small` (a 2-core CPU, about 10 minutes: what you see
-# here) or `paper` (more rounds, for a GPU). Rerun with, e.g.,
-# `papermill 04_fafed.ipynb out.ipynb -p SCALE small -p SEED 1 -p ROUNDS 100`. Finished training runs are kept
+# here) or `paper` (more rounds and seeds, for a GPU). Rerun with, e.g.,
+# `papermill 04_fafed.ipynb out.ipynb -p SCALE small -y "SEEDS: [3, 4, 5]" -p ROUNDS 100`. Finished training runs are kept
 # in a results store (`fedcore.store`, keyed by everything that determines a run: data, model, every
 # hyperparameter, seed, rounds and fedcore's own source), so a rerun recomputes only what changed;
 # `-p STORE off` recomputes everything.
@@ -48,7 +48,8 @@ import os
 
 SCALE = os.environ.get("FEDCORE_SCALE", "small")  # smoke | small | paper
 DEVICE = "cpu"  # "cuda" on a GPU
-SEED = 0  # data partition, model initialization and minibatches
+PARTITION_SEED = 0  # the data partition: the task's, the same for every run
+SEEDS = None  # None: the scale's seeds (small: 0, 1, 2); each seed draws the initial model and the minibatches
 NUM_CLIENTS = 20  # the paper's 20 worker nodes, all taking part in every round (cross-silo)
 ETA = 0.1  # the counterexample's step size (the paper's 0.1)
 BETA = 0.5  # the counterexample's second-moment decay (the paper's 0.5)
@@ -86,18 +87,22 @@ from IPython.display import Markdown, display
 
 import fedcore
 from fedcore import algorithms, counterexample, explore, plots
-from fedcore.experiments import fafed as experiment
+from fedcore.experiments import common
+from fedcore.experiments.claims import Scope
+from fedcore.experiments.fafed import experiment, figures, paper, theory
 from fedcore.store import default_store
 
 store = default_store(STORE)
 
 # %% [markdown]
-# The experiment's settings, grids, baselines, tuning and the paper's claims live in
-# `fedcore.experiments.fafed` (imported as `experiment`); this notebook calls it and shows what it holds.
-# The scale's rounds per run, evaluation period, cap on local steps and rounds per tuning run:
+# The experiment lives in the package `fedcore.experiments.fafed`: `experiment` (settings, grids, builders, tasks,
+# runs over seeds, tuning), `paper` (the claims and what the paper prints), `theory` (the counterexample's law,
+# Theorem 2's step) and `figures`; the statistics are shared by every notebook (`fedcore.experiments.common`,
+# `fedcore.experiments.claims`). The scale's rounds per run, evaluation period, cap on local steps, rounds per
+# tuning run and seeds:
 
 # %%
-settings = experiment.scale_settings(SCALE, ROUNDS)
+settings = experiment.scale_settings(SCALE, ROUNDS, SEEDS)
 print(f"SCALE={SCALE}: {settings}")
 
 # %% [markdown]
@@ -171,7 +176,7 @@ print(f"x_1,1 = {first['client 1']:.4f}   x_1,2 = {first['client 2']:.4f}   x_1,
 
 # %%
 naive = counterexample.run(algorithms.local_adaptive(ETA, beta=BETA), rounds=10, local_steps=1)
-law = experiment.law_table(naive.frame["mean"], ETA, BETA)
+law = theory.law_table(naive.frame["mean"], ETA, BETA)
 law.round(6)
 
 # %% [markdown]
@@ -234,13 +239,13 @@ pd.DataFrame({label: {"x after the last averaging": run.final(), "f there": floa
 # red outlines mark runs that end farther from 0 than they started.
 
 # %%
-eta_grid, period_grid = experiment.map_grid(SCALE)
+eta_grid, period_grid = theory.map_grid(SCALE)
 distance = counterexample.final_distance_map(lambda eta: algorithms.fafed(eta, alpha=0.5, beta=BETA, rho=RHO), eta_grid,
                                              period_grid, steps=300, store=store)
 ax = plots.distance_map(distance)
 ax.set_title(f"FAFED, constant step: final |x| after 300 local steps (beta={BETA}, rho={RHO})", fontsize="medium")
 plots.savefig(ax.figure, "04_counterexample_map.png", FIGURES)
-print(experiment.map_summary(distance))
+print(theory.map_summary(distance))
 
 # %% [markdown]
 # The paper's convergence result does not cover these runs. Theorem 2 takes a **decreasing** step
@@ -250,7 +255,7 @@ print(experiment.map_summary(distance))
 # step is
 
 # %%
-print(experiment.theorem2_step_note(num_clients=3, smoothness=6.0, rho=RHO))
+print(theory.theorem2_step_note(num_clients=3, smoothness=6.0, rho=RHO))
 
 # %% [markdown]
 # below every step on the map. At steps that small FAFED creeps towards 0 (from 10 to about 9.8 in 300 steps
@@ -312,7 +317,7 @@ print(inspect.getsource(algorithms.FAFED._initialize))
 # The choices the paper leaves open, and fedcore's (from the module's docstring, as committed):
 
 # %%
-Markdown(experiment.open_choices())
+Markdown(theory.open_choices())
 
 # %% [markdown]
 # ## 4. Fashion-MNIST, 20 clients, three levels of heterogeneity
@@ -335,7 +340,8 @@ Markdown(experiment.open_choices())
 # client's label distribution and the global one (`FederatedData.label_skew`) measures each:
 
 # %%
-datasets = experiment.load_datasets(NUM_CLIENTS, SEED, DEVICE)
+datasets = experiment.load_datasets(NUM_CLIENTS, PARTITION_SEED, DEVICE)
+tasks = experiment.tasks(datasets, settings)
 experiment.settings_table()
 
 # %%
@@ -374,78 +380,104 @@ print(inspect.getsource(experiment.make_builders))
 experiment.grid_table()
 
 # %% [markdown]
-# The hyperparameters each algorithm runs with, per setting (`experiment.tune` searches the grids when `TUNE`):
+# The hyperparameters each algorithm runs with, per setting (`experiment.tune` searches the grids when `TUNE`,
+# every point from every seed, choosing the lowest mean training loss over the seeds):
 
 # %%
 builders = experiment.make_builders(rho=RHO)
-common = dict(num_clients=NUM_CLIENTS, seed=SEED, progress=PROGRESS, max_local_steps=settings["max_local_steps"],
-              store=store)
+seeds = settings["seeds"]
 if TUNE:
-    chosen = experiment.tune(datasets, settings["tune_rounds"], builders=builders, **common)
+    tunings = experiment.tune(tasks, settings["tune_rounds"], seeds, builders=builders, store=store,
+                              progress=PROGRESS)
+    chosen = {setting: tuning.chosen for setting, tuning in tunings.items()}
 else:
-    chosen = {setting: HYPERPARAMETERS for setting in experiment.SETTINGS}
+    chosen = {setting: HYPERPARAMETERS for setting in tasks}
 experiment.hyperparameter_table(chosen)
 
 # %% [markdown]
-# Now every algorithm on every setting, from the same initial model and with the same minibatches
-# (all runs share `SEED`), after paying the kernel's one-time start-up cost (`fedcore.warm_up`) so that the
-# runs' times compare:
+# Now every algorithm on every setting from each seed: a seed draws the initial model and the minibatches, the
+# same for every algorithm, so the runs of one seed differ only by their algorithm and the differences between
+# methods are **paired** by seed. The partition is the task's and stays fixed (`PARTITION_SEED`). First the
+# kernel's one-time start-up cost (`fedcore.warm_up`), so that the runs' times compare:
 
 # %%
-print(f"{settings['rounds']} rounds per run at SCALE={SCALE}; one-time start-up cost left to pay first: "
-      f"{fedcore.warm_up(experiment.problem(datasets['low'], SEED)):.1f} s")
-histories = experiment.run_all(datasets, chosen, settings["rounds"], settings["eval_every"], builders=builders,
-                               **common)
-stored = sum(history.stored for runs in histories.values() for history in runs.values())
-print(f"{stored} of {sum(map(len, histories.values()))} runs read from the results store, the others computed")
+print(f"{settings['rounds']} rounds per run at SCALE={SCALE}, seeds {seeds}; one-time start-up cost left to pay "
+      f"first: {fedcore.warm_up(tasks['low'].problem()):.1f} s")
+results = experiment.run(tasks, chosen, seeds, builders=builders, store=store, progress=PROGRESS)
+runs = [history for by_method in results.values() for histories in by_method.values() for history in histories]
+print(f"{sum(history.stored for history in runs)} of {len(runs)} runs read from the results store, the others "
+      "computed")
 
 # %%
 figure, axes = plt.subplots(2, 3, figsize=(15, 7.5), layout="constrained", sharex=True)
-for column, (setting, runs) in enumerate(histories.items()):
-    plots.compare(runs, "train_loss", ax=axes[0, column], logy=True, legend=False)
-    plots.compare(runs, "test_accuracy", ax=axes[1, column], legend=False)
-    axes[0, column].set_title(f"{setting} heterogeneity: training loss")
-    axes[1, column].set_title(f"{setting} heterogeneity: test accuracy")
-figure.legend(*axes[0, 0].get_legend_handles_labels(), loc="outside right center")
+figures.CurvesDisplay.from_results(results, "train_loss").plot(axes[0], logy=True)
+figures.CurvesDisplay.from_results(results, "test_accuracy").plot(axes[1], legend=False)
 plots.savefig(figure, "04_fashion_mnist.png", FIGURES)
 
 # %% [markdown]
-# The training loss is the mean loss of the clients' minibatches during the round's local steps (the paper
-# plots training loss against rounds). Each method has its own colour, line style and markers: **STEM with
-# $\alpha = 0.9$ is nearly plain local SGD** (its correction $(1 - \alpha)(m_{t-1} - g(x_{t-1}))$ keeps a tenth of
-# the previous direction), so its curves lie on FedAvg's; their markers sit at different rounds. Where FAFED's
-# first round spikes (the low setting, at `small`), its 20 local steps precondition with $A_0$ from the first
-# batch's squared gradients, and coordinates whose gradient was small there take large steps until the first
-# averaging rebuilds $A$. Final numbers,
-# and the wall time of each run in seconds (STEM and FAFED evaluate two gradients per step; times from a shared
-# machine are only rough):
+# Each line is the mean over the seeds, its band one standard deviation. The training loss is the mean loss of
+# the clients' minibatches during the round's local steps (the paper plots training loss against rounds). **STEM
+# with $\alpha = 0.9$ is nearly plain local SGD** (its correction $(1 - \alpha)(m_{t-1} - g(x_{t-1}))$ keeps a
+# tenth of the previous direction), so its curves lie on FedAvg's; their markers sit at different rounds.
+#
+# **The scores.** A run's score is its metric averaged over the last evaluations of the full test set (10,000
+# images), and its training loss over the same rounds (`fedcore.experiments.common.window_score`):
 
 # %%
-results = experiment.results_table(histories)
-accuracy = experiment.by_setting(results, "final test accuracy")
-loss = experiment.by_setting(results, "final train loss")
-display(accuracy.round(4).rename(columns=lambda c: f"test accuracy, {c}"))
-display(loss.round(4).rename(columns=lambda c: f"train loss, {c}"))
-diverged = results.dropna(subset=["diverged at round"])
-print("no run diverged" if diverged.empty else diverged[["setting", "algorithm", "diverged at round"]])
-experiment.by_setting(results, "seconds").round(1).rename(columns=lambda c: f"seconds, {c}")
+print(f"score window: {common.window_rounds(tasks['low'].settings)}")
+loss = common.score_table(results, experiment.train_loss_score, seeds)
+accuracy = common.score_table(results, experiment.accuracy_score, seeds)
+display(common.mean_sd(accuracy, scale=100, digits=1).rename(columns=lambda c: f"test accuracy %, {c}"))
+display(common.mean_sd(loss, digits=3).rename(columns=lambda c: f"train loss, {c}"))
+diverged = experiment.diverged_runs(results, seeds)
+print("no run diverged" if diverged.empty else diverged)
+
+# %% [markdown]
+# Every seed's score (dots) and their mean (tick), beside the most frequent class's share of the test set (dashed,
+# what a model that learned nothing scores): how far apart the methods lie against how far one method moves
+# with the seed.
+
+# %%
+baselines = {name: task.baseline for name, task in tasks.items()}
+scores = figures.ScoresDisplay.from_scores(accuracy, "test accuracy (%)", scale=100)
+scores.plot(baselines={name: 100 * value for name, value in baselines.items()})
+plots.savefig(scores.figure_, "04_scores.png", FIGURES)
+
+# %% [markdown]
+# The mean wall time of a run in seconds (STEM and FAFED evaluate two gradients per step; times from a shared
+# machine are only rough, and a run read from the store shows the time it took when it was computed):
+
+# %%
+experiment.seconds_table(results).round(1)
 
 # %% [markdown]
 # ## 5. The paper's claims beside ours
 #
 # The paper's Fashion-MNIST figures for the moderate and high settings and its test-accuracy tables are in the
-# supplementary material, which we could not obtain: we cannot print its numbers.
-# What the main text claims, and what this run shows. The verdict is computed from the results above
-# (`experiment.CLAIMS`): the first claim holds if FAFED has the lowest final training loss in every setting
-# (partly: in some; does not hold: in none); the second if FAFED's final test accuracy is within
-# 0.02 of the best in every setting (two points, what another seed moves); the third if FedAvg's final test
-# accuracy drops from each setting to the next more heterogeneous one; the fourth if the first step agrees
-# with the paper's printed numbers and the mean's move follows the law of section 2.
+# supplementary material, which we could not obtain: we cannot print its numbers. What the main text claims, and
+# what these runs show. Each verdict is computed from the scores above by the rules every notebook shares
+# (`fedcore.experiments.claims`): a difference between two methods counts only when the mean over the seeds
+# of their paired difference is larger than twice its standard error; otherwise it is within the noise. A
+# setting enters only if most methods beat its most frequent class by 5 points. **holds**: every check
+# confirmed; **does not hold**: none confirmed and at least one contradicted; **inconclusive**: every check
+# within the noise; **partly**: the rest.
+#
+# - Claim 1 checks, per setting, FAFED's training loss against each other method's: confirmed when FAFED is
+#   lower than every other beyond the noise, contradicted when another is lower beyond it.
+# - Claim 2 checks, per setting, that FAFED's test accuracy is within 2 points of each other method's: confirmed
+#   when FAFED trails none by more than 2 points beyond the noise, contradicted when it clearly trails one by more.
+# - Claim 3 checks that the mean test accuracy over the methods drops from each setting to the next more
+#   heterogeneous one, paired by seed.
+# - Claim 4 is an exact computation (no seed): the first step against the paper's printed numbers, and the
+#   mean's move against the law of section 2.
+#
+# "ahead of X by" is FAFED's advantage over its closest rival X (negative: behind), mean ± 2 standard errors.
 
 # %%
-evidence = experiment.Evidence(accuracy, loss, first_step=first, law=law)
+evidence = paper.Evidence(loss, accuracy, baselines, Scope(tuple(tasks), SCALE, settings["rounds"], tuple(seeds)),
+                          first_step=first, law=law)
 with pd.option_context("display.max_colwidth", None):
-    display(experiment.claims_table(evidence))
+    display(paper.claims_table(evidence))
 
 # %% [markdown]
 # **What differs from the paper, and why it matters.**
@@ -462,5 +494,5 @@ with pd.option_context("display.max_colwidth", None):
 # - **FAFED itself** is reconstructed from the paper (no official code): the first step
 #   $x_1 = x_0 - \eta_0 m_0$ without $A_0^{-1}$ as line 3 prints it; $m_0, v_0$ from the first round's
 #   $q b$ samples; each client's $x_{t-1,i}$ after an averaging is its own last local model.
-# - **One seed.** Differences of a point or two in accuracy between methods are within what another seed moves.
-#   Rerun with `-p SEED 1`.
+# - **Seeds.** The verdicts rest on the scale's seeds (three at `small`); a difference smaller than the noise over
+#   them is called a tie, not a win. More seeds narrow the noise: `-y "SEEDS: [0, 1, 2, 3, 4]"`.

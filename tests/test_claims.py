@@ -104,3 +104,12 @@ def test_claims_table_carries_scope_and_seeds_and_refuses_a_bare_verdict() -> No
         claims.claims_table(None, [Claim("A beats B", lambda e: Judgement("x", "probably", scope))])
     assert isinstance(table, pd.DataFrame) and list(table.columns) == ["claim (main text)", "ours", "verdict",
                                                                         "scope", "seeds"]
+
+
+def test_a_method_that_diverged_on_more_seeds_loses_the_comparison() -> None:
+    nan = float("nan")
+    assert claims.compare([0.5, nan, 0.6], [0.7, 0.7, 0.7]) == (CONTRADICTED, "diverged on 1 vs 0 of 3 seeds")
+    assert claims.compare([0.5, 0.6, 0.6], [0.7, nan, nan])[0] == CONFIRMED
+    outcome, text = claims.compare([0.80, nan, 0.82], [0.70, nan, 0.71], scale=100)  # seeds 0 and 2 compared
+    assert outcome == CONFIRMED and text == paired([0.80, 0.82], [0.70, 0.71]).describe(100)
+    assert claims.compare([nan], [nan]) == (WITHIN_NOISE, "both diverged on all 1 seeds")

@@ -62,7 +62,8 @@ def test_score_table_and_mean_sd_by_hand() -> None:
     table = common.score_table(results, lambda h: common.window_score(h, "test_accuracy"), seeds=[0, 1])
     assert table.loc[("low", "A")].tolist() == pytest.approx([0.8, 0.9]) and list(table.columns) == [0, 1]
     shown = common.mean_sd(table, scale=100, digits=1)
-    assert list(shown.columns) == ["low", "high"] and shown.loc["A", "low"] == f"85.0 ± {100 * np.std([.8, .9], ddof=1):.1f}"
+    assert list(shown.columns) == ["low", "high"]
+    assert shown.loc["A", "low"] == f"85.0 ± {100 * np.std([.8, .9], ddof=1):.1f}"
     assert shown.loc["B", "high"] == f"30.0 ± {100 * np.std([.2, .4], ddof=1):.1f}"
     table.loc[("high", "B"), 1] = math.nan
     assert common.mean_sd(table).loc["B", "high"] == "1 of 2 diverged"

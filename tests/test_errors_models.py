@@ -14,7 +14,8 @@ import torch
 
 from fedcore import explore, models, plots, toy
 from fedcore.data import federated_quadratic
-from fedcore.experiments import fafed as experiment
+from fedcore.experiments.common import Task
+from fedcore.experiments.fafed import experiment, theory
 from fedcore.params import FlatModel, GradientOracle, evaluate
 from fedcore.run import Problem
 
@@ -25,6 +26,13 @@ NAN = float("nan")
 def quadratic_problem() -> Problem:
     return Problem(federated_quadratic(num_clients=4, dim=3, samples_per_client=5),
                    models.linear_regression((3,)).double())
+
+
+def quadratic_task() -> Task:
+    """The federated quadratic as a task of the low setting (b = 5, q capped at 2)."""
+    return Task("low", quadratic_problem().data, lambda seed: models.linear_regression((3,)).double(),
+                experiment.round_settings("low", 1, 1, 4, max_local_steps=2), baseline=0.0, metric="test_loss",
+                higher_is_better=False)
 
 
 def oracle(backend: str = "auto") -> GradientOracle:
@@ -40,7 +48,6 @@ def figure():
     return matplotlib.pyplot.figure()
 
 
-FAFED = dict(num_clients=2, seed=0, max_local_steps=1, report=None)
 
 CASES = [
     # models: input_shape (type, length, entries, smallest image), flags, widths, num_classes, seed
@@ -121,29 +128,26 @@ CASES = [
     (lambda: plots.savefig(None, "x.png", None), TypeError, r"figure=None must be a Figure"),
     (lambda: plots.savefig(figure(), "x.unknownext", None), ValueError,
      r"name='x.unknownext': unknown image format '.unknownext'; use one of \[.*'pdf', .*'png'"),
-    # experiments.fafed: options, builders, grids and chosen against the builders, tables
-    (lambda: experiment.options("low", 10, 5, num_clients=20, seed=0, max_local_steps=0), ValueError,
+    # experiments.fafed: settings, builders, grids and chosen against the builders, tables
+    (lambda: experiment.round_settings("low", 10, 5, 20, max_local_steps=0), ValueError,
      r"max_local_steps=0 must be >= 1"),
-    (lambda: experiment.options("low", 10, 5, num_clients=20, seed=0, progress="yes"), TypeError,
-     r"progress='yes' must be True or False"),
+    (lambda: experiment.scale_settings("small", seeds=3), ValueError, r"seeds=3 must be a non-empty list of seeds"),
     (lambda: experiment.make_builders(rho=-1), ValueError, r"rho=-1 must be > 0"),
-    (lambda: experiment.tune({"low": None}, 1, grids={"FedAvg": {"client_lr": [0.1]}}, **FAFED), TypeError,
-     r"grids\['FedAvg'\]: the builder of FedAvg got unknown argument\(s\) \['client_lr'\]; it takes \['lr'\]"),
-    (lambda: experiment.tune({"low": None}, 1, grids={"Foo": {"lr": [0.1]}}, **FAFED), ValueError,
-     r"grids\['Foo'\]: no builder for algorithm 'Foo'"),
-    (lambda: experiment.tune({"low": None}, 1, grids={"FedAvg": {"lr": [-0.1]}}, **FAFED,
-                             make_problem=lambda data, seed: quadratic_problem()), ValueError,
-     r"every point of grids\['FedAvg'\] failed in setting 'low': client_lr=-0.1 must be > 0"),
-    (lambda: experiment.run_all({"low": None}, {}, 1, 1, num_clients=2, seed=0), ValueError,
+    (lambda: experiment.tasks(None, experiment.scale_settings("smoke")), TypeError, r"datasets=None must be a dict"),
+    (lambda: experiment.tune({"low": quadratic_task()}, 1, [0], grids={"FedAvg": {"client_lr": [0.1]}}), TypeError,
+     r"got unknown argument\(s\) \['client_lr'\]; it takes \['lr'\]"),
+    (lambda: experiment.tune({"low": quadratic_task()}, 1, [0], grids={"Foo": {"lr": [0.1]}}), ValueError,
+     r"grids has \['Foo'\], which have no builder"),
+    (lambda: experiment.tune({"low": quadratic_task()}, 1, [0], grids={"FedAvg": {"lr": [-0.1]}}), ValueError,
+     r"no point of the grid of 'FedAvg' gave a score: client_lr=-0.1 must be > 0"),
+    (lambda: experiment.tune({"low": quadratic_task()}, 1, [0, 0]), ValueError, r"seeds=\[0, 0\] repeats a seed"),
+    (lambda: experiment.run({"low": quadratic_task()}, {}, [0]), ValueError,
      r"chosen has no hyperparameters for \{'low': \['FedAvg', "),
-    (lambda: experiment.run_all({"low": None}, {"low": {"FedAvg": {"client_lr": 0.1}}}, 1, 1, num_clients=2, seed=0,
-                                builders={"FedAvg": experiment.BUILDERS["FedAvg"]}), TypeError,
+    (lambda: experiment.run({"low": quadratic_task()}, {"low": {"FedAvg": {"client_lr": 0.1}}}, [0],
+                            builders={"FedAvg": experiment.make_builders()["FedAvg"]}), TypeError,
      r"chosen\['low'\]\['FedAvg'\]: the builder of FedAvg got unknown argument\(s\) \['client_lr'\]"),
-    (lambda: experiment.by_setting(pd.DataFrame(), "x"), ValueError,
-     r"results has no column \['setting', 'algorithm', 'x'\]"),
-    (lambda: experiment.by_setting("table", "x"), TypeError, r"results must be a DataFrame"),
-    (lambda: experiment.law_table(pd.Series([10.0, 10.1]), eta=0.1, beta=1.0), ValueError, r"beta=1.0 not in \[0, 1\)"),
-    (lambda: experiment.law_table(pd.Series([10.0, 10.1]), eta=0, beta=0.5), ValueError, r"eta=0 must be > 0"),
+    (lambda: theory.law_table(pd.Series([10.0, 10.1]), eta=0.1, beta=1.0), ValueError, r"beta=1.0 not in \[0, 1\)"),
+    (lambda: theory.law_table(pd.Series([10.0, 10.1]), eta=0, beta=0.5), ValueError, r"eta=0 must be > 0"),
 ]
 
 

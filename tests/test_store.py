@@ -110,8 +110,8 @@ def test_a_short_trace_is_kept_with_its_run_and_a_long_one_is_not(tmp_path, monk
     assert not traced.stored and len(runs) == 2 and len(traced.trace) == OPTIONS["rounds"]
     again = simulate(problem(), algorithms.fedavg(0.1), store=runs, trace=True, **OPTIONS)
     assert again.stored and len(runs) == 2
-    for (clients, models), (clients_again, models_again) in zip(traced.trace, again.trace, strict=True):
-        assert torch.equal(clients, clients_again) and torch.equal(models, models_again)
+    for (clients, steps), (clients_again, steps_again) in zip(traced.trace, again.trace, strict=True):
+        assert torch.equal(clients, clients_again) and torch.equal(steps, steps_again)
     pd.testing.assert_frame_equal(again.frame.drop(columns="seconds"), plain.frame.drop(columns="seconds"),
                                   check_exact=True)
     assert simulate(problem(), algorithms.fedavg(0.1), store=runs, **OPTIONS).trace is None  # the plain entry

@@ -109,6 +109,27 @@ def paired(a: Sequence[float], b: Sequence[float], higher_is_better: bool = True
     return Paired(tuple(sign * (a - b)), tuple(sign * a), tuple(sign * b))
 
 
+def compare(a: Sequence[float], b: Sequence[float], higher_is_better: bool = True, margin: float = 0.0,
+            scale: float = 1.0, digits: int = 2) -> tuple[str, str]:
+    """``(outcome, evidence)`` of "``a`` beats ``b`` by more than ``margin``" (:meth:`Paired.outcome`), one score
+    per seed each, NaN for a run that diverged.  A method that diverged on more seeds than the other loses the
+    comparison (:data:`CONTRADICTED` for ``a``, :data:`CONFIRMED` against ``b``); on as many, the seeds where
+    both finished are compared.  The evidence is the mean difference ± 2 standard errors (times ``scale``)."""
+    a = np.asarray(a, dtype=float).ravel()
+    b = np.asarray(b, dtype=float).ravel()
+    if a.shape != b.shape or a.size == 0:
+        raise ValueError(f"a and b must hold one score per seed, the same seeds: got {a.size} and {b.size} scores")
+    failed_a, failed_b = int(np.isnan(a).sum()), int(np.isnan(b).sum())
+    if failed_a != failed_b:
+        text = f"diverged on {failed_a} vs {failed_b} of {a.size} seeds"
+        return (CONTRADICTED if failed_a > failed_b else CONFIRMED), text
+    both = ~(np.isnan(a) | np.isnan(b))
+    if not both.any():
+        return WITHIN_NOISE, f"both diverged on all {a.size} seeds"
+    comparison = paired(a[both], b[both], higher_is_better)
+    return comparison.outcome(margin), comparison.describe(scale, digits)
+
+
 def judge(outcomes: Sequence[str]) -> str:
     """The verdict of a claim from its checks' outcomes (each one of :data:`OUTCOMES`): see the module's rules."""
     unknown = [o for o in outcomes if o not in OUTCOMES]
