@@ -9,10 +9,11 @@
 """
 
 from fedcore import algorithms, counterexample, data, models, server_opt, toy
+from fedcore.identity import VERSION
 from fedcore.params import FlatModel, GradientOracle, evaluate
 from fedcore.run import History, Problem, simulate, simulate_runs, sweep, warm_up
 
-__version__ = "0.1.0"
+__version__ = VERSION  # the package's metadata (pyproject.toml), read by fedcore.identity
 __all__ = [
     "FlatModel",
     "GradientOracle",

@@ -14,6 +14,7 @@ checkpoint then resumes only on the caller's word (``resume="trust"``).
 
 from __future__ import annotations
 
+import importlib.metadata
 from collections.abc import Mapping
 from dataclasses import fields, is_dataclass
 from typing import Any
@@ -24,6 +25,10 @@ import xxhash
 from torch import Tensor, nn
 
 UNCOMPARABLE = "<uncomparable>"
+try:  # from the package's metadata: this module sits below the package's top and does not import it
+    VERSION = importlib.metadata.version("fedcore")
+except importlib.metadata.PackageNotFoundError:  # a source tree not installed (pip install -e . installs it)
+    VERSION = "unknown"
 
 
 def tensor_hash(*tensors: Tensor) -> str:
@@ -102,10 +107,8 @@ def run_identity(data: Any, module: nn.Module, x0: Tensor, algorithm: Any, optio
                  content: str | None = None) -> dict:
     """Everything that determines a run's result (see the module docstring); ``content`` is
     :func:`data_hash` of ``data`` when the caller has just computed it (many runs on the same data)."""
-    from fedcore import __version__
-
     return {
-        "fedcore": __version__,
+        "fedcore": VERSION,
         "data": {"content": data_hash(data) if content is None else content, "num_clients": data.num_clients,
                  "name": data.name},
         "model": {"architecture": repr(module), "initial_parameters": tensor_hash(x0), "dim": x0.numel()},

@@ -87,7 +87,7 @@ def test_resume_refuses_other_initial_parameters_options_or_version(data, tmp_pa
         run(data, algorithms.fedavg(0.1), 4, path, resume=True, model_seed=1)
     with pytest.raises(ValueError, match=r"options\.weighting is 'samples' there and 'uniform' here"):
         run(data, algorithms.fedavg(0.1), 4, path, resume=True, weighting="uniform")
-    monkeypatch.setattr(fedcore, "__version__", "9.9.9")
+    monkeypatch.setattr(fedcore.identity, "VERSION", "9.9.9")
     with pytest.raises(ValueError, match=r"fedcore is '\d+\.\d+\.\d+' there and '9\.9\.9' here"):
         run(data, algorithms.fedavg(0.1), 4, path, resume=True)
 
