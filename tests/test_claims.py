@@ -113,3 +113,7 @@ def test_a_method_that_diverged_on_more_seeds_loses_the_comparison() -> None:
     outcome, text = claims.compare([0.80, nan, 0.82], [0.70, nan, 0.71], scale=100)  # seeds 0 and 2 compared
     assert outcome == CONFIRMED and text == paired([0.80, 0.82], [0.70, 0.71]).describe(100)
     assert claims.compare([nan], [nan]) == (WITHIN_NOISE, "both diverged on all 1 seeds")
+
+
+def test_a_mean_that_rounds_to_zero_shows_no_sign_of_its_own() -> None:
+    assert paired([0.5001, 0.5002], [0.5003, 0.5003]).describe(100, 1).startswith("+0.0 ± ")

@@ -11,6 +11,8 @@ import fedcore.data.partition
 import fedcore.data.shakespeare_corpus
 from fedcore import algorithms, models, server_opt
 from fedcore.data import FederatedData, federated_quadratic
+from fedcore.experiments import common
+from fedcore.experiments.fafed import experiment as fafed_experiment
 from fedcore.params import FlatModel, GradientOracle
 from fedcore.run import Problem, simulate
 
@@ -18,6 +20,13 @@ from fedcore.run import Problem, simulate
 def quadratic_problem() -> Problem:
     return Problem(federated_quadratic(num_clients=4, dim=3, samples_per_client=5),
                    models.linear_regression((3,)).double())
+
+
+def quadratic_task() -> common.Task:
+    """The federated quadratic as a task (2 rounds of 2 clients, 1 step of 5 samples)."""
+    return common.Task("quadratic", quadratic_problem().data, lambda seed: models.linear_regression((3,)).double(),
+                       dict(rounds=2, clients_per_round=2, local_steps=1, batch_size=5, eval_every=1,
+                            weighting="samples"), baseline=0.0, metric="test_loss", higher_is_better=False)
 
 
 def simulate_with(**overrides):
@@ -374,10 +383,14 @@ EXAMPLE_CASES = [  # (the bad call, what the example is used for); the example i
      lambda hidden, tmp: models.autoencoder((784,), None, hidden=hidden)),
     (lambda tmp: models.resnet18_gn(groups=3), lambda groups, tmp: models.resnet18_gn(groups=groups)),
     (lambda tmp: algorithms.storm_momentum(0.1, 0.5), lambda schedule, tmp: algorithms.storm_momentum(0.1, schedule)),
+    (lambda tmp: fafed_experiment.scale_settings("small", seeds="0, 1"),
+     lambda seeds, tmp: fafed_experiment.scale_settings("small", seeds=seeds)),
+    (lambda tmp: common.run_seeds(quadratic_task(), {"FedAvg": algorithms.fedavg(0.1)}, seeds=[]),
+     lambda seeds, tmp: common.run_seeds(quadratic_task(), {"FedAvg": algorithms.fedavg(0.1)}, seeds=seeds)),
 ]
 SMALL = dict(rounds=1, clients_per_round=2, local_steps=1, batch_size=2, progress=False)
 EXAMPLES_PER_FILE = {"files.py": 1, "partition.py": 1, "shakespeare_corpus.py": 1, "run.py": 3,
-                     "counterexample.py": 1, "models.py": 4, "fafed.py": 1}
+                     "counterexample.py": 1, "models.py": 4, "fafed.py": 1, "experiment.py": 1, "common.py": 1}
 
 
 @pytest.mark.parametrize("case", range(len(EXAMPLE_CASES)))

@@ -99,8 +99,8 @@ def scale_settings(scale: str, rounds: int | None = None, seeds: Sequence[int] |
         settings["rounds"] = check_int("rounds", rounds)
     if seeds is not None:
         if isinstance(seeds, (str, bytes)) or not isinstance(seeds, Sequence) or not seeds:
-            raise ValueError(f"seeds={seeds!r} must be a non-empty list of seeds, e.g. [0, 1, 2] (with papermill: "
-                             "-y 'SEEDS: [0, 1, 2]')")
+            raise ValueError(f"seeds={seeds!r} must be a non-empty list of seeds (with papermill: "
+                             "-y 'SEEDS: [0, 1, 2]'), e.g. [0, 1, 2]")
         settings["seeds"] = [check_seed("seeds", seed) for seed in seeds]
     return settings
 
