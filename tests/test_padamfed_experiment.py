@@ -18,7 +18,7 @@ from fedcore import algorithms, explore, plots  # noqa: E402
 from fedcore.experiments import padamfed as experiment  # noqa: E402
 from fedcore.experiments import padamfed_theory as theory  # noqa: E402
 from fedcore.experiments.claims import DOES_NOT_HOLD, HOLDS, NOT_TESTABLE, PARTLY  # noqa: E402
-from fedcore.experiments.search import good_range  # noqa: E402
+from fedcore.experiments.common import good_range  # noqa: E402
 from fedcore.run import simulate  # noqa: E402
 
 # ------------------------------------------------------------------ settings and builders

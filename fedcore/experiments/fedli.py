@@ -34,9 +34,10 @@ from fedcore.checks import check_choice, check_int, check_scale, check_seed
 from fedcore.data import FederatedData, load_fashion_mnist, load_shakespeare, load_torchvision
 from fedcore.experiments.claims import NOT_TESTABLE, Claim, verdict
 from fedcore.experiments.claims import claims_table as shared_claims_table
+from fedcore.experiments.common import good_range
 from fedcore.experiments.fedli_paper import METHODS, summary_against_tables
 from fedcore.experiments.fedopt_tuning import half_decades
-from fedcore.experiments.search import good_range, grid_search
+from fedcore.experiments.search import grid_search
 from fedcore.problem import History, Problem
 from fedcore.run import simulate, sweep
 
@@ -291,7 +292,7 @@ def client_rate_sweep(problem: Problem, data: FederatedData, chosen: Mapping[str
 
 def rate_summary(table: pd.DataFrame, within: float = NEAR_BEST) -> pd.DataFrame:
     """Per method of :func:`client_rate_sweep`: its best accuracy, at which rate, the worst, and how many decades
-    of rates lie within ``within`` points of the best (``search.good_range``)."""
+    of rates lie within ``within`` points of the best (``common.good_range``)."""
     return pd.DataFrame({method: {"best accuracy": table[method].max(), "at rate": table[method].idxmax(),
                                   "worst accuracy": table[method].min(),
                                   f"decades within {within:g} points of best": good_range(table[method], within)}

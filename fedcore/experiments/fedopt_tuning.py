@@ -16,10 +16,10 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
-from fedcore.checks import check_int, check_number, check_positive, check_range, check_scale
+from fedcore.checks import check_int, check_number, check_positive, check_scale
+from fedcore.experiments.common import near_best
 from fedcore.problem import History, Problem
 from fedcore.run import sweep
 
@@ -86,11 +86,7 @@ def tuning_grid(
 
 def cells_near_best(grid: pd.DataFrame, within: float = NEAR_BEST) -> int:
     """How many cells of ``grid`` lie within ``within`` of its best cell (diverged cells never do)."""
-    check_range("within", within, 0)
-    values = grid.to_numpy(dtype=float)
-    if np.isnan(values).all():
-        return 0
-    return int((values >= np.nanmax(values) - within).sum())
+    return int(near_best(grid.to_numpy(dtype=float).ravel(), within).sum())
 
 
 def good_share(grid: pd.DataFrame, within: float = NEAR_BEST) -> float:

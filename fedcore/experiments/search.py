@@ -2,16 +2,14 @@
 
 :func:`grid_search` runs every point of each method's grid through :func:`fedcore.sweep` (so the results store
 keeps the runs), scores each run and keeps the best point; a diverged run scores NaN and never wins.
-:func:`good_range` says how forgiving a hyperparameter is: how many decades of it score near the best.
+"How forgiving a hyperparameter is" is :func:`fedcore.experiments.common.good_range`.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from fedcore.problem import History, Problem
@@ -37,14 +35,3 @@ def grid_search(
         best = table.loc[table["score"].idxmax() if higher_is_better else table["score"].idxmin()]
         chosen[method], tables[method] = {key: float(best[key]) for key in grid}, table
     return chosen, tables
-
-
-def good_range(column: pd.Series, within: float) -> float:
-    """How forgiving a hyperparameter is: the width in decades of the index values (learning rates, multipliers)
-    whose score lies within ``within`` of the column's best (all the values between the smallest and the largest
-    such one; 0 if only one; NaN if every run diverged)."""
-    values = column.to_numpy(dtype=float)
-    if np.isnan(values).all():
-        return math.nan
-    good = column.index[values >= np.nanmax(values) - within].to_numpy(dtype=float)
-    return float(np.log10(good.max() / good.min()))
