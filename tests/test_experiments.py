@@ -49,7 +49,7 @@ def test_tasks_carry_the_setting_the_model_and_the_trivial_baseline(fashion_mnis
         assert task.baseline == pytest.approx(float(counts.max()) / counts.sum().item())
     assert tasks["low"].problem(3).model.dim == 25_450 and tasks["low"].model_label.startswith("ours: a 784-32-10")
     cnn = experiment.tasks(fashion_mnist, experiment.scale_settings("medium"))
-    assert cnn["low"].problem(3).model.dim == 26_620 and cnn["low"].model_label.startswith("the paper's tanh CNN")
+    assert cnn["low"].problem(3).model.dim == 26_620 and cnn["low"].model_label.startswith("the tanh CNN")
     assert not torch.equal(tasks["low"].initial([0])[0], tasks["low"].initial([1])[1])  # a seed draws the model
     smoke = experiment.tasks(fashion_mnist, experiment.scale_settings("smoke"))
     assert smoke["low"].settings["local_steps"] == 2 and smoke["high"].settings["local_steps"] == 2
@@ -123,9 +123,17 @@ def test_tune_picks_the_lowest_mean_train_loss_over_seeds_and_run_uses_it():
     alone = simulate(tasks["low"].problem(1), builders["STEM"](**chosen["low"]["STEM"]), seed=1, progress=False,
                      **tasks["low"].settings)
     torch.testing.assert_close(results["low"]["STEM"][1].final_state["x"], alone.final_state["x"])
-    assert experiment.hyperparameter_table(chosen).loc["STEM", "low"].endswith("alpha=0.9")
+    assert experiment.hyperparameter_table(chosen).loc["STEM", "low"].endswith("alpha=0.9*")  # the grid's top
     with pytest.raises(ValueError, match=r"chosen has no hyperparameters for \{'low': \['FAFED'\]\}"):
         experiment.run(tasks, chosen, [0], builders={"FedAvg": builders["FedAvg"], "FAFED": builders["FAFED"]})
+
+
+def test_the_hyperparameter_table_marks_the_values_at_a_grid_edge():
+    chosen = {"low": {"FedAdam": {"lr": 0.02, "server_lr": 10**-1.5},
+                      "FAFED": {"lr": 0.001, "alpha": 0.1, "beta": 0.9}}}
+    table = experiment.hyperparameter_table(chosen)
+    assert table.loc["FedAdam", "low"] == "lr=0.02, server_lr=0.0316228*"
+    assert table.loc["FAFED", "low"] == "lr=0.001*, alpha=0.1*, beta=0.9*"
 
 
 # ------------------------------------------------------------------ claim verdicts on hand-made score tables
@@ -159,7 +167,8 @@ def test_lowest_loss_claim_counts_only_differences_beyond_the_noise(fafed, verdi
     loss = _scores({"FedAvg": [TIGHT_HIGH] * 3, "FAFED": fafed})
     accuracy = _scores({"FedAvg": [[0.8] * 3] * 3, "FAFED": [[0.8] * 3] * 3})
     judged = _judged(0, loss=loss, accuracy=accuracy)
-    assert judged.verdict == verdict and judged.ours.startswith("low: FAFED ahead of FedAvg by ")
+    assert judged.verdict == verdict and judged.ours.startswith("low: FAFED ranks ")
+    assert "FAFED - FedAvg (the best other) " in judged.ours
     assert judged.scope.tasks == tuple(SETTINGS) and judged.scope.seeds == SEEDS
 
 
@@ -239,6 +248,8 @@ def test_curves_display_computes_mean_and_sd_over_seeds_then_draws():
         return History(frame, "hand-made", "loop", {}, None)
 
     results = {"low": {"A": [run([1.0, 0.5]), run([1.0, 0.7])], "B": [run([1.0, 0.9]), run([1.0, 0.9])]}}
+    assert figures.CurvesDisplay.from_results(results, "train_loss", scale=10, start=1).curves["low"]["A"][
+        "mean"].tolist() == pytest.approx([6.0])
     display = figures.CurvesDisplay.from_results(results, "train_loss")
     curve = display.curves["low"]["A"]
     assert curve["mean"].tolist() == pytest.approx([1.0, 0.6]) and curve["sd"].iloc[1] == pytest.approx(

@@ -175,23 +175,26 @@ def seed_list(seeds: Sequence[int]) -> str:
 
 @dataclass(frozen=True)
 class Scope:
-    """What a verdict rests on: the tasks (settings) it judged, the scale, the rounds per run and the seeds."""
+    """What a verdict rests on: the tasks (settings) it judged, the scale, the rounds per run, the seeds and, where
+    the scale trains another model than the paper's, which."""
 
     tasks: tuple[str, ...]
     scale: str
     rounds: int | None
     seeds: tuple[int, ...]
+    model: str = ""
 
     def __str__(self) -> str:
         tasks = ", ".join(self.tasks) if self.tasks else "no task"
         rounds = "no training" if self.rounds is None else f"{self.rounds} rounds"
         seeds = f"{len(self.seeds)} seed{'s' * (len(self.seeds) != 1)} ({seed_list(self.seeds)})" if self.seeds \
             else "deterministic"
-        return f"{tasks}; {self.scale}; {rounds}; {seeds}"
+        model = f" ({self.model})" if self.model and self.rounds is not None else ""
+        return f"{tasks}; {self.scale}{model}; {rounds}; {seeds}"
 
     def narrowed(self, tasks: Sequence[str]) -> Scope:
         """The same scope on ``tasks`` only (those a claim could judge)."""
-        return Scope(tuple(tasks), self.scale, self.rounds, self.seeds)
+        return Scope(tuple(tasks), self.scale, self.rounds, self.seeds, self.model)
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ and decrease the inner loop number".
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -61,16 +62,18 @@ GRIDS: dict[str, dict[str, list[float]]] = {
 """The paper's grids: client step size, server learning rate (FedAdam, FedAMS), momentum and beta."""
 RHO = 0.01
 """FAFED's rho (``A = sqrt(v_bar) + rho``) in the paper's experiments."""
-MODELS: dict[str, tuple[Callable[[int], Any], str]] = {
+MODELS: dict[str, tuple[Callable[[int], Any], str, str]] = {
     "tanh_cnn": (lambda seed: models.make("tanh_cnn", (1, 28, 28), 10, seed=seed),
-                 "the paper's tanh CNN of Nouiehed et al. 2019 (conv 5 and 10 channels, dense 100; 26,620 parameters)"),
+                 "the tanh CNN of Nouiehed et al. 2019 (conv 5 and 10 channels, dense 100; 26,620 parameters), our "
+                 "reading of the paper's model", "the tanh CNN"),
     "mlp": (lambda seed: models.make("mlp", (1, 28, 28), 10, hidden=(32,), seed=seed),
-            "ours: a 784-32-10 ReLU MLP (25,450 parameters), a stand-in for the paper's tanh CNN at a tenth of its "
-            "compute"),
+            "ours: a 784-32-10 ReLU MLP (25,450 parameters), a stand-in for the tanh CNN at a tenth of its compute",
+            "a 784-32-10 MLP standing in for the CNN"),
 }
-"""``{name: (model drawn from a seed, label)}``: the paper's model, and the stand-in that lets five seeds and the
-grid search run within ``small``'s budget on 2 CPU cores (the CNN's convolutions run client by client; the MLP's
-clients, and runs of several seeds, go through one batched forward)."""
+"""``{name: (model drawn from a seed, label, short label)}``: the paper's model (its structure is in the paper's
+supplement, which we could not obtain; the main text points to Nouiehed et al. 2019), and the stand-in that lets
+five seeds and the grid search run within ``small``'s budget on 2 CPU cores (the CNN's convolutions run client by
+client; the MLP's clients, and runs of several seeds, go through one batched forward)."""
 
 Builder = Callable[..., Any]
 
@@ -130,7 +133,7 @@ def tasks(datasets: Mapping[str, FederatedData], settings: Mapping[str, Any]) ->
     """The three settings as tasks: the scale's model (:data:`MODELS`), test accuracy with its trivial baseline
     (the most frequent class), and the round settings of :func:`round_settings` for the scale's ``settings``
     (:func:`scale_settings`)."""
-    model, label = MODELS[check_choice("model", settings["model"], MODELS)]
+    model, label, _ = MODELS[check_choice("model", settings["model"], MODELS)]
     return {name: Task(name, data, model, round_settings(name, settings["rounds"], settings["eval_every"],
                                                          data.num_clients, settings["max_local_steps"]),
                        baseline=trivial_baseline(data) / 100, model_label=label)
@@ -221,9 +224,18 @@ def grid_table(grids: Mapping[str, Mapping[str, list[float]]] = GRIDS) -> pd.Dat
                          for name, grid in grids.items()}).T.fillna("")
 
 
-def hyperparameter_table(chosen: Mapping[str, Mapping[str, Mapping[str, float]]]) -> pd.DataFrame:
-    """Algorithms by settings, each cell ``lr=0.1, alpha=0.9``."""
-    return pd.DataFrame(chosen).map(lambda h: ", ".join(f"{k}={v:g}" for k, v in h.items()))
+def hyperparameter_table(chosen: Mapping[str, Mapping[str, Mapping[str, float]]],
+                         grids: Mapping[str, Mapping[str, list[float]]] = GRIDS) -> pd.DataFrame:
+    """Algorithms by settings, each cell ``lr=0.1*, alpha=0.9``: a ``*`` marks a value at either end of its grid
+    (of more than one value), where a wider grid might have chosen otherwise."""
+    def cell(method: str, point: Mapping[str, float]) -> str:
+        def edge(key: str, value: float) -> str:
+            values = grids.get(method, {}).get(key, [])
+            return "*" if len(values) > 1 and any(math.isclose(value, end) for end in (min(values), max(values))) \
+                else ""
+        return ", ".join(f"{key}={value:g}{edge(key, value)}" for key, value in point.items())
+    return pd.DataFrame({setting: {method: cell(method, point) for method, point in by_method.items()}
+                         for setting, by_method in chosen.items()})
 
 
 def classes_per_client(data: FederatedData) -> str:

@@ -36,20 +36,25 @@ class CurvesDisplay:
     axes_: Sequence[Axes] | None = field(default=None, repr=False)
 
     @classmethod
-    def from_results(cls, results: Mapping[str, Mapping[str, Sequence[History]]], metric: str) -> CurvesDisplay:
-        """Mean and standard deviation over seeds of ``metric`` per round, from ``{setting: {method: [History of
-        each seed]}}``; a run that diverged counts until its last round (the band then covers the others)."""
+    def from_results(cls, results: Mapping[str, Mapping[str, Sequence[History]]], metric: str,
+                     scale: float = 1.0, start: int = 0) -> CurvesDisplay:
+        """Mean and standard deviation over seeds of ``metric`` (times ``scale``: 100 for percent) per round from
+        round ``start`` on, from ``{setting: {method: [History of each seed]}}``; a run that diverged counts until
+        its last round (the band then covers the others)."""
         curves, seeds = {}, 0
         for setting, runs in results.items():
             curves[setting] = {}
             for method, histories in runs.items():
-                frame = pd.concat([h.frame[metric].dropna() for h in histories], axis=1)
+                frame = pd.concat([h.frame[metric].dropna() * scale for h in histories], axis=1)
+                frame = frame[frame.index >= start]
                 curves[setting][method] = pd.DataFrame({"mean": frame.mean(axis=1), "sd": frame.std(axis=1, ddof=1)})
                 seeds = max(seeds, len(histories))
         return cls(curves, metric, seeds)
 
-    def plot(self, axes: Sequence[Axes] | None = None, logy: bool = False, legend: bool = True) -> CurvesDisplay:
-        """One panel per setting; each method its own colour, line style and markers, its band one sd wide."""
+    def plot(self, axes: Sequence[Axes] | None = None, logy: bool = False, legend: bool = True,
+             label: str | None = None, xlabel: bool = True) -> CurvesDisplay:
+        """One panel per setting; each method its own colour, line style and markers, its band one sd wide;
+        ``label`` names the metric in the titles (default: its column name)."""
         if axes is None:
             figure, axes = plt.subplots(1, len(self.curves), figsize=(5 * len(self.curves), 3.6),
                                         layout="constrained", squeeze=False)
@@ -62,8 +67,9 @@ class CurvesDisplay:
                         markevery=(index * every // max(1, len(by_method)), every))
                 ax.fill_between(curve.index, curve["mean"] - curve["sd"], curve["mean"] + curve["sd"],
                                 color=f"C{index % 10}", alpha=0.15, linewidth=0)
-            ax.set_title(f"{setting}: {self.metric.replace('_', ' ')}", fontsize="medium")
-            ax.set_xlabel("round")
+            ax.set_title(f"{setting}: {label or self.metric.replace('_', ' ')}", fontsize="medium")
+            if xlabel:
+                ax.set_xlabel("round")
             ax.xaxis.set_major_locator(MaxNLocator(integer=True))
             if logy:
                 ax.set_yscale("log")
@@ -93,8 +99,9 @@ class ScoresDisplay:
         return cls(table * scale, label)
 
     def plot(self, axes: Sequence[Axes] | None = None, baselines: Mapping[str, float] | None = None) -> ScoresDisplay:
-        """One panel per setting, the methods as rows: each seed a dot, the mean a vertical tick; a setting's
-        ``baselines`` value (same units) as a dashed line."""
+        """One panel per setting, the methods as rows: each seed a dot, the mean a vertical tick, the axis fitted to
+        the dots; a setting's ``baselines`` value (same units, what a model that learned nothing scores) is given in
+        its title."""
         settings = list(dict.fromkeys(self.scores.index.get_level_values(0)))
         if axes is None:
             figure, axes = plt.subplots(1, len(settings), figsize=(4.6 * len(settings), 2.8),
@@ -110,9 +117,8 @@ class ScoresDisplay:
                     ax.plot([finite.mean()] * 2, [position - 0.3, position + 0.3], color=color, linewidth=2)
             ax.set_yticks(range(len(rows)), list(rows.index))
             ax.invert_yaxis()
-            if baselines is not None and setting in baselines:
-                ax.axvline(baselines[setting], color="0.5", linestyle="--", linewidth=1, label="trivial baseline")
-            ax.set_title(setting, fontsize="medium")
+            trivial = f" (most frequent class: {baselines[setting]:.3g})" if baselines and setting in baselines else ""
+            ax.set_title(setting + trivial, fontsize="medium")
             ax.set_xlabel(self.label)
             ax.grid(axis="x", alpha=0.3)
         self.figure_, self.axes_ = axes[0].figure, axes
