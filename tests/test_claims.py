@@ -116,4 +116,4 @@ def test_a_method_that_diverged_on_more_seeds_loses_the_comparison() -> None:
 
 
 def test_a_mean_that_rounds_to_zero_shows_no_sign_of_its_own() -> None:
-    assert paired([0.5001, 0.5002], [0.5003, 0.5003]).describe(100, 1).startswith("+0.0 ± ")
+    assert paired([0.5001, 0.5002], [0.5003, 0.5003]).describe(100, 1).startswith("0.0 ± ")

@@ -94,8 +94,8 @@ class Paired:
         """``"+1.23 ± 0.45"``: the mean difference ± 2 standard errors, times ``scale`` (e.g. 100 for points)."""
         noise = NOISE_FACTOR * self.standard_error * scale
         spread = "" if math.isnan(noise) else f" ± {noise:.{digits}f}"
-        mean = round(self.mean * scale, digits) + 0.0  # + 0.0: no "-0.00" for a mean that rounds to zero
-        return f"{mean:+.{digits}f}{spread}"
+        mean = round(self.mean * scale, digits)
+        return f"{abs(mean):.{digits}f}{spread}" if mean == 0 else f"{mean:+.{digits}f}{spread}"  # no "-0.0"
 
 
 def paired(a: Sequence[float], b: Sequence[float], higher_is_better: bool = True) -> Paired:

@@ -227,11 +227,12 @@ def grid_table(grids: Mapping[str, Mapping[str, list[float]]] = GRIDS) -> pd.Dat
 def hyperparameter_table(chosen: Mapping[str, Mapping[str, Mapping[str, float]]],
                          grids: Mapping[str, Mapping[str, list[float]]] = GRIDS) -> pd.DataFrame:
     """Algorithms by settings, each cell ``lr=0.1*, alpha=0.9``: a ``*`` marks a value at either end of its grid
-    (of more than one value), where a wider grid might have chosen otherwise."""
+    (of more than two values), where a wider grid might have chosen otherwise (a choice between two values is at
+    an end either way, and not marked)."""
     def cell(method: str, point: Mapping[str, float]) -> str:
         def edge(key: str, value: float) -> str:
             values = grids.get(method, {}).get(key, [])
-            return "*" if len(values) > 1 and any(math.isclose(value, end) for end in (min(values), max(values))) \
+            return "*" if len(values) > 2 and any(math.isclose(value, end) for end in (min(values), max(values))) \
                 else ""
         return ", ".join(f"{key}={value:g}{edge(key, value)}" for key, value in point.items())
     return pd.DataFrame({setting: {method: cell(method, point) for method, point in by_method.items()}
@@ -252,6 +253,18 @@ def heterogeneity_table(datasets: Mapping[str, FederatedData]) -> pd.DataFrame:
          "classes per client (>= 1%)": classes_per_client(d), "mean TV distance": round(d.label_skew(), 3)}
         for name, d in datasets.items()
     ]).set_index("setting")
+
+
+def epochs(tasks: Mapping[str, Task]) -> dict[str, float]:
+    """Per setting, how many times a run passes a client's data: rounds x q x b over the mean client's samples."""
+    return {name: task.settings["rounds"] * task.settings["local_steps"] * task.settings["batch_size"]
+            / float(task.data.sizes.float().mean()) for name, task in tasks.items()}
+
+
+def first_round_table(results: Mapping[str, Mapping[str, Sequence[History]]]) -> pd.DataFrame:
+    """Methods by settings: the training loss of the first round, mean over the seeds (how each method starts)."""
+    return pd.DataFrame({setting: {name: sum(float(h.frame.loc[1, "train_loss"]) for h in histories) / len(histories)
+                                   for name, histories in runs.items()} for setting, runs in results.items()})
 
 
 def diverged_runs(results: Mapping[str, Mapping[str, Sequence[History]]], seeds: Sequence[int]) -> pd.DataFrame:

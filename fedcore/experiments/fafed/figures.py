@@ -98,7 +98,8 @@ class ScoresDisplay:
     def from_scores(cls, table: pd.DataFrame, label: str, scale: float = 1.0) -> ScoresDisplay:
         return cls(table * scale, label)
 
-    def plot(self, axes: Sequence[Axes] | None = None, baselines: Mapping[str, float] | None = None) -> ScoresDisplay:
+    def plot(self, axes: Sequence[Axes] | None = None, baselines: Mapping[str, float] | None = None,
+             unit: str = "") -> ScoresDisplay:
         """One panel per setting, the methods as rows: each seed a dot, the mean a vertical tick, the axis fitted to
         the dots; a setting's ``baselines`` value (same units, what a model that learned nothing scores) is given in
         its title."""
@@ -117,7 +118,8 @@ class ScoresDisplay:
                     ax.plot([finite.mean()] * 2, [position - 0.3, position + 0.3], color=color, linewidth=2)
             ax.set_yticks(range(len(rows)), list(rows.index))
             ax.invert_yaxis()
-            trivial = f" (most frequent class: {baselines[setting]:.3g})" if baselines and setting in baselines else ""
+            trivial = f" (most frequent class: {baselines[setting]:.3g}{unit})" if baselines and setting in baselines \
+                else ""
             ax.set_title(setting + trivial, fontsize="medium")
             ax.set_xlabel(self.label)
             ax.grid(axis="x", alpha=0.3)
