@@ -420,7 +420,7 @@ print(f"{sum(history.stored for history in runs)} of {len(runs)} runs read from 
       "computed")
 
 # %%
-figure, axes = plt.subplots(2, 3, figsize=(15, 7.5), layout="constrained", sharex=True)
+figure, axes = plt.subplots(2, 3, figsize=(15, 7.5), layout="constrained", sharex=True, dpi=72)
 figures.CurvesDisplay.from_results(results, "train_loss").plot(axes[0], logy=True, xlabel=False)
 figures.CurvesDisplay.from_results(results, "test_accuracy", scale=100, start=settings["eval_every"]).plot(
     axes[1], legend=False, label="test accuracy (%), from the first evaluation")
