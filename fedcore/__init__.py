@@ -11,7 +11,9 @@
 from fedcore import algorithms, counterexample, data, models, server_opt, toy
 from fedcore.identity import VERSION
 from fedcore.params import FlatModel, GradientOracle, evaluate
-from fedcore.run import History, Problem, simulate, simulate_runs, sweep, warm_up
+from fedcore.problem import Problem
+from fedcore.results import History, Trajectory
+from fedcore.run import simulate, simulate_runs, sweep, warm_up
 
 __version__ = VERSION  # the package's metadata (pyproject.toml), read by fedcore.identity
 __all__ = [
@@ -19,6 +21,7 @@ __all__ = [
     "GradientOracle",
     "History",
     "Problem",
+    "Trajectory",
     "algorithms",
     "counterexample",
     "data",

@@ -30,6 +30,7 @@ from torch import Tensor, nn
 from fedcore.algorithms.base import Algorithm
 from fedcore.checks import check_int, check_number, check_positive
 from fedcore.data.federated import FederatedData
+from fedcore.results import Trajectory
 from fedcore.run import Problem, simulate, simulate_runs
 from fedcore.store import Store
 
@@ -75,31 +76,6 @@ def problem(x0: float = 10.0) -> Problem:
     data = FederatedData(codes, zeros, torch.ones(NUM_CLIENTS, dtype=torch.long), codes, zeros,
                          name="counterexample")
     return Problem(data, PiecewiseClients(x0), loss=_mean_output)
-
-
-@dataclass
-class Trajectory:
-    """Every client's model after every local step of a run on the counterexample.
-
-    ``frame`` has index ``step`` (0 is ``x_0``) and columns ``client 1``..``client 3``
-    (the local models ``x_t,i``; after an averaging step the models before averaging),
-    ``mean`` (their mean, which after an averaging step is the server model),
-    ``averaged`` (whether the step ended a period of ``local_steps``) and ``f`` (the
-    global objective at the mean).
-    """
-
-    frame: pd.DataFrame
-    algorithm: str
-    local_steps: int
-
-    @property
-    def server(self) -> pd.Series:
-        """The server model at the start and after each averaging."""
-        frame = self.frame
-        return frame.loc[(frame.index == 0) | frame["averaged"], "mean"]
-
-    def final(self) -> float:
-        return float(self.frame["mean"].iloc[-1])
 
 
 def run(algorithm: Algorithm, rounds: int, local_steps: int = 1, x0: float = 10.0,

@@ -31,9 +31,8 @@ from matplotlib.ticker import FuncFormatter, MaxNLocator, NullFormatter
 from fedcore.checks import check_bool, check_int, check_number
 
 if TYPE_CHECKING:  # annotations only: this module draws and imports nothing that computes
-    from fedcore.counterexample import Trajectory
     from fedcore.data.federated import FederatedData
-    from fedcore.run import History
+    from fedcore.results import History, Trajectory
     from fedcore.toy import ServerPath
 
 
@@ -204,7 +203,7 @@ def server_optimizer_panels(path: ServerPath, reference: ServerPath | None = Non
 def plot_counterexample(trajectory: Trajectory, ax: Axes | None = None, color: str = "C0",
                         clients: bool = True) -> Axes:
     """The mean model (solid) and, when ``clients``, each client's model (thin; client 1 dotted) of a
-    :class:`fedcore.counterexample.Trajectory` against local steps; averaging steps marked."""
+    :class:`fedcore.results.Trajectory` against local steps; averaging steps marked."""
     _check_type("trajectory", trajectory, "Trajectory")
     _check_type("ax", ax, Axes, optional=True)
     check_bool("clients", clients)

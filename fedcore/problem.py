@@ -1,18 +1,11 @@
-"""What a run is about and what it produced: :class:`Problem` (a federated data set and the model
-trained on it, checked against each other) and :class:`History` (one row per round, the final state,
-how the run ended)."""
+"""What a run is about: :class:`Problem`, a federated data set and the model trained on it, checked against each
+other.  What a run produced (``History``) is in :mod:`fedcore.results`."""
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass, field
-from typing import Any
-
-import pandas as pd
 import torch
 from torch import Tensor, nn
 
-from fedcore.algorithms.base import State
 from fedcore.data.federated import FederatedData
 from fedcore.params import FlatModel, LossFn
 
@@ -61,52 +54,3 @@ class Problem:
 
     def __repr__(self) -> str:
         return f"Problem({self.data!r}, model with d={self.model.dim})"
-
-
-@dataclass
-class History:
-    """What a run produced: one row per round (``frame``), the final state, how it ended, and with
-    ``simulate(..., trace=True)`` one ``(clients [S], models [steps, S, d])`` per round: the sampled
-    clients' models after each local step (the last one before averaging).  ``stored`` says the run
-    came from a results store (:mod:`fedcore.store`); its ``final_state`` then holds ``x`` only.
-    A run that diverged (``diverged_round``) says why in ``diverged_because``."""
-
-    frame: pd.DataFrame
-    algorithm: str
-    backend: str
-    final_state: State = field(repr=False)
-    diverged_round: int | None = None
-    trace: list[tuple[Tensor, Tensor]] | None = field(default=None, repr=False)
-    stored: bool = False
-    diverged_because: str | None = None
-    """Why the run stopped early: ``"train_loss=nan is not finite"``, ``"the model is not finite"`` or
-    ``"train_loss=812.4 > diverge_above=100"`` (None when it ran all its rounds)."""
-
-    @property
-    def diverged(self) -> bool:
-        return self.diverged_round is not None
-
-    def final(self, metric: str = "test_accuracy") -> float:
-        """The last recorded value of ``metric`` (NaN rows skipped)."""
-        if metric not in self.frame:
-            raise ValueError(f"metric={metric!r} not one of {list(self.frame.columns)}")
-        column = self.frame[metric].dropna()
-        return float(column.iloc[-1]) if len(column) else math.nan
-
-    def plot(self, metric: str = "train_loss", ax: Any = None, label: str | None = None, **style: Any) -> Any:
-        """``metric`` against communication rounds on ``ax`` (a new figure if None)."""
-        import matplotlib.pyplot as plt
-
-        if metric not in self.frame:
-            raise ValueError(f"metric={metric!r} not one of {list(self.frame.columns)}")
-        if ax is None:
-            _, ax = plt.subplots(figsize=(5, 3.5))
-        elif not callable(getattr(ax, "plot", None)):
-            raise TypeError(f"ax={ax!r} must be a matplotlib Axes, or None for a new figure")
-        column = self.frame[metric].dropna()
-        ax.plot(column.index, column.values, label=label or self.algorithm, **style)
-        ax.set_xlabel("communication round")
-        ax.set_ylabel(metric.replace("_", " "))
-        if self.diverged:
-            ax.axvline(self.diverged_round, color="grey", linestyle=":", linewidth=1)
-        return ax

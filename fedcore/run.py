@@ -43,7 +43,8 @@ from fedcore.files import writable_file
 from fedcore.identity import data_hash, differences, run_identity, uncomparable
 from fedcore.memory import check_fits
 from fedcore.params import GradientOracle, evaluate, evaluate_runs
-from fedcore.problem import History, Problem
+from fedcore.problem import Problem
+from fedcore.results import History
 from fedcore.runs import run_state, select, signature, stack
 from fedcore.store import NotKept, Store, run_key
 

@@ -14,7 +14,7 @@ from conftest import blobs
 from fedcore import algorithms, models, simulate
 from fedcore.experiments import common
 from fedcore.experiments.common import Task
-from fedcore.problem import History
+from fedcore.results import History
 
 SETTINGS = dict(rounds=6, clients_per_round=3, local_steps=2, batch_size=4, eval_every=2, weighting="samples")
 

@@ -247,7 +247,7 @@ def test_curves_display_computes_mean_and_sd_over_seeds_then_draws():
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from fedcore.problem import History
+    from fedcore.results import History
 
     def run(values: list[float]) -> History:
         frame = pd.DataFrame({"train_loss": values}, index=pd.Index(range(len(values)), name="round"))

@@ -140,7 +140,7 @@ def test_compare_keeps_coinciding_runs_visible_and_legend_is_optional() -> None:
     import pandas as pd
 
     from fedcore import plots
-    from fedcore.problem import History
+    from fedcore.results import History
 
     frame = pd.DataFrame({"train_loss": [1.0, 0.5, 0.25]}, index=pd.Index([0, 1, 2], name="round"))
     same = {name: History(frame, name, "loop", {}) for name in ("FedAvg", "STEM", "FAFED")}

@@ -14,7 +14,7 @@ from fedcore import algorithms
 from fedcore.experiments import fedli as experiment
 from fedcore.experiments import fedli_paper
 from fedcore.experiments.claims import DOES_NOT_HOLD, HOLDS, NOT_TESTABLE, PARTLY
-from fedcore.problem import History
+from fedcore.results import History
 from fedcore.run import simulate
 
 

@@ -13,7 +13,8 @@ from conftest import cifar_like_loader
 from fedcore import models
 from fedcore.data import FederatedData
 from fedcore.experiments import fedopt as experiment
-from fedcore.problem import History, Problem
+from fedcore.problem import Problem
+from fedcore.results import History
 from fedcore.run import simulate
 
 HOLDS, PARTLY, NO, UNTESTABLE = experiment.HOLDS, experiment.PARTLY, experiment.DOES_NOT_HOLD, experiment.NOT_TESTABLE

@@ -15,7 +15,8 @@ matplotlib.use("Agg")
 from fedcore import algorithms, models, plots  # noqa: E402
 from fedcore.data import FederatedData  # noqa: E402
 from fedcore.experiments import fedopt_tuning as tuning  # noqa: E402
-from fedcore.problem import History, Problem  # noqa: E402
+from fedcore.problem import Problem  # noqa: E402
+from fedcore.results import History  # noqa: E402
 from fedcore.run import simulate  # noqa: E402
 
 

@@ -28,7 +28,8 @@ from torch import Tensor, nn
 
 from fedcore.checks import check_choice, check_int, check_range, check_seed
 from fedcore.data.federated import FederatedData
-from fedcore.problem import History, Problem
+from fedcore.problem import Problem
+from fedcore.results import History
 from fedcore.run import simulate_runs, sweep
 from fedcore.store import Store
 

@@ -38,7 +38,8 @@ from fedcore.experiments.common import good_range
 from fedcore.experiments.fedli_paper import METHODS, summary_against_tables
 from fedcore.experiments.fedopt_tuning import half_decades
 from fedcore.experiments.search import grid_search
-from fedcore.problem import History, Problem
+from fedcore.problem import Problem
+from fedcore.results import History
 from fedcore.run import simulate, sweep
 
 SCALES: dict[str, dict[str, Any]] = {

@@ -25,7 +25,8 @@ import torch
 from fedcore import algorithms, models
 from fedcore.checks import check_number, check_positive
 from fedcore.data import FederatedData
-from fedcore.problem import History, Problem
+from fedcore.problem import Problem
+from fedcore.results import History
 from fedcore.run import simulate
 
 CONVEX_CLIENTS = {"a": (0.01, 1.0), "b": (10.0, 0.0), "x0": 0.0}

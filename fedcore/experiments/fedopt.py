@@ -62,7 +62,8 @@ from fedcore.experiments.fedopt_paper import (  # noqa: F401 -- the notebook rea
     paper_table,
 )
 from fedcore.experiments.fedopt_tuning import NEAR_BEST, good_share, last_rounds_average
-from fedcore.problem import History, Problem
+from fedcore.problem import Problem
+from fedcore.results import History
 
 if TYPE_CHECKING:
     from fedcore.store import Store

@@ -20,7 +20,8 @@ import pandas as pd
 
 from fedcore.checks import check_int, check_number, check_positive, check_scale
 from fedcore.experiments.common import near_best
-from fedcore.problem import History, Problem
+from fedcore.problem import Problem
+from fedcore.results import History
 from fedcore.run import sweep
 
 METRIC = "last rounds accuracy"

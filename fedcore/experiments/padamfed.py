@@ -44,7 +44,8 @@ from fedcore.experiments.claims import claims_table as shared_claims_table
 from fedcore.experiments.common import good_range
 from fedcore.experiments.fedopt_tuning import half_decades, last_rounds_average
 from fedcore.experiments.search import grid_search
-from fedcore.problem import History, Problem
+from fedcore.problem import Problem
+from fedcore.results import History
 from fedcore.run import simulate, sweep
 
 SCALES: dict[str, dict[str, Any]] = {

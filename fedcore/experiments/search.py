@@ -12,7 +12,8 @@ from typing import Any
 
 import pandas as pd
 
-from fedcore.problem import History, Problem
+from fedcore.problem import Problem
+from fedcore.results import History
 from fedcore.run import sweep
 
 

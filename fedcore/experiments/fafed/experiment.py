@@ -29,7 +29,7 @@ from fedcore.data import FederatedData, load_fashion_mnist
 from fedcore.experiments import common
 from fedcore.experiments.claims import trivial_baseline
 from fedcore.experiments.common import Task, Tuning
-from fedcore.problem import History
+from fedcore.results import History
 from fedcore.store import Store
 
 SCALES: dict[str, dict[str, Any]] = {

@@ -21,7 +21,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, MaxNLocator
 
 from fedcore.plots import LINE_STYLES, MARKERS
-from fedcore.problem import History
+from fedcore.results import History
 
 
 @dataclass
