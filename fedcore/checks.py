@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 
@@ -131,6 +131,17 @@ def check_seed(name: str, value: Any) -> int:
         raise ValueError(f"{name}={value!r} must be <= 2**62 (torch's generators take 64-bit seeds; a run uses "
                          "seed, seed + 1 and seed + 2)")
     return seed
+
+
+def check_seeds(name: str, value: Any, distinct: bool = False, hint: str = "") -> list[int]:
+    """``value`` must be a non-empty sequence of seeds (:func:`check_seed` each; with ``distinct``, none twice);
+    ``hint`` is added to the message (how to pass a list from where the caller is)."""
+    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence) or len(value) == 0:
+        raise ValueError(f"{name}={value!r} must be a non-empty list of seeds{hint}, e.g. [0, 1, 2]")
+    seeds = [check_seed(name, seed) for seed in value]
+    if distinct and len(set(seeds)) != len(seeds):
+        raise ValueError(f"{name}={list(value)} repeats a seed: each seed is one independent run")
+    return seeds
 
 
 def check_function(name: str, value: Any, *arguments: str) -> Any:

@@ -93,6 +93,22 @@ LINE_STYLES = ("-", "--", "-.", ":", (0, (5, 1, 1, 1)), (0, (1, 1)))
 MARKERS = ("o", "s", "^", "v", "D", "x")
 
 
+def run_style(index: int, runs: int, points: int) -> dict[str, Any]:
+    """The line style of the ``index``-th of ``runs`` runs with ``points`` points: its own colour, line style and
+    marker, a few markers per line, each run's shifted so that coinciding runs stay visible."""
+    every = max(1, points // 8)
+    return dict(color=f"C{index % 10}", linestyle=LINE_STYLES[index % 6], marker=MARKERS[index % 6],
+                markevery=(index * every // max(1, runs), every), markersize=4)
+
+
+def plain_log_scale(ax: Axes) -> None:
+    """A log y axis labelled 0.6, 2, 3 rather than 6x10^-1, 2x10^0, 3x10^0."""
+    ax.set_yscale("log")
+    plain = FuncFormatter(lambda value, _: f"{value:g}")
+    ax.yaxis.set_major_formatter(plain)
+    ax.yaxis.set_minor_formatter(plain)
+
+
 def compare(
     histories: Mapping[str, History] | Sequence[History], metric: str = "test_accuracy",
     ax: Axes | None = None, logy: bool = False, legend: bool = True,
@@ -119,14 +135,9 @@ def compare(
         _, ax = plt.subplots(figsize=(5, 3.5))
     for index, (label, history) in enumerate(items):
         points = history.frame[metric].notna().sum() if metric in history.frame else 1
-        every = max(1, points // 8)  # a few markers per line, each run's shifted so that coinciding runs show
-        history.plot(metric, ax=ax, label=label, color=f"C{index % 10}", linestyle=LINE_STYLES[index % 6],
-                     marker=MARKERS[index % 6], markevery=(index * every // len(items), every), markersize=4)
+        history.plot(metric, ax=ax, label=label, **run_style(index, len(items), points))
     if logy:
-        ax.set_yscale("log")
-        plain = FuncFormatter(lambda value, _: f"{value:g}")  # 0.6, 2, 3 rather than 6x10^-1, 2x10^0, 3x10^0
-        ax.yaxis.set_major_formatter(plain)
-        ax.yaxis.set_minor_formatter(plain)
+        plain_log_scale(ax)
     if legend:
         ax.legend(fontsize="small")
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # rounds are whole numbers

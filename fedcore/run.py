@@ -36,6 +36,7 @@ from fedcore.checks import (
     check_keywords,
     check_positive,
     check_seed,
+    check_seeds,
     plain_number,
 )
 from fedcore.data.federated import FederatedData
@@ -418,9 +419,7 @@ def sweep(problem: Problem, build: Callable[..., Any], grid: dict[str, Sequence[
         if tuple(seeds) != (0,):
             raise ValueError(f"seed={options['seed']!r} and seeds={seeds!r}: give one of them")
         seeds = [options.pop("seed")]
-    if isinstance(seeds, (str, bytes)) or not isinstance(seeds, Sequence) or len(seeds) == 0:
-        raise ValueError(f"seeds={seeds!r} must be a non-empty list of seeds, e.g. (0, 1, 2)")
-    seeds = [check_seed("seeds", seed) for seed in seeds]
+    seeds = check_seeds("seeds", seeds)
     if x0 is not None and (not isinstance(x0, Mapping) or set(seeds) - set(x0)):
         missing = sorted(set(seeds) - set(x0)) if isinstance(x0, Mapping) else seeds
         raise ValueError(f"x0 must map every seed to its initial parameters ({{seed: tensor}}); seeds {missing} "

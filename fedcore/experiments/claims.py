@@ -98,12 +98,18 @@ class Paired:
         return f"{abs(mean):.{digits}f}{spread}" if mean == 0 else f"{mean:+.{digits}f}{spread}"  # no "-0.0"
 
 
-def paired(a: Sequence[float], b: Sequence[float], higher_is_better: bool = True) -> Paired:
-    """The paired comparison of ``a`` and ``b``, one score per seed each, in the same order of seeds."""
+def _per_seed(a: Sequence[float], b: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
+    """``a`` and ``b`` as float arrays of one score per seed each, the same seeds."""
     a = np.asarray(a, dtype=float).ravel()
     b = np.asarray(b, dtype=float).ravel()
     if a.shape != b.shape or a.size == 0:
         raise ValueError(f"a and b must hold one score per seed, the same seeds: got {a.size} and {b.size} scores")
+    return a, b
+
+
+def paired(a: Sequence[float], b: Sequence[float], higher_is_better: bool = True) -> Paired:
+    """The paired comparison of ``a`` and ``b``, one score per seed each, in the same order of seeds."""
+    a, b = _per_seed(a, b)
     if not (np.isfinite(a).all() and np.isfinite(b).all()):
         raise ValueError("a and b must be finite: a diverged run has no score; judge it before comparing")
     sign = 1.0 if higher_is_better else -1.0
@@ -116,10 +122,7 @@ def compare(a: Sequence[float], b: Sequence[float], higher_is_better: bool = Tru
     per seed each, NaN for a run that diverged.  A method that diverged on more seeds than the other loses the
     comparison (:data:`CONTRADICTED` for ``a``, :data:`CONFIRMED` against ``b``); on as many, the seeds where
     both finished are compared.  The evidence is the mean difference ± 2 standard errors (times ``scale``)."""
-    a = np.asarray(a, dtype=float).ravel()
-    b = np.asarray(b, dtype=float).ravel()
-    if a.shape != b.shape or a.size == 0:
-        raise ValueError(f"a and b must hold one score per seed, the same seeds: got {a.size} and {b.size} scores")
+    a, b = _per_seed(a, b)
     failed_a, failed_b = int(np.isnan(a).sum()), int(np.isnan(b).sum())
     if failed_a != failed_b:
         text = f"diverged on {failed_a} vs {failed_b} of {a.size} seeds"

@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 from torch import Tensor, nn
 
-from fedcore.checks import check_choice, check_int, check_range, check_seed
+from fedcore.checks import check_choice, check_int, check_range, check_seed, check_seeds
 from fedcore.data.federated import FederatedData
 from fedcore.problem import Problem
 from fedcore.results import History
@@ -73,21 +73,12 @@ class Task:
         return {seed: self.problem(seed).x0() for seed in seeds}
 
 
-def _checked_seeds(seeds: Sequence[int]) -> list[int]:
-    if isinstance(seeds, (str, bytes)) or not isinstance(seeds, Sequence) or not seeds:
-        raise ValueError(f"seeds={seeds!r} must be a non-empty list of seeds, e.g. [0, 1, 2]")
-    checked = [check_seed("seeds", seed) for seed in seeds]
-    if len(set(checked)) != len(checked):
-        raise ValueError(f"seeds={list(seeds)} repeats a seed: each seed is one independent run")
-    return checked
-
-
 def run_seeds(task: Task, algorithms: Mapping[str, Any], seeds: Sequence[int], *, store: Store | None = None,
               progress: bool = False, **overrides: Any) -> dict[str, list[History]]:
     """``{method: [History of each seed]}``: every algorithm of ``algorithms`` (``{method: algorithm}``) on ``task``
     from each seed's initial model, client sampling and minibatches, through :func:`fedcore.simulate_runs`
     (``overrides`` replace round settings, e.g. ``rounds``)."""
-    seeds = _checked_seeds(seeds)
+    seeds = check_seeds("seeds", seeds, distinct=True)
     settings = {**task.settings, **overrides}
     starts = task.initial(seeds)
     runs = [(method, seed) for method in algorithms for seed in seeds]
@@ -209,7 +200,7 @@ def tune(task: Task, builders: Mapping[str, Builder], grids: Mapping[str, Mappin
     from every seed (through :func:`fedcore.sweep`: batched passes, the store), each run scored by ``score``;
     the point with the best mean over the seeds is chosen.  ``overrides`` replace round settings (a shorter
     ``rounds`` for tuning)."""
-    seeds = _checked_seeds(seeds)
+    seeds = check_seeds("seeds", seeds, distinct=True)
     unknown = [method for method in grids if method not in builders]
     if unknown:
         raise ValueError(f"grids has {unknown}, which have no builder; builders has {list(builders)}")

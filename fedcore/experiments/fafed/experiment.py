@@ -24,7 +24,7 @@ from typing import Any
 import pandas as pd
 
 from fedcore import algorithms, models
-from fedcore.checks import check_choice, check_int, check_keywords, check_positive, check_scale, check_seed
+from fedcore.checks import check_choice, check_int, check_keywords, check_positive, check_scale, check_seed, check_seeds
 from fedcore.data import FederatedData, load_fashion_mnist
 from fedcore.experiments import common
 from fedcore.experiments.claims import trivial_baseline
@@ -101,10 +101,7 @@ def scale_settings(scale: str, rounds: int | None = None, seeds: Sequence[int] |
     if rounds is not None:
         settings["rounds"] = check_int("rounds", rounds)
     if seeds is not None:
-        if isinstance(seeds, (str, bytes)) or not isinstance(seeds, Sequence) or not seeds:
-            raise ValueError(f"seeds={seeds!r} must be a non-empty list of seeds (with papermill: "
-                             "-y 'SEEDS: [0, 1, 2]'), e.g. [0, 1, 2]")
-        settings["seeds"] = [check_seed("seeds", seed) for seed in seeds]
+        settings["seeds"] = check_seeds("seeds", seeds, hint=" (with papermill: -y 'SEEDS: [0, 1, 2]')")
     return settings
 
 

@@ -18,9 +18,9 @@ import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
-from matplotlib.ticker import FuncFormatter, MaxNLocator
+from matplotlib.ticker import MaxNLocator
 
-from fedcore.plots import LINE_STYLES, MARKERS
+from fedcore.plots import plain_log_scale, run_style
 from fedcore.results import History
 
 
@@ -61,10 +61,7 @@ class CurvesDisplay:
             axes = list(axes[0])
         for ax, (setting, by_method) in zip(axes, self.curves.items()):
             for index, (method, curve) in enumerate(by_method.items()):
-                every = max(1, len(curve) // 8)
-                ax.plot(curve.index, curve["mean"], label=method, color=f"C{index % 10}",
-                        linestyle=LINE_STYLES[index % 6], marker=MARKERS[index % 6], markersize=4,
-                        markevery=(index * every // max(1, len(by_method)), every))
+                ax.plot(curve.index, curve["mean"], label=method, **run_style(index, len(by_method), len(curve)))
                 ax.fill_between(curve.index, curve["mean"] - curve["sd"], curve["mean"] + curve["sd"],
                                 color=f"C{index % 10}", alpha=0.15, linewidth=0)
             ax.set_title(f"{setting}: {label or self.metric.replace('_', ' ')}", fontsize="medium")
@@ -72,10 +69,7 @@ class CurvesDisplay:
                 ax.set_xlabel("round")
             ax.xaxis.set_major_locator(MaxNLocator(integer=True))
             if logy:
-                ax.set_yscale("log")
-                plain = FuncFormatter(lambda value, _: f"{value:g}")
-                ax.yaxis.set_major_formatter(plain)
-                ax.yaxis.set_minor_formatter(plain)
+                plain_log_scale(ax)
             ax.grid(alpha=0.3)
         self.figure_, self.axes_ = axes[0].figure, axes
         if legend:

@@ -66,7 +66,8 @@ class Evidence:
 
     def untested(self) -> str:
         """The settings left out by the gate, with their numbers."""
-        left, baselines = [s for s in self.settings() if s not in self.learned()], self.baselines or {}
+        learned, baselines = self.learned(), self.baselines or {}
+        left = [s for s in self.settings() if s not in learned]
         return "; ".join(f"{s} not testable at this scale (best mean accuracy "
                          f"{self.accuracy.loc[s].mean(axis=1).max():.3f}, baseline {baselines.get(s, np.nan):.3f})"
                          for s in left)
