@@ -5,7 +5,8 @@ Theorem 1 (after Chen, Li & Li 2020): three clients, one dimension,
     f_2(x) = f_3(x) = -x^2 (|x| <= 1),  -2 |x| + 1   (|x| > 1)
     f(x) = (f_1 + f_2 + f_3) / 3 = x^2 / 3  (|x| <= 1),  2 |x| / 3  (|x| > 1),
 
-whose only stationary point is 0.  From ``x_0 = 10`` the gradients are 6 and -2 (twice).
+whose only stationary point is 0 (the objective: :func:`fedcore.objectives.counterexample_problem`).
+From ``x_0 = 10`` the gradients are 6 and -2 (twice).
 Naive local-adaptive FedAvg (:class:`fedcore.algorithms.LocalAdaptive`, the paper's
 Algorithm 1, ``v_0 = 0``) steps each client by ``eta g / sqrt(v) = eta sign(g) /
 sqrt(1 - beta^t)``, whatever the size of ``g``: client 1 moves towards 0 by that much,
@@ -25,57 +26,15 @@ from dataclasses import dataclass
 
 import pandas as pd
 import torch
-from torch import Tensor, nn
+from torch import Tensor
 
 from fedcore.algorithms.base import Algorithm
-from fedcore.checks import check_int, check_number, check_positive
-from fedcore.data.federated import FederatedData
+from fedcore.checks import check_int, check_positive
+from fedcore.objectives import COUNTEREXAMPLE_CLIENTS as CLIENTS
+from fedcore.objectives import counterexample_f, counterexample_problem
 from fedcore.results import Trajectory
-from fedcore.run import Problem, simulate, simulate_runs
+from fedcore.run import simulate, simulate_runs
 from fedcore.store import Store
-
-NUM_CLIENTS = 3
-
-
-def f1(x: Tensor) -> Tensor:
-    """``3 x^2`` for ``|x| <= 1``, ``6 |x| - 2`` beyond."""
-    return torch.where(x.abs() <= 1, 3 * x**2, 6 * x.abs() - 2)
-
-
-def f2(x: Tensor) -> Tensor:
-    """``-x^2`` for ``|x| <= 1``, ``-2 |x| + 1`` beyond (clients 2 and 3)."""
-    return torch.where(x.abs() <= 1, -(x**2), -2 * x.abs() + 1)
-
-
-def f(x: Tensor) -> Tensor:
-    """The global objective ``(f_1 + 2 f_2) / 3``: ``x^2 / 3`` or ``2 |x| / 3``."""
-    return (f1(x) + 2 * f2(x)) / 3
-
-
-class PiecewiseClients(nn.Module):
-    """One parameter ``x``; a sample's input 1 selects ``f_1``, 0 selects ``f_2``."""
-
-    def __init__(self, x0: float = 10.0) -> None:
-        super().__init__()
-        self.x = nn.Parameter(torch.tensor([x0], dtype=torch.float64))
-
-    def forward(self, inputs: Tensor) -> Tensor:
-        is_first = inputs.reshape(-1) > 0.5
-        return torch.where(is_first, f1(self.x), f2(self.x))
-
-
-def _mean_output(outputs: Tensor, targets: Tensor) -> Tensor:
-    return outputs.mean()
-
-
-def problem(x0: float = 10.0) -> Problem:
-    """The counterexample as a fedcore :class:`~fedcore.run.Problem` (float64, 3 clients)."""
-    check_number("x0", x0)
-    codes = torch.tensor([[1.0], [0.0], [0.0]], dtype=torch.float64)
-    zeros = torch.zeros(NUM_CLIENTS, dtype=torch.float64)
-    data = FederatedData(codes, zeros, torch.ones(NUM_CLIENTS, dtype=torch.long), codes, zeros,
-                         name="counterexample")
-    return Problem(data, PiecewiseClients(x0), loss=_mean_output)
 
 
 def run(algorithm: Algorithm, rounds: int, local_steps: int = 1, x0: float = 10.0,
@@ -86,17 +45,17 @@ def run(algorithm: Algorithm, rounds: int, local_steps: int = 1, x0: float = 10.
     :class:`Trajectory`."""
     check_int("rounds", rounds)
     check_int("local_steps", local_steps)
-    history = simulate(problem(x0), algorithm, rounds, NUM_CLIENTS, local_steps, batch_size=1, weighting="uniform",
-                       backend="loop", progress=False, eval_every=rounds, trace=True, store=store)
-    rows = [{"step": 0, **{f"client {i + 1}": x0 for i in range(NUM_CLIENTS)}, "averaged": False}]
+    history = simulate(counterexample_problem(x0), algorithm, rounds, CLIENTS, local_steps, batch_size=1,
+                       weighting="uniform", backend="loop", progress=False, eval_every=rounds, trace=True, store=store)
+    rows = [{"step": 0, **{f"client {i + 1}": x0 for i in range(CLIENTS)}, "averaged": False}]
     for clients, models in history.trace or []:
         order = clients.tolist()
         for k, X in enumerate(models):
-            row = {f"client {order[s] + 1}": float(X[s, 0]) for s in range(NUM_CLIENTS)}
+            row = {f"client {order[s] + 1}": float(X[s, 0]) for s in range(CLIENTS)}
             rows.append({"step": len(rows), **row, "averaged": k == len(models) - 1})
     frame = pd.DataFrame(rows).set_index("step")
-    frame.insert(NUM_CLIENTS, "mean", frame.iloc[:, :NUM_CLIENTS].mean(axis=1))
-    frame["f"] = f(torch.tensor(frame["mean"].to_numpy())).numpy()
+    frame.insert(CLIENTS, "mean", frame.iloc[:, :CLIENTS].mean(axis=1))
+    frame["f"] = counterexample_f(torch.tensor(frame["mean"].to_numpy())).numpy()
     return Trajectory(frame, history.algorithm, local_steps)
 
 
@@ -124,7 +83,7 @@ def final_distance_map(
     check_int("steps", steps, max(periods, default=1))
     table = {}
     for q in periods:
-        histories = simulate_runs(problem(), [algorithm(eta) for eta in etas], steps // q, NUM_CLIENTS, q, 1,
+        histories = simulate_runs(counterexample_problem(), [algorithm(eta) for eta in etas], steps // q, CLIENTS, q, 1,
                                   weighting="uniform", backend="loop", progress=False, eval_every=steps // q,
                                   record=ServerModel(), store=store)
         table[q] = [abs(float(history.frame["x"].dropna().iloc[-1])) for history in histories]

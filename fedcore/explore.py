@@ -83,7 +83,7 @@ def explore_counterexample(eta: float = 0.3, beta: float = 0.5, q: int = 1, rho:
     local steps (``steps // q`` rounds; FAFED also takes ``rho`` and its momentum ``alpha``).  With ``store`` (in a
     widget: ``store=ipywidgets.fixed(store)``) a setting drawn before is read back, not rerun.
 
-    Draws :func:`fedcore.plots.counterexample_panels`: the mean model (thick) and the three
+    Draws :func:`fedcore.experiments.fafed.figures.counterexample_panels`: the mean model (thick) and the three
     clients' models (thin; client 1 dotted), and the global objective ``f`` at the mean.
     """
     check_positive("eta", eta)
@@ -97,7 +97,9 @@ def explore_counterexample(eta: float = 0.3, beta: float = 0.5, q: int = 1, rho:
     naive = counterexample.run(local_adaptive(eta, beta=beta), rounds, q, store=store)
     fixed = counterexample.run(fafed(eta, alpha=alpha, beta=beta, rho=rho), rounds, q, store=store)
     naive.algorithm, fixed.algorithm = "naive local-adaptive (Alg. 1)", "FAFED (Alg. 2)"
-    plots.counterexample_panels(naive, fixed, eta, beta)
+    from fedcore.experiments.fafed.figures import counterexample_panels
+
+    counterexample_panels(naive, fixed, eta, beta)
 
 
 FEDOPT_METHODS: dict[str, tuple[str, ...]] = {
@@ -186,7 +188,9 @@ def explore_tuning(method: str, tau: float, client_lr: float, server_lr: float, 
     every = [g for by_method in grids.values() for g in by_method.values()]
     limits = (min(float(g.min().min()) for g in every), max(float(g.max().max()) for g in every))
     title = f"{method}, tau {tau:g}" if "tau" in FEDOPT_METHODS.get(method.lower(), ()) else method
-    plots.tuning_panels(grid, curve(method, tau, client_lr, server_lr), client_lr, server_lr, title, limits)
+    from fedcore.experiments.fedopt.figures import tuning_panels
+
+    tuning_panels(grid, curve(method, tau, client_lr, server_lr), client_lr, server_lr, title, limits)
 
 
 def explore_padamfed(clients_per_round: int = 5, local_steps: int = 5, rounds: int = 30, multiplier: float = 1.0,
@@ -214,13 +218,15 @@ def explore_padamfed(clients_per_round: int = 5, local_steps: int = 5, rounds: i
 
 
 def explore_remark2(eta1: float = 0.5, eta2: float = 0.05, x0: float = 0.5, tilt: float = 3.0) -> dict[str, Any]:
-    """FedLi's Remark 2 (our instance, ``fedcore.experiments.fedli_theory.REMARK2``): one gradient step of size
+    """FedLi's Remark 2 (our instance, ``fedcore.experiments.fedli.theory.REMARK2``): one gradient step of size
     ``eta1`` on client 1's ``(x^2 - 1)^2 + tilt x`` and ``eta2`` on client 2's ``(x^2 - 1)^2 - tilt x`` from ``x0``,
     and their average, drawn on the three curves; the title says who descends.  Returns the step's numbers."""
-    from fedcore.experiments.fedli_theory import remark2_picture, remark2_step
+    from fedcore.experiments.fedli.theory import remark2_picture, remark2_step
 
     step = remark2_step(eta1, eta2, x0, tilt)
-    ax = plots.remark2(*remark2_picture(step, tilt))
+    from fedcore.experiments.fedli.figures import remark2
+
+    ax = remark2(*remark2_picture(step, tilt))
     verdicts = [f"client {i} {'descends' if step[f'client {i} descends'] else 'ascends'}" for i in (1, 2)]
     ax.set_title(", ".join(verdicts) + f"; the average {'descends' if step['global descends'] else 'ASCENDS'}: "
                  f"f {step['f(x0)']:.3f} -> {step['f(x_bar)']:.3f}", fontsize="medium")

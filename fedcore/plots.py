@@ -8,10 +8,12 @@ its Axes or Figure, showing nothing; :mod:`fedcore.explore` computes and then ca
 - :func:`plot_server_path`: a server optimizer's path over the loss contours of the 2-D
   federated quadratic (:func:`fedcore.toy.server_optimizer_path`);
 - :func:`server_optimizer_panels`: that path beside its loss gap against rounds;
-- :func:`plot_counterexample`, :func:`counterexample_panels`: runs on the FAFED
-  counterexample (:func:`fedcore.counterexample.run`);
-- :func:`robustness`, :func:`remark2`, :func:`descent_panels`: notebooks 02 and 03's pictures;
+- :func:`fedopt_panels`: the explorers' accuracy and loss panels of several runs;
+- :func:`grid_heatmap`: a table of a grid of runs, every cell printed, given cells outlined;
+- :func:`robustness`: a score against a learning rate per method, given points filled;
 - :func:`savefig`: write a figure into a folder when one is given.
+
+Each paper's own figures live in its package (``fedcore.experiments.<paper>.figures``).
 """
 
 from __future__ import annotations
@@ -26,17 +28,17 @@ import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.backend_bases import FigureCanvasBase
 from matplotlib.figure import Figure
-from matplotlib.ticker import FuncFormatter, MaxNLocator, NullFormatter
+from matplotlib.ticker import FuncFormatter, MaxNLocator
 
 from fedcore.checks import check_bool, check_int, check_number
 
 if TYPE_CHECKING:  # annotations only: this module draws and imports nothing that computes
     from fedcore.data.federated import FederatedData
-    from fedcore.results import History, Trajectory
+    from fedcore.results import History
     from fedcore.toy import ServerPath
 
 
-def _check_type(name: str, value: Any, kind: type | str, optional: bool = False) -> None:
+def check_type(name: str, value: Any, kind: type | str, optional: bool = False) -> None:
     """``value`` must be a ``kind`` (or None when ``optional``): ``path=None must be a ServerPath``.  A fedcore
     class is given by its name and matched against the names of ``value``'s classes: plots imports no module
     that computes."""
@@ -59,8 +61,8 @@ def label_distribution(data: FederatedData, ax: Axes | None = None, max_clients:
 
     Only the first ``max_clients`` clients are drawn (the title says so when that cuts).
     """
-    _check_type("data", data, "FederatedData")
-    _check_type("ax", ax, Axes, optional=True)
+    check_type("data", data, "FederatedData")
+    check_type("ax", ax, Axes, optional=True)
     check_int("max_clients", max_clients)
     counts = data.label_counts().cpu().numpy()
     shown = counts[:max_clients]
@@ -124,8 +126,8 @@ def compare(
         raise TypeError(f"histories={histories!r} must be {{label: History}} or a list of History, "
                         f"got {type(histories).__name__}")
     for key, history in histories.items() if isinstance(histories, Mapping) else enumerate(histories):
-        _check_type(f"histories[{key!r}]", history, "History")
-    _check_type("ax", ax, Axes, optional=True)
+        check_type(f"histories[{key!r}]", history, "History")
+    check_type("ax", ax, Axes, optional=True)
     check_bool("logy", logy)
     check_bool("legend", legend)
     items = list(histories.items()) if isinstance(histories, Mapping) else [(h.algorithm, h) for h in histories]
@@ -156,8 +158,8 @@ def plot_server_path(
     optimum is a black star (drawn on top), the start a large dot.  ``contours=False`` overlays a
     second path on an existing plot.
     """
-    _check_type("path", path, "ServerPath")
-    _check_type("ax", ax, Axes, optional=True)
+    check_type("path", path, "ServerPath")
+    check_type("ax", ax, Axes, optional=True)
     check_bool("contours", contours)
     if ax is None:
         _, ax = plt.subplots(figsize=(4.5, 4.5))
@@ -191,8 +193,8 @@ def server_optimizer_panels(path: ServerPath, reference: ServerPath | None = Non
     optimizer's name).  Right: ``f(x_t) - f*`` against rounds, with ``reference`` (FedAvg's path)
     dashed grey when given.  The title gives the final gap, or the round the path diverged at.
     """
-    _check_type("path", path, "ServerPath")
-    _check_type("reference", reference, "ServerPath", optional=True)
+    check_type("path", path, "ServerPath")
+    check_type("reference", reference, "ServerPath", optional=True)
     figure, (left, right) = plt.subplots(1, 2, figsize=(10, 4.2), layout="constrained")
     plot_server_path(path, left, label=label, color="C1")
     left.legend(fontsize="small", loc="lower right")
@@ -208,57 +210,6 @@ def server_optimizer_panels(path: ServerPath, reference: ServerPath | None = Non
     rounds = int(path.frame.index[-1])  # round 0 is the start
     ending = f"diverged at round {path.diverged_round}" if path.diverged_round else f"after {rounds} rounds"
     figure.suptitle(f"{path.optimizer}: f(x) - f* = {path.final_gap():.3g} {ending}", fontsize="medium")
-    return figure
-
-
-def plot_counterexample(trajectory: Trajectory, ax: Axes | None = None, color: str = "C0",
-                        clients: bool = True) -> Axes:
-    """The mean model (solid) and, when ``clients``, each client's model (thin; client 1 dotted) of a
-    :class:`fedcore.results.Trajectory` against local steps; averaging steps marked."""
-    _check_type("trajectory", trajectory, "Trajectory")
-    _check_type("ax", ax, Axes, optional=True)
-    check_bool("clients", clients)
-    ax = ax if ax is not None else plt.subplots(figsize=(6, 4))[1]
-    frame = trajectory.frame
-    if clients:
-        columns = [column for column in frame.columns if column.startswith("client ")]
-        for column, style in zip(columns, (":", "--", "--")):
-            ax.plot(frame.index, frame[column], color=color, linestyle=style, linewidth=0.8, alpha=0.6)
-    ax.plot(frame.index, frame["mean"], color=color, linewidth=2, label=trajectory.algorithm)
-    server = trajectory.server
-    if trajectory.local_steps > 1 and len(server) <= 60:
-        ax.plot(server.index, server, "o", color=color, markersize=3)
-    ax.axhline(0, color="black", linewidth=0.8)
-    ax.set_xlabel("local step $t$")
-    ax.set_ylabel("$x$")
-    ax.grid(alpha=0.3)
-    return ax
-
-
-def counterexample_panels(naive: Trajectory, fixed: Trajectory, eta: float, beta: float) -> Figure:
-    """Two panels comparing two runs on the counterexample (the explorer's figure).
-
-    Left: the mean and the clients' models of ``naive`` (red) and ``fixed`` (blue)
-    (:func:`plot_counterexample`).  Right: the global objective ``f`` at the mean.  The title
-    gives ``eta``, ``beta``, the period ``q`` (``naive.local_steps``) and where each run ends.
-    """
-    _check_type("naive", naive, "Trajectory")
-    _check_type("fixed", fixed, "Trajectory")
-    check_number("eta", eta)
-    check_number("beta", beta)
-    figure, (left, right) = plt.subplots(1, 2, figsize=(10, 4.2), layout="constrained")
-    plot_counterexample(naive, left, "C3")
-    plot_counterexample(fixed, left, "C0")
-    left.legend(fontsize="small")
-    for trajectory, color in ((naive, "C3"), (fixed, "C0")):
-        right.plot(trajectory.frame.index, trajectory.frame["f"], color=color, label=trajectory.algorithm)
-    right.set_yscale("symlog", linthresh=1e-2)
-    right.set_xlabel("local step $t$")
-    right.set_ylabel("$f(\\bar x_t)$")
-    right.grid(alpha=0.3)
-    right.legend(fontsize="small")
-    figure.suptitle(f"eta={eta:g}, beta={beta:g}, q={naive.local_steps}: naive ends at x = {naive.final():.3g}, "
-                    f"FAFED at x = {fixed.final():.3g} (optimum 0)", fontsize="medium")
     return figure
 
 
@@ -289,8 +240,8 @@ def grid_heatmap(table: Any, ax: Axes | None = None, label: str = "", log: bool 
     from matplotlib.colors import LogNorm
     from matplotlib.patches import Rectangle
 
-    _check_type("table", table, pd.DataFrame)
-    _check_type("ax", ax, Axes, optional=True)
+    check_type("table", table, pd.DataFrame)
+    check_type("ax", ax, Axes, optional=True)
     check_bool("log", log)
     ax = ax if ax is not None else plt.subplots(figsize=(6, 3.8), layout="constrained")[1]
     values = table.to_numpy(dtype=float)
@@ -320,95 +271,30 @@ def grid_heatmap(table: Any, ax: Axes | None = None, label: str = "", log: bool 
     return ax
 
 
-def distance_map(table: Any, ax: Axes | None = None, start: float = 10.0) -> Axes:
-    """A table of final distances (rows: step sizes ``eta``, columns: periods ``q``, as
-    :func:`fedcore.counterexample.final_distance_map` returns) as a heat map on a log colour scale, each
-    cell printed; cells that end above ``start`` (farther from 0 than the run began) are outlined."""
-    check_number("start", start)
-    ax = grid_heatmap(table, ax, "final |x|", log=True, outline=table.to_numpy(dtype=float) > start)
-    ax.set_xlabel(f"averaging period {table.columns.name or 'q'}")
-    ax.set_ylabel(f"step size {table.index.name or 'eta'}")
-    return ax
-
-
-def tuning_heatmap(grid: Any, ax: Axes | None = None, within: float = 0.02, title: str = "",
-                   limits: tuple[float, float] | None = None) -> Axes:
-    """A learning-rate grid (rows: server learning rates, largest on top; columns: client learning rates, as
-    :func:`fedcore.experiments.fedopt_tuning.tuning_grid` returns) with the cells within ``within`` of the
-    best outlined: Reddi et al.'s Figures 2 and 6.  ``limits``: one colour range for several grids."""
-    check_number("within", within)
-    values = grid.to_numpy(dtype=float)
-    near = values >= np.nanmax(values) - within if np.isfinite(values).any() else np.zeros(values.shape, bool)
-    ax = grid_heatmap(grid, ax, "accuracy (mean of the last rounds)", outline=near, fmt="{:.3f}", origin="upper",
-                      limits=limits)
-    ax.set_xlabel("client learning rate")
-    ax.set_ylabel("server learning rate")
-    ax.set_title(title, fontsize="medium")
-    return ax
-
-
-def tuning_panels(grid: Any, history: History, client_lr: float, server_lr: float, method: str,
-                  limits: tuple[float, float] | None = None) -> Figure:
-    """The tuning explorer's figure: the grid (:func:`tuning_heatmap`, colour range ``limits``) with the cell
-    ``(client_lr, server_lr)`` outlined in black, and that run's test accuracy against rounds."""
-    from matplotlib.patches import Rectangle
-
-    _check_type("history", history, "History")
-    figure, (left, right) = plt.subplots(1, 2, figsize=(11, 4), layout="constrained")
-    tuning_heatmap(grid, left, title=f"{method}: mean accuracy of the last rounds", limits=limits)
-    row, column = list(grid.index).index(server_lr), list(grid.columns).index(client_lr)
-    left.add_patch(Rectangle((column - 0.5, row - 0.5), 1, 1, fill=False, edgecolor="black", linewidth=2.5))
-    history.plot("test_accuracy", ax=right, label=f"client lr {client_lr:.3g}, server lr {server_lr:.3g}")
-    right.set_ylim(0, 1)
-    right.grid(alpha=0.3)
-    right.legend(fontsize="small")
-    return figure
-
-
-def scaling_panels(tables: Mapping[str, Any], column: str = "mean squared gradient norm",
-                   predicted: float = -0.5) -> Figure:
-    """One log-log panel per table (``{"T": table, "m": ..., "K": ...}``, each indexed by the varied quantity):
-    the measured ``column`` (dots) and a line of slope ``predicted`` through its first point (dashed), the
-    fitted slope in the title."""
-    if not isinstance(tables, Mapping) or not tables:
-        raise TypeError(f"tables={tables!r} must be a non-empty {{name: DataFrame}}")
-    check_number("predicted", predicted)
-    figure, axes = plt.subplots(1, len(tables), figsize=(4 * len(tables), 3.4), layout="constrained", squeeze=False)
-    for ax, (name, table) in zip(axes[0], tables.items()):
-        x, y = table.index.to_numpy(dtype=float), table[column].to_numpy(dtype=float)
-        slope = float(np.polyfit(np.log(x), np.log(y), 1)[0])
-        ax.loglog(x, y, "o-", label="measured")
-        ax.loglog(x, y[0] * (x / x[0]) ** predicted, "--", color="grey", label=f"slope {predicted:g}")
-        ax.set_xticks(x, [f"{value:g}" for value in x])  # the measured points, no crowded minor labels
-        ax.xaxis.set_minor_formatter(NullFormatter())
-        ax.set_xlabel(name)
-        ax.set_ylabel(column)
-        ax.set_title(f"fitted slope {slope:.2f}", fontsize="medium")
-        ax.grid(alpha=0.3, which="both")
-    axes[0][0].legend(fontsize="small")
-    return figure
-
-
-def robustness(table: Any, ax: Axes | None = None, within: float = 0.03, title: str = "", legend: bool = True,
+def robustness(table: Any, good: Any = None, ax: Axes | None = None, title: str = "", legend: bool = True,
                xlabel: str = "learning-rate multiplier",
                ylabel: str = "test accuracy (last fifth of the rounds)") -> Axes:
     """Score against a learning rate or its multiplier (log axis), one line per method (``table``: rows the
-    rates, columns the methods, as ``fedcore.experiments.padamfed.robustness`` or
-    ``fedcore.experiments.fedli.client_rate_sweep`` return); each method's rates within ``within`` of its best
-    are drawn filled, the others hollow; where a run diverged the line stops.  ``legend=False`` leaves the legend
-    to the caller (one per figure)."""
-    check_number("within", within)
-    _check_type("ax", ax, Axes, optional=True)
+    rates, columns the methods); where the boolean table ``good`` (same shape, e.g. the rates within a tolerance
+    of each method's best, :func:`fedcore.experiments.common.near_best` per column) is True the point is drawn
+    filled, elsewhere hollow (all filled without ``good``); where a run diverged the line stops.  ``legend=False``
+    leaves the legend to the caller (one per figure)."""
+    import pandas as pd
+
+    check_type("table", table, pd.DataFrame)
+    check_type("ax", ax, Axes, optional=True)
+    good = np.ones(table.shape, bool) if good is None else np.asarray(good, bool)
+    if good.shape != table.shape:
+        raise ValueError(f"good has shape {good.shape}, table {table.shape}: one flag per point")
     if ax is None:
         _, ax = plt.subplots(figsize=(6, 3.8))
     x = table.index.to_numpy(dtype=float)
     for index, method in enumerate(table):
-        y = table[method].to_numpy(dtype=float)
-        good = y >= np.nanmax(y) - within if np.isfinite(y).any() else np.zeros(y.shape, bool)
+        y, filled = table[method].to_numpy(dtype=float), good[:, index]
         color, style = f"C{index % 10}", LINE_STYLES[index % 6]
         ax.plot(x, y, color=color, linestyle=style, label=method)
-        ax.plot(x[good], y[good], MARKERS[index % 6], color=color)
-        ax.plot(x[~good], y[~good], MARKERS[index % 6], color=color, markerfacecolor="none")
+        ax.plot(x[filled], y[filled], MARKERS[index % 6], color=color)
+        ax.plot(x[~filled], y[~filled], MARKERS[index % 6], color=color, markerfacecolor="none")
     ax.set_xscale("log")
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
@@ -419,71 +305,12 @@ def robustness(table: Any, ax: Axes | None = None, within: float = 0.03, title: 
     return ax
 
 
-def remark2(curves: Mapping[str, Any], moves: Mapping[str, tuple[tuple[float, float], tuple[float, float]]],
-            ax: Axes | None = None) -> Axes:
-    """FedLi's Remark 2 in one picture: ``curves`` (``{label: (x, y)}``: the clients' objectives and the global
-    one, drawn thick, last) and one move per curve (``{label: ((x, y), (x', y'))}``, in the curve's colour: each
-    client's step on its own curve, then the server's move to the average on the global one), as
-    ``fedcore.experiments.fedli_theory.remark2_picture`` computes them.  The y range fits the moves."""
-    _check_type("ax", ax, Axes, optional=True)
-    if ax is None:
-        _, ax = plt.subplots(figsize=(8.5, 4), layout="constrained")
-    for index, (label, (x, y)) in enumerate(curves.items()):
-        ax.plot(x, y, color=f"C{index}", linestyle=LINE_STYLES[index % 6],
-                linewidth=2.5 if index == len(curves) - 1 else 1.2, label=label)
-    ends = []
-    for index, (label, (start, end)) in enumerate(moves.items()):
-        ax.annotate("", end, start, arrowprops={"arrowstyle": "->", "color": f"C{index}", "linewidth": 2})
-        ax.plot(*zip(start, end), "o", color=f"C{index}", markersize=6, markeredgecolor="black", label=label)
-        ends += [start[1], end[1]]
-    low, high = min(ends), max(ends)
-    margin = 0.25 * (high - low) + 0.5
-    ax.set_ylim(low - margin, high + margin)
-    ax.set_xlabel("x")
-    ax.set_ylabel("objective")
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize="small", loc="center left", bbox_to_anchor=(1.01, 0.5))
-    return ax
-
-
-def descent_panels(gaps: Sequence[float], bound: float, run: Any, x_star: float) -> Figure:
-    """FedLi's Lemma 3 put to the test, three panels: the gap ``f(x_t) - f*`` of clients that share their data
-    against the bound's geometric rate ``bound`` per round; the two different convex clients' global objective
-    with each client's own objective before (squares) and after (triangles) its local steps, one colour per
-    client; and their server iterate ``x_t`` against ``x*`` (``run``: ``fedcore.experiments.fedli_theory``'s
-    ``TwoClientRun``, with ``x``, ``global_objective``, ``own_before``, ``own_after``)."""
-    figure, (left, middle, right) = plt.subplots(1, 3, figsize=(14, 3.9), layout="constrained")
-    rounds = range(len(gaps))
-    left.semilogy(rounds, gaps, "o-", label="measured f(x_t) - f*")
-    left.semilogy(rounds, [gaps[0] * bound**t for t in rounds], "--", color="grey",
-                  label=f"bound: factor {bound:.3f} per round")
-    left.set(xlabel="round", ylabel="f(x_t) - f*", title="clients sharing their data (every f_i = f)")
-    left.legend(fontsize="small")
-    rounds = range(len(run.global_objective))
-    middle.plot(rounds, run.global_objective, "o-", color="black", linewidth=2.5, label="global f(x_t)")
-    for i in range(len(run.own_before[0])):
-        middle.plot(rounds[:-1], [row[i] for row in run.own_before], "s--", color=f"C{i}",
-                    label=f"client {i + 1}: f_{i + 1}(x_t), before its steps")
-        middle.plot(rounds[:-1], [row[i] for row in run.own_after], "^:", color=f"C{i}", markerfacecolor="none",
-                    label=f"client {i + 1}: f_{i + 1} after its K steps")
-    middle.set(xlabel="round", ylabel="objective", title="two different convex clients")
-    middle.legend(fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2)
-    right.plot(range(len(run.x)), run.x, "o-", label="server iterate x_t")
-    right.axhline(x_star, color="grey", linestyle="--", label=f"x* = {x_star:.3f}")
-    right.set(xlabel="round", ylabel="x", title="where the server goes")
-    right.legend(fontsize="small")
-    for ax in (left, middle, right):
-        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-        ax.grid(alpha=0.3)
-    return figure
-
-
 def savefig(figure: Figure, name: str, directory: str | os.PathLike | None) -> None:
     """Save ``figure`` as ``directory/name`` (the folder is made, the path resolved
     absolutely); do nothing when ``directory`` is None or empty.  Returns None, so a
     notebook cell ending with it prints nothing.  The format follows the extension of ``name`` (one
     of :func:`image_formats`; none: PNG)."""
-    _check_type("figure", figure, Figure)
+    check_type("figure", figure, Figure)
     if not isinstance(name, str) or not name:
         raise TypeError(f"name={name!r} must be a file name such as 'loss.png'")
     if Path(name).suffix and Path(name).suffix[1:].lower() not in image_formats():

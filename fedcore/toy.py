@@ -30,10 +30,10 @@ import pandas as pd
 import torch
 from torch import Tensor
 
-from fedcore import models, server_opt
+from fedcore import server_opt
 from fedcore.algorithms import FedOpt
 from fedcore.checks import check_choice, check_int, check_number, check_positive, check_range, check_seed
-from fedcore.data import federated_quadratic
+from fedcore.objectives import quadratic_2d
 from fedcore.run import Problem, simulate
 
 SERVER_OPTIMIZERS: tuple[str, ...] = tuple(server_opt.SERVER_OPTIMIZERS)
@@ -70,18 +70,6 @@ def server_optimizer_options(optimizer: str, server_lr: float, beta1: float, tau
     if optimizer == "amsgrad":
         return {"lr": server_lr, "beta1": beta1, "eps": tau**2}
     return {"lr": server_lr, "beta1": beta1, "tau": tau}
-
-
-def quadratic_2d(seed: int = 7, num_clients: int = 10, heterogeneity: float = 1.0) -> Problem:
-    """The 2-D federated least-squares problem of :func:`server_optimizer_path` (float64).
-
-    ``num_clients`` clients with 3 samples each and one shared design (module docstring);
-    ``problem.data.info`` holds ``x_star`` and ``f_star``.
-    """
-    data = federated_quadratic(
-        num_clients=num_clients, dim=2, samples_per_client=3, heterogeneity=heterogeneity, seed=seed
-    )
-    return Problem(data, models.linear_regression((2,)).double())
 
 
 @dataclass

@@ -65,10 +65,8 @@ import pandas as pd
 from IPython.display import display
 
 import fedcore
-from fedcore import explore, plots, server_opt
-from fedcore.experiments import fedopt as experiment
-from fedcore.experiments import fedopt_theory as theory
-from fedcore.experiments import fedopt_tuning as tuning
+from fedcore import explore, objectives, plots, server_opt
+from fedcore.experiments.fedopt import experiment, figures, theory, tuning
 from fedcore.store import default_store
 
 store = default_store(STORE)
@@ -114,21 +112,21 @@ print(inspect.getsource(server_opt._adaptive))
 # Two takeaways follow: more rounds, more clients per round and more local steps should each help, at the
 # rate $-1/2$ on log-log axes; and the client rate must shrink as $1/(K\sqrt T)$ while the server rate grows as
 # $\sqrt{Km}$, so the two trade off. We check the first on a least-squares federation with a known gradient
-# (`fedcore.experiments.fedopt_theory`: 50 clients with their own designs and optima, noisy targets,
+# (`fedcore.experiments.fedopt.theory`: 50 clients with their own designs and optima, noisy targets,
 # minibatches of 4): FedAdam at exactly the corollary's rates, and the average of $\|\nabla f(x_t)\|^2$ over
 # the $T$ rounds (which bounds the minimum), varying $T$, $m$ and $K$ in turn from $T = 200$, $m = 10$, $K = 5$,
 # two seeds each, with the clients' optima spread by heterogeneity 1 (each client's optimum is a common centre
 # plus 1 times a standard normal vector).
 
 # %%
-task = theory.quadratic_task()
+task = objectives.quadratic_task()
 ranges = {"rounds": [25, 50, 100, 200, 400, 800], "clients_per_round": [2, 5, 10, 25, 50],
           "local_steps": [1, 2, 5, 10, 20]}
 if SCALE == "smoke":
     ranges = {name: values[:3] for name, values in ranges.items()}
 tables = {theory.VARIED[name]: theory.scaling(task, name, values, seeds=(0, 1), store=store)
           for name, values in ranges.items()}
-figure = plots.scaling_panels(tables)
+figure = figures.ScalingDisplay.from_tables(tables).plot().figure_
 plots.savefig(figure, "01_corollary_scaling.png", FIGURES)
 pd.Series({name: theory.fitted_exponent(table) for name, table in tables.items()}, name="fitted exponent").round(3)
 
@@ -391,7 +389,7 @@ grids = grids_by_tau[TAU]
 figure, axes = plt.subplots(1, len(grids), figsize=(4.2 * len(grids), 3.8), layout="constrained")
 limits = (min(grid.min().min() for grid in grids.values()), max(grid.max().max() for grid in grids.values()))
 for ax, (method, grid) in zip(axes, grids.items()):
-    plots.tuning_heatmap(grid, ax, title=method, limits=limits)
+    figures.TuningDisplay.from_grid(grid).plot(ax, title=method, limits=limits)
 plots.savefig(figure, "01_tuning_heatmaps.png", FIGURES)
 
 # %% [markdown]

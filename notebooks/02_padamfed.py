@@ -75,8 +75,8 @@ from IPython.display import display
 import fedcore
 from fedcore import explore, plots
 from fedcore.algorithms.padamfed import PAdaMFed
-from fedcore.experiments import padamfed as experiment
-from fedcore.experiments import padamfed_theory as theory
+from fedcore.experiments import common
+from fedcore.experiments.padamfed import experiment, theory
 from fedcore.store import default_store
 
 store = default_store(STORE)
@@ -151,7 +151,7 @@ print(inspect.getsource(PAdaMFed.round))
 # for another.
 #
 # Measured on a least-squares federation (50 clients with their own optima, 10 per round, 5 local steps of 4
-# samples, 200 rounds: `fedcore.experiments.padamfed_theory`) scaled by $s$ from $10^{-2}$ to $10^{2}$, so that
+# samples, 200 rounds: `fedcore.experiments.padamfed.theory`) scaled by $s$ from $10^{-2}$ to $10^{2}$, so that
 # its smoothness $L = 1.158\, s$ runs from 0.0116 to 116: the mean
 # $\|\nabla f\|$ over the last 20 rounds divided by the initial one, for PAdaMFed and PAdaMFed-VR at their
 # theorems' step sizes and for FedAvg and SCAFFOLD at the one client rate `FEDAVG_LR`:
@@ -278,7 +278,7 @@ factors = experiment.multipliers(SCALE)
 robustness = {reading: experiment.robustness(problem, base, factors, reading, **run) for reading in experiment.READINGS}
 figure, axes = plt.subplots(1, 2, figsize=(12, 4), layout="constrained", sharey=True)
 for ax, (reading, table) in zip(axes, robustness.items()):
-    plots.robustness(table, ax, within=experiment.NEAR_BEST, title=f"multiplying {reading}", legend=False)
+    plots.robustness(table, common.near_best_by_column(table, experiment.NEAR_BEST), ax, title=f"multiplying {reading}", legend=False)
 figure.legend(*axes[0].get_legend_handles_labels(), loc="outside lower center", ncols=6, fontsize="small")
 plots.savefig(figure, "02_robustness.png", FIGURES)
 summary = pd.concat({reading: experiment.robustness_summary(table) for reading, table in robustness.items()}, axis=1)

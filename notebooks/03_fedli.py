@@ -69,12 +69,11 @@ import pandas as pd
 from IPython.display import display
 
 import fedcore
-from fedcore import algorithms, explore, plots
+from fedcore import algorithms, explore, objectives, plots
 from fedcore.algorithms.fedli import FedLiLS
-from fedcore.experiments import fedli as experiment
-from fedcore.experiments import fedli_paper as paper
-from fedcore.experiments import fedli_theory as theory
+from fedcore.experiments import common
 from fedcore.experiments.claims import trivial_baseline
+from fedcore.experiments.fedli import experiment, figures, paper, theory
 from fedcore.store import default_store
 
 store = default_store(STORE)
@@ -128,11 +127,11 @@ print(inspect.getsource(FedLiLS.round))
 #   ($x^* = 10/101$), $K = 10$ Armijo steps each, server step 1.
 
 # %%
-shared = theory.shared_clients()
+shared = objectives.shared_clients()
 bound = theory.linear_rate_bound(shared, local_steps=5, eta_max=10.0)
 gaps = theory.suboptimality(shared, algorithms.fedli_ls(eta_max=10.0), local_steps=5, rounds=12)
 convex = theory.two_client_run(local_steps=10, rounds=10 if SCALE != "smoke" else 4)
-plots.savefig(plots.descent_panels(gaps, bound, convex, x_star=10 / 101), "03_lemma3.png", FIGURES)
+plots.savefig(figures.descent_panels(gaps, bound, convex, x_star=10 / 101), "03_lemma3.png", FIGURES)
 worst = max(b / a for a, b in zip(gaps, gaps[1:]) if a > 1e-12)
 print(f"shared data: worst per-round factor {worst:.4f}, bound {bound:.4f}; two convex clients: global objective "
       f"{' -> '.join(f'{v:.3f}' for v in convex.global_objective[:5])} ...; x ends at {convex.x[-1]:.3f}, "
@@ -317,7 +316,7 @@ sweeps = {task: experiment.client_rate_sweep(*loaded[task], chosen[task], SCALE,
           for task in experiment.SCALES[SCALE]["rate_sweep_tasks"]}
 figure, axes = plt.subplots(1, len(sweeps), figsize=(6.5 * len(sweeps), 3.8), layout="constrained", squeeze=False)
 for ax, (task, table) in zip(axes[0], sweeps.items()):
-    plots.robustness(table, ax=ax, within=experiment.NEAR_BEST, title=label(task), xlabel="clients' SGD rate",
+    plots.robustness(table, common.near_best_by_column(table, experiment.NEAR_BEST), ax=ax, title=label(task), xlabel="clients' SGD rate",
                      ylabel="final test accuracy (%)", legend=False)
     ax.axvline(chosen[task]["FedAvg"]["client_lr"], color="grey", linestyle=":", label="FedAvg's tuned rate")
     ax.legend(fontsize="small", loc="center left", bbox_to_anchor=(1.01, 0.5))

@@ -202,8 +202,8 @@ naive = counterexample.run(algorithms.local_adaptive(ETA, beta=BETA), rounds=ste
 fafed = counterexample.run(algorithms.fafed(ETA, alpha=0.5, beta=BETA, rho=RHO), rounds=steps, local_steps=1,
                           store=store)
 naive.algorithm, fafed.algorithm = "naive local-adaptive (Alg. 1)", "FAFED (Alg. 2)"
-plots.plot_counterexample(naive, left, "C3")
-plots.plot_counterexample(fafed, left, "C0")
+figures.plot_counterexample(naive, left, "C3")
+figures.plot_counterexample(fafed, left, "C0")
 left.set_title(f"q = 1, eta = {ETA}, beta = {BETA}")
 left.legend()
 q = 5
@@ -218,7 +218,7 @@ runs = {
 }
 for (label, run), color in zip(runs.items(), ("C3", "C0", "C2")):
     run.algorithm = label
-    plots.plot_counterexample(run, right, color, clients=False)
+    figures.plot_counterexample(run, right, color, clients=False)
 right.set_title(f"q = {q}: the server model after each averaging")
 right.legend(fontsize="small")
 plots.savefig(figure, "04_counterexample.png", FIGURES)
@@ -245,7 +245,7 @@ pd.DataFrame({label: {"x after the last averaging": run.final(), "f there": floa
 eta_grid, period_grid = theory.map_grid(SCALE)
 distance = counterexample.final_distance_map(lambda eta: algorithms.fafed(eta, alpha=0.5, beta=BETA, rho=RHO), eta_grid,
                                              period_grid, steps=300, store=store)
-ax = plots.distance_map(distance)
+ax = figures.distance_map(distance)
 ax.set_title(f"FAFED, constant step: final |x| after 300 local steps (beta={BETA}, rho={RHO})", fontsize="medium")
 plots.savefig(ax.figure, "04_counterexample_map.png", FIGURES)
 print(theory.map_summary(distance))

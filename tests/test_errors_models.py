@@ -16,6 +16,7 @@ from fedcore import explore, models, plots, toy
 from fedcore.data import federated_quadratic
 from fedcore.experiments.common import Task
 from fedcore.experiments.fafed import experiment, theory
+from fedcore.experiments.fafed import figures as fafed_figures
 from fedcore.params import FlatModel, GradientOracle, evaluate
 from fedcore.run import Problem
 
@@ -122,8 +123,8 @@ CASES = [
     (lambda: plots.compare({}, logy="no"), TypeError, r"logy='no' must be True or False"),
     (lambda: plots.compare({}, ax=1), TypeError, r"ax=1 must be an Axes or None"),
     (lambda: plots.plot_server_path(None), TypeError, r"path=None must be a ServerPath"),
-    (lambda: plots.plot_counterexample("x"), TypeError, r"trajectory='x' must be a Trajectory"),
-    (lambda: plots.counterexample_panels(None, None, 0.1, 0.5), TypeError, r"naive=None must be a Trajectory"),
+    (lambda: fafed_figures.plot_counterexample("x"), TypeError, r"trajectory='x' must be a Trajectory"),
+    (lambda: fafed_figures.counterexample_panels(None, None, 0.1, 0.5), TypeError, r"naive=None must be a Trajectory"),
     (lambda: plots.savefig(figure(), "x.png", 123), TypeError, r"directory=123 must be a folder path"),
     (lambda: plots.savefig(None, "x.png", None), TypeError, r"figure=None must be a Figure"),
     (lambda: plots.savefig(figure(), "x.unknownext", None), ValueError,

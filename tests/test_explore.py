@@ -156,10 +156,11 @@ def test_distance_map_prints_every_cell_and_outlines_those_above_the_start() -> 
     matplotlib.use("Agg")
     import pandas as pd
 
-    from fedcore import plots
 
     table = pd.DataFrame({1: [0.5, 12.0], 5: [3.0, 25.0]}, index=pd.Index([0.1, 1.0], name="eta"))
-    ax = plots.distance_map(table)
+    from fedcore.experiments.fafed import figures as fafed_figures
+
+    ax = fafed_figures.distance_map(table)
     assert [text.get_text() for text in ax.texts] == ["0.5", "3", "12", "25"]
     assert len(ax.patches) == 2
 

@@ -14,7 +14,7 @@ from conftest import blobs
 from fedcore import algorithms, models
 from fedcore.algorithms import RoundBatch
 from fedcore.data import FederatedData, federated_quadratic
-from fedcore.experiments import fedli_theory
+from fedcore.experiments.fedli import theory as fedli_theory
 from fedcore.params import GradientOracle
 from fedcore.run import Problem, simulate
 from fedcore.runs import run_state

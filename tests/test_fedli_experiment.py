@@ -10,10 +10,10 @@ import pytest
 import torch
 from conftest import cifar_like_loader
 
-from fedcore import algorithms
-from fedcore.experiments import fedli as experiment
-from fedcore.experiments import fedli_paper
+from fedcore import algorithms, objectives
 from fedcore.experiments.claims import DOES_NOT_HOLD, HOLDS, NOT_TESTABLE, PARTLY
+from fedcore.experiments.fedli import experiment
+from fedcore.experiments.fedli import paper as fedli_paper
 from fedcore.results import History
 from fedcore.run import simulate
 
@@ -121,9 +121,9 @@ def test_one_smoke_round_of_every_method_on_both_tasks(femnist) -> None:
 
 
 def test_claims_on_the_quadratics_and_hand_made_tables() -> None:
-    from fedcore.experiments import fedli_theory as theory
+    from fedcore.experiments.fedli import theory
 
-    data = theory.shared_clients()
+    data = objectives.shared_clients()
     gaps = theory.suboptimality(data, algorithms.fedli_ls(eta_max=10.0), local_steps=5, rounds=6)
     evidence = experiment.Evidence(gaps, theory.linear_rate_bound(data, 5, eta_max=10.0),
                                    theory.two_client_run(rounds=6), theory.remark2_step())
@@ -166,7 +166,7 @@ def test_client_rate_sweep_runs_each_rate_as_table_1_does(femnist, monkeypatch) 
 
 
 def test_rate_summary_and_the_tuning_claim_by_hand() -> None:
-    from fedcore.experiments import fedli_theory as theory
+    from fedcore.experiments.fedli import theory
 
     rates = [0.001, 0.01, 0.1, 1.0]
     table = pd.DataFrame({"FedLi-LU": [10.0, 70.0, 78.0, 11.0], "FedAvg": [40.0, 76.0, 79.0, 77.0],
@@ -175,7 +175,7 @@ def test_rate_summary_and_the_tuning_claim_by_hand() -> None:
     assert summary.loc["FedLi-LU", "best accuracy"] == 78.0 and summary.loc["FedLi-LU", "at rate"] == 0.1
     assert summary.loc["FedAvg", "decades within 3 points of best"] == pytest.approx(2.0)  # 0.01 .. 1
     assert summary.loc["FedLi-LU", "decades within 3 points of best"] == 0.0
-    data = theory.shared_clients()
+    data = objectives.shared_clients()
     gaps = theory.suboptimality(data, algorithms.fedli_ls(eta_max=10.0), local_steps=5, rounds=3)
     base = (gaps, 0.5, theory.two_client_run(rounds=2), theory.remark2_step())
     claim = experiment.claims_table(experiment.Evidence(*base, rate_sweep=table)).iloc[3]

@@ -1,12 +1,12 @@
-"""FedLi's reported tables and its summary judged against them (fedcore.experiments.fedli_paper)."""
+"""FedLi's reported tables and its summary judged against them (fedcore.experiments.fedli.paper)."""
 
 from __future__ import annotations
 
 import pandas as pd
 import pytest
 
-from fedcore.experiments import fedli_paper as paper
 from fedcore.experiments.claims import DOES_NOT_HOLD, HOLDS, PARTLY
+from fedcore.experiments.fedli import paper
 
 # Typed independently from the paper's Tables 1 and 2 (REPRODUCTION.md), one row per task.
 TEXT = """

@@ -1,4 +1,4 @@
-"""Notebook 03's descent experiments (fedcore.experiments.fedli_theory): the convex two-client federation and our
+"""Notebook 03's descent experiments (fedcore.experiments.fedli.theory): the convex two-client federation and our
 instance of Remark 2."""
 
 from __future__ import annotations
@@ -10,21 +10,21 @@ matplotlib.use("Agg")
 import pytest  # noqa: E402
 import torch  # noqa: E402
 
-from fedcore import explore  # noqa: E402
-from fedcore.experiments import fedli_theory as theory  # noqa: E402
+from fedcore import explore, objectives  # noqa: E402
+from fedcore.experiments.fedli import figures, theory  # noqa: E402
 
 
 def test_quadratic_clients_hold_exactly_the_stated_objectives() -> None:
     """fedcore's mse (half the squared error) of client i at x is a_i (x - b_i)^2."""
-    data = theory.quadratic_clients((0.01, 1.0), (10.0, 0.0))
+    data = objectives.quadratic_clients((0.01, 1.0), (10.0, 0.0))
     for i, (a, b) in enumerate(((0.01, 10.0), (1.0, 0.0))):
         inputs, targets = data.client(i)
         for x in (-2.0, 0.0, 3.5):
             assert float(0.5 * (inputs[:, 0] * x - targets).square().mean()) == pytest.approx(a * (x - b) ** 2)
     with pytest.raises(ValueError, match="same length"):
-        theory.quadratic_clients((1.0,), (0.0, 1.0))
+        objectives.quadratic_clients((1.0,), (0.0, 1.0))
     with pytest.raises(ValueError, match="a=0"):
-        theory.quadratic_clients((0.0, 1.0), (0.0, 1.0))
+        objectives.quadratic_clients((0.0, 1.0), (0.0, 1.0))
 
 
 def test_two_client_run_ascends_globally_while_each_client_descends() -> None:
@@ -76,7 +76,7 @@ def test_suboptimality_and_the_linear_rate_bound_by_hand() -> None:
     factor (1 - 2 c mu eta_lo)^K every round, eta_lo = min(eta_max, 2 beta (1 - c) / L)."""
     from fedcore import algorithms
 
-    data = theory.shared_clients()
+    data = objectives.shared_clients()
     A, y = data.inputs[:8], data.targets[:8]
     mu, L = torch.linalg.eigvalsh(A.T @ A / 8)[[0, -1]].tolist()
     bound = theory.linear_rate_bound(data, local_steps=5, eta_max=10.0)
@@ -104,10 +104,9 @@ def test_fedli_explorer_moves_only_the_baselines() -> None:
 def test_descent_panels_draw_the_gap_the_clients_and_the_server_iterate() -> None:
     import matplotlib.pyplot as plt
 
-    from fedcore import plots
 
     run = theory.two_client_run(rounds=3)
-    figure = plots.descent_panels([1.0, 0.1, 0.01], 0.5, run, x_star=10 / 101)
+    figure = figures.descent_panels([1.0, 0.1, 0.01], 0.5, run, x_star=10 / 101)
     left, middle, right = figure.axes
     assert list(left.get_lines()[1].get_ydata()) == pytest.approx([1.0, 0.5, 0.25])  # the bound's geometric rate
     colours: dict[str, set] = {}

@@ -12,7 +12,7 @@ from conftest import cifar_like_loader
 
 from fedcore import models
 from fedcore.data import FederatedData
-from fedcore.experiments import fedopt as experiment
+from fedcore.experiments.fedopt import experiment
 from fedcore.problem import Problem
 from fedcore.results import History
 from fedcore.run import simulate

@@ -1,4 +1,4 @@
-"""Reddi et al.'s corollaries on a federated quadratic (fedcore.experiments.fedopt_theory)."""
+"""Reddi et al.'s corollaries on a federated quadratic (fedcore.experiments.fedopt.theory)."""
 
 from __future__ import annotations
 
@@ -9,12 +9,13 @@ import pandas as pd
 import pytest
 import torch
 
-from fedcore.experiments import fedopt_theory as theory
+from fedcore import objectives
+from fedcore.experiments.fedopt import figures, theory
 
 
 @pytest.fixture(scope="module")
-def task() -> theory.QuadraticTask:
-    return theory.quadratic_task(num_clients=20, dim=5, samples_per_client=10)
+def task() -> objectives.QuadraticTask:
+    return objectives.quadratic_task(num_clients=20, dim=5, samples_per_client=10)
 
 
 def test_gradient_is_the_global_objectives(task) -> None:
@@ -26,7 +27,7 @@ def test_gradient_is_the_global_objectives(task) -> None:
     hessian = data.inputs.T @ data.inputs / data.inputs.shape[0]
     assert math.isclose(task.smoothness, float(torch.linalg.eigvalsh(hessian)[-1]))
     assert task.gradient_bound == float(task.gradient(task.problem.x0()).abs().max()) > 0
-    again = theory.quadratic_task(num_clients=20, dim=5, samples_per_client=10)  # data and start from the seed
+    again = objectives.quadratic_task(num_clients=20, dim=5, samples_per_client=10)  # data and start from the seed
     assert torch.equal(again.problem.x0(), task.problem.x0()) and torch.equal(again.problem.data.inputs, data.inputs)
 
 
@@ -63,7 +64,7 @@ def test_exponents_by_heterogeneity_are_the_fitted_slopes() -> None:
     values = {"clients_per_round": [2, 8]}
     table = theory.exponents_by_heterogeneity([0.0, 2.0], values, seeds=(0,))
     assert list(table.index) == [0.0, 2.0] and list(table.columns) == ["m"]
-    task = theory.quadratic_task(heterogeneity=2.0)
+    task = objectives.quadratic_task(heterogeneity=2.0)
     assert table.loc[2.0, "m"] == theory.fitted_exponent(theory.scaling(task, "clients_per_round", [2, 8], (0,)))
 
 
@@ -71,11 +72,10 @@ def test_scaling_panels_draw_the_measured_points_and_the_predicted_slope() -> No
     import matplotlib
 
     matplotlib.use("Agg")
-    from fedcore import plots
 
     index = pd.Index([10, 40, 160], name="T")
     table = pd.DataFrame({"mean squared gradient norm": 2.0 * index.to_numpy() ** -0.7}, index=index)
-    figure = plots.scaling_panels({"T": table, "m": table.rename_axis("m")})
+    figure = figures.ScalingDisplay.from_tables({"T": table, "m": table.rename_axis("m")}).plot().figure_
     assert len(figure.axes) == 2 and figure.axes[0].get_title() == "fitted slope -0.70"
     measured, reference = figure.axes[0].get_lines()
     assert np.allclose(reference.get_ydata(), 2.0 * 10**-0.7 * (np.array([10, 40, 160]) / 10) ** -0.5)
@@ -90,7 +90,7 @@ def test_rate_tradeoff_cells_are_fedadam_runs_at_client_constant_c_and_server_co
     point = {"rounds": 20, "clients_per_round": 50, "local_steps": 3}
     table = theory.rate_tradeoff([2.0], [0.5, 4.0], seeds=(0,), point=point)
     assert list(table.columns) == [2.0] and list(table.index) == [0.5, 4.0]
-    task = theory.quadratic_task(heterogeneity=2.0)
+    task = objectives.quadratic_task(heterogeneity=2.0)
     client_lr = 4.0 / (3 * task.smoothness * math.sqrt(20))
     algorithm = algorithms.fedadam(client_lr, server_lr=math.sqrt(3 * 50) / 4.0,
                                    tau=task.gradient_bound / task.smoothness)

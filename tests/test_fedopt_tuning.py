@@ -1,4 +1,4 @@
-"""Ease of tuning (fedcore.experiments.fedopt_tuning): grids, the paper's metric, the count of good cells."""
+"""Ease of tuning (fedcore.experiments.fedopt.tuning): grids, the paper's metric, the count of good cells."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ import torch
 
 matplotlib.use("Agg")
 
-from fedcore import algorithms, models, plots  # noqa: E402
+from fedcore import algorithms, models  # noqa: E402
 from fedcore.data import FederatedData  # noqa: E402
-from fedcore.experiments import fedopt_tuning as tuning  # noqa: E402
+from fedcore.experiments.fedopt import figures, tuning  # noqa: E402
 from fedcore.problem import Problem  # noqa: E402
 from fedcore.results import History  # noqa: E402
 from fedcore.run import simulate  # noqa: E402
@@ -64,12 +64,12 @@ def test_cells_near_best_and_summary_on_a_hand_made_grid() -> None:
     inner = pd.DataFrame(np.full((3, 3), 0.5), index=[1.0, 0.1, 0.01], columns=[0.01, 0.1, 1.0])
     inner.iloc[1, 1] = 0.9
     assert not tuning.tuning_summary({"FedAvg": inner}).loc["FedAvg", "best on the grid's edge"]
-    ax = plots.tuning_heatmap(grid, within=0.02)
+    ax = figures.TuningDisplay.from_grid(grid, within=0.02).plot().ax_
     assert len(ax.patches) == 3 and len(ax.texts) == 6
 
 
 def test_grid_axes_and_grid_builders() -> None:
-    from fedcore.experiments import fedopt
+    from fedcore.experiments.fedopt import experiment as fedopt
 
     client_lrs, server_lrs, rounds = tuning.grid_axes("small")
     assert len(client_lrs) == 6 and len(server_lrs) == 6 and rounds == 30
@@ -85,7 +85,7 @@ def test_grid_axes_and_grid_builders() -> None:
 
 
 def test_centralized_rounds_see_as_many_minibatches() -> None:
-    from fedcore.experiments import fedopt
+    from fedcore.experiments.fedopt import experiment as fedopt
 
     assert fedopt.centralized_rounds({"rounds": 30, "clients_per_round": 5, "local_steps": 3}) == 450
 

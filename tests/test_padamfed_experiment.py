@@ -14,11 +14,10 @@ import pytest  # noqa: E402
 import torch  # noqa: E402
 from conftest import cifar_like_loader  # noqa: E402
 
-from fedcore import algorithms, explore, plots  # noqa: E402
-from fedcore.experiments import padamfed as experiment  # noqa: E402
-from fedcore.experiments import padamfed_theory as theory  # noqa: E402
+from fedcore import algorithms, explore, objectives, plots  # noqa: E402
 from fedcore.experiments.claims import DOES_NOT_HOLD, HOLDS, NOT_TESTABLE, PARTLY  # noqa: E402
-from fedcore.experiments.common import good_range  # noqa: E402
+from fedcore.experiments.common import good_range, near_best_by_column  # noqa: E402
+from fedcore.experiments.padamfed import experiment, theory  # noqa: E402
 from fedcore.run import simulate  # noqa: E402
 
 # ------------------------------------------------------------------ settings and builders
@@ -156,7 +155,7 @@ def test_good_range_in_decades() -> None:
 
 
 def test_scaled_task_multiplies_the_objective_and_keeps_the_minimizer() -> None:
-    base, scaled = theory.scaled_task(1.0), theory.scaled_task(9.0)
+    base, scaled = objectives.scaled_quadratic_task(1.0), objectives.scaled_quadratic_task(9.0)
     assert scaled.smoothness == pytest.approx(9 * base.smoothness)
     x = torch.randn(base.problem.x0().numel(), dtype=torch.float64, generator=torch.Generator().manual_seed(0))
     assert torch.allclose(scaled.gradient(x), 9 * base.gradient(x))
@@ -174,7 +173,7 @@ def test_padamfed_moves_the_same_whatever_the_scale_and_fedavg_does_not() -> Non
     assert np.allclose(table["PAdaMFed-VR"], table["PAdaMFed-VR"].iloc[0], rtol=1e-6)
     assert (table[["PAdaMFed", "PAdaMFed-VR"]] < 1).all().all()
     assert table["FedAvg"].iloc[-1] > 1e6 and table["FedAvg"].iloc[1] < 1  # blown up (or inf: diverged)
-    assert table.index[1] == pytest.approx(theory.scaled_task(1.0).smoothness)
+    assert table.index[1] == pytest.approx(objectives.scaled_quadratic_task(1.0).smoothness)
 
 
 def test_step_size_table_has_the_slides_rows() -> None:
@@ -230,7 +229,7 @@ def test_padamfed_explorer_shows_the_theorems_step_sizes_and_runs_three_methods(
 
 def test_robustness_figure_fills_the_good_multipliers() -> None:
     table = _robustness({"A": [0.80, 0.81, 0.82, 0.5, np.nan], "B": [0.1, 0.2, 0.3, 0.3, 0.3]})
-    ax = plots.robustness(table)
+    ax = plots.robustness(table, near_best_by_column(table, experiment.NEAR_BEST))
     lines = ax.get_lines()
     assert len(lines) == 6  # a line, its filled and its hollow markers per method
     filled_a = lines[1].get_xdata()

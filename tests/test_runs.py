@@ -266,7 +266,7 @@ def test_record_adds_a_column_equal_to_what_a_callback_measures_and_is_stored(tm
     """``record`` measures every round's server model (here ||grad f||^2 on a least-squares federation, checked
     against the same quantity taken through a callback); in a pass each run records its own; a dataclass record
     is part of the identity, so its runs are stored and read back with the column, and a plain function's are not."""
-    from fedcore.experiments.fedopt_theory import quadratic_task
+    from fedcore.objectives import quadratic_task
 
     task = quadratic_task(num_clients=6, dim=3, samples_per_client=5)
     options = dict(rounds=5, clients_per_round=3, local_steps=2, batch_size=2, progress=False)

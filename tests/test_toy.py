@@ -10,7 +10,7 @@ import pytest
 import torch
 
 import fedcore
-from fedcore import explore, plots, toy
+from fedcore import explore, objectives, plots, toy
 from fedcore.data import FederatedData
 
 matplotlib.use("Agg")
@@ -49,7 +49,7 @@ def test_path_is_deterministic():
 def test_loss_gap_agrees_with_the_library_loss():
     """The closed form ``1/2 (x - x*)^T H (x - x*)`` equals ``fedcore.evaluate``'s loss minus f*."""
     path = toy.server_optimizer_path("yogi", server_lr=0.05, rounds=10)
-    problem = toy.quadratic_2d()
+    problem = objectives.quadratic_2d()
     data = problem.data
     for _, row in path.frame.iterrows():
         x = torch.tensor([row["x1"], row["x2"]], dtype=torch.float64)
@@ -62,7 +62,7 @@ def test_path_is_the_simulators_run():
     full-participation, full-batch configuration (batch order differs: only round-off may)."""
     rounds, start = 12, (-1.0, 2.0)
     path = toy.server_optimizer_path("adam", server_lr=0.1, rounds=rounds, start=start)
-    problem = toy.quadratic_2d()
+    problem = objectives.quadratic_2d()
     algorithm = fedcore.algorithms.FedOpt(0.1, fedcore.server_opt.adam(lr=0.1, beta1=0.9, tau=1e-3))
     history = fedcore.simulate(
         problem, algorithm, rounds, clients_per_round=problem.data.num_clients, local_steps=5, batch_size=3,
@@ -168,7 +168,7 @@ def test_label_distribution_stacks_the_label_counts():
 
 
 def test_compare_draws_one_curve_per_history():
-    problem = toy.quadratic_2d()
+    problem = objectives.quadratic_2d()
     runs = {
         name: fedcore.simulate(problem, fedcore.algorithms.make(name, client_lr=0.1), 3, 10, 2, 3, progress=False)
         for name in ("fedavg", "fedadam")

@@ -163,6 +163,15 @@ def near_best(values: Sequence[float] | pd.Series, within: float, higher_is_bett
     return np.nan_to_num(array, nan=np.inf) <= np.nanmin(array) + within
 
 
+def near_best_by_column(table: pd.DataFrame, within: float, higher_is_better: bool = True) -> np.ndarray:
+    """:func:`near_best` of each column of ``table`` (e.g. each method's scores over learning rates): a boolean
+    array of ``table``'s shape."""
+    if not isinstance(table, pd.DataFrame):
+        raise TypeError(f"table={type(table).__name__} must be a DataFrame (rows: values, columns: methods)")
+    masks = [near_best(table[column].to_numpy(dtype=float), within, higher_is_better) for column in table]
+    return np.stack(masks, axis=1) if masks else np.zeros(table.shape, bool)
+
+
 def good_range(column: pd.Series, within: float, higher_is_better: bool = True) -> float:
     """How forgiving a hyperparameter is: the width in decades of the index values (learning rates, multipliers)
     whose score lies within ``within`` of the column's best (all the values between the smallest and the largest

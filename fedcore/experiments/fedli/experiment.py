@@ -35,8 +35,8 @@ from fedcore.data import FederatedData, load_fashion_mnist, load_shakespeare, lo
 from fedcore.experiments.claims import NOT_TESTABLE, Claim, verdict
 from fedcore.experiments.claims import claims_table as shared_claims_table
 from fedcore.experiments.common import good_range
-from fedcore.experiments.fedli_paper import METHODS, summary_against_tables
-from fedcore.experiments.fedopt_tuning import half_decades
+from fedcore.experiments.fedli.paper import METHODS, summary_against_tables
+from fedcore.experiments.fedopt.tuning import half_decades
 from fedcore.experiments.search import grid_search
 from fedcore.problem import Problem
 from fedcore.results import History

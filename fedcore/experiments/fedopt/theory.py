@@ -17,17 +17,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-import torch
-from torch import Tensor
 
-from fedcore import algorithms, models
+from fedcore import algorithms
 from fedcore.checks import check_choice, check_int, check_positive
-from fedcore.data import federated_quadratic
-from fedcore.run import Problem, simulate_runs
+from fedcore.objectives import QuadraticTask, quadratic_task
+from fedcore.run import simulate_runs
 from fedcore.store import Store
 
 PREDICTED_EXPONENT = -0.5
@@ -35,57 +32,6 @@ PREDICTED_EXPONENT = -0.5
 BASE = {"rounds": 200, "clients_per_round": 10, "local_steps": 5}
 """The point of :func:`scaling` from which one of the three is varied."""
 VARIED = {"rounds": "T", "clients_per_round": "m", "local_steps": "K"}
-
-
-@dataclass(frozen=True)
-class QuadraticTask:
-    """A least-squares federation ``f(x) = 1/(2n) ||A x - y||^2`` with its smoothness ``L`` (the largest
-    eigenvalue of ``A^T A / n``) and the gradient bound ``G`` at the start (the largest coordinate of
-    ``|grad f(x_0)|``)."""
-
-    problem: Problem
-    smoothness: float
-
-    @property
-    def gradient_bound(self) -> float:
-        """``G``: the largest coordinate of ``|grad f(x_0)|`` at the model's start."""
-        return float(self.gradient(self.problem.x0()).abs().max())
-
-    def gradient(self, x: Tensor) -> Tensor:
-        """``grad f(x) = A^T (A x - y) / n``, the full gradient of the federation's objective."""
-        data = self.problem.data
-        return data.inputs.T @ (data.inputs @ x - data.targets) / data.inputs.shape[0]
-
-    @property
-    def record(self) -> SquaredGradientNorm:
-        """``simulate(..., record=task.record)``: ``||grad f(x_t)||^2`` of every round's server model."""
-        return SquaredGradientNorm(self.problem.data.inputs, self.problem.data.targets)
-
-
-@dataclass(frozen=True, eq=False)
-class SquaredGradientNorm:
-    """``||grad f(x)||^2`` of ``f(x) = 1/(2n) ||A x - y||^2`` at each server model ``x [R, d]``, as
-    ``simulate(..., record=...)`` asks: a dataclass, so that the runs that record it are compared (``A`` and ``y``
-    by content) and kept in the results store."""
-
-    inputs: Tensor
-    targets: Tensor
-
-    def __call__(self, x: Tensor) -> dict[str, Tensor]:
-        gradients = (self.inputs.T @ (self.inputs @ x.T - self.targets.unsqueeze(1))).T / self.inputs.shape[0]
-        return {"squared_gradient_norm": gradients.square().sum(1)}
-
-
-def quadratic_task(num_clients: int = 50, dim: int = 10, samples_per_client: int = 20, heterogeneity: float = 1.0,
-                   noise: float = 0.5, seed: int = 0) -> QuadraticTask:
-    """Clients with their own designs and optima (``shared_design=False``: client drift is real) and noisy
-    targets; minibatches of 4 of a client's samples make the gradients stochastic.  The data and the model's
-    initial parameters both come from ``seed``."""
-    data = federated_quadratic(num_clients, dim, samples_per_client, heterogeneity, noise, shared_design=False,
-                               seed=seed)
-    problem = Problem(data, models.make("linear_regression", (dim,), None, seed=seed).double())
-    smoothness = float(torch.linalg.eigvalsh(data.inputs.T @ data.inputs / data.inputs.shape[0]).max())
-    return QuadraticTask(problem, smoothness)
 
 
 def corollary_learning_rates(local_steps: int, clients_per_round: int, rounds: int, smoothness: float,

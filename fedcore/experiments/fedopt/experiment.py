@@ -1,6 +1,6 @@
 """Reddi et al., *Adaptive Federated Optimization*, ICLR 2021 (notebook ``01_fedopt``): the experiments.
 
-The paper's own numbers and settings are in :mod:`fedcore.experiments.fedopt_paper` (re-exported here).
+The paper's own numbers and settings are in :mod:`fedcore.experiments.fedopt.paper` (re-exported here).
 This module holds what we run: the reachable tasks and their stand-ins (:data:`STAND_INS`, built by
 :func:`load_task` and :func:`problem` at a :data:`SCALES` entry), the five methods with the paper's
 ``beta1 = 0.9, beta2 = 0.99`` (:func:`make_builders`, with the ExpDecay client schedule of Table 11),
@@ -44,7 +44,7 @@ from fedcore.data.sources import cifar100_coarse
 from fedcore.experiments.claims import DOES_NOT_HOLD, HOLDS, NOT_TESTABLE, PARTLY, Claim, verdict  # noqa: F401
 from fedcore.experiments.claims import claims_table as shared_claims_table
 from fedcore.experiments.claims import trivial_baseline as shared_trivial_baseline
-from fedcore.experiments.fedopt_paper import (  # noqa: F401 -- the notebook reads them as experiment.*
+from fedcore.experiments.fedopt.paper import (  # noqa: F401 -- the notebook reads them as experiment.*
     ADAPTIVE,
     BEST_HYPERPARAMETERS,
     CENTRALIZED_NAMES,
@@ -61,7 +61,7 @@ from fedcore.experiments.fedopt_paper import (  # noqa: F401 -- the notebook rea
     hyperparameters,
     paper_table,
 )
-from fedcore.experiments.fedopt_tuning import NEAR_BEST, good_share, last_rounds_average
+from fedcore.experiments.fedopt.tuning import NEAR_BEST, good_share, last_rounds_average
 from fedcore.problem import Problem
 from fedcore.results import History
 

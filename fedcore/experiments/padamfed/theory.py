@@ -10,7 +10,6 @@ every ``s``: :func:`smoothness_table` measures both.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -20,9 +19,8 @@ import pandas as pd
 
 from fedcore import algorithms
 from fedcore.checks import check_int, check_positive
-from fedcore.experiments.fedopt_theory import QuadraticTask, quadratic_task
-from fedcore.experiments.padamfed import run_quietly
-from fedcore.problem import Problem
+from fedcore.experiments.padamfed.experiment import run_quietly
+from fedcore.objectives import QuadraticTask, scaled_quadratic_task
 from fedcore.store import Store
 
 STEP_SIZE_TABLE = pd.DataFrame(
@@ -52,16 +50,6 @@ dissimilarity, BG: bounded gradients).  The first five rows are without variance
 
 POINT = {"rounds": 200, "clients_per_round": 10, "local_steps": 5, "batch_size": 4}
 """S, K, T and B of :func:`smoothness_table` (10 of the quadratic's 50 clients per round)."""
-
-
-def scaled_task(factor: float, seed: int = 0) -> QuadraticTask:
-    """:func:`~fedcore.experiments.fedopt_theory.quadratic_task` with its objective times ``factor``: inputs and
-    targets times ``sqrt(factor)``, the same minimizer and start, L (and every other constant) times ``factor``."""
-    base, root = quadratic_task(seed=seed), math.sqrt(check_positive("factor", factor))
-    data = base.problem.data
-    scaled = dataclasses.replace(data, inputs=data.inputs * root, targets=data.targets * root,
-                                 test_inputs=data.test_inputs * root, test_targets=data.test_targets * root)
-    return QuadraticTask(Problem(scaled, base.problem.model), base.smoothness * factor)
 
 
 def gradient_ratio(task: QuadraticTask, algorithm: Any, point: dict[str, int] | None = None, seed: int = 0,
@@ -95,7 +83,7 @@ def smoothness_table(factors: Sequence[float], fedavg_lr: float, point: dict[str
     ``factors``: rows the resulting smoothness L, columns the methods."""
     rows = {}
     for factor in factors:
-        task = scaled_task(factor)
+        task = scaled_quadratic_task(factor)
         rows[task.smoothness] = {name: gradient_ratio(task, build(), point, store=store)
                                  for name, build in smoothness_builders(fedavg_lr, point).items()}
     return pd.DataFrame(rows).T.rename_axis("smoothness L")

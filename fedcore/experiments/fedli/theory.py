@@ -16,7 +16,6 @@ Our copy of the text lost the equations and the numbers of Remark 2's example, s
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -25,6 +24,7 @@ import torch
 from fedcore import algorithms, models
 from fedcore.checks import check_number, check_positive
 from fedcore.data import FederatedData
+from fedcore.objectives import double_well, double_well_slope, quadratic_clients
 from fedcore.problem import Problem
 from fedcore.results import History
 from fedcore.run import simulate
@@ -32,17 +32,6 @@ from fedcore.run import simulate
 CONVEX_CLIENTS = {"a": (0.01, 1.0), "b": (10.0, 0.0), "x0": 0.0}
 """ALGORITHMS.md's two convex clients: ``f_1(x) = 0.01 (x - 10)^2``, ``f_2(x) = x^2``, from ``x_0 = 0``; the
 global optimum of ``f = (f_1 + f_2) / 2`` is ``x* = 10 / 101``."""
-
-
-def quadratic_clients(a: Sequence[float], b: Sequence[float]) -> FederatedData:
-    """One client per ``(a_i, b_i)``, holding one sample whose half squared error is ``f_i(x) = a_i (x - b_i)^2``
-    (input ``s_i = sqrt(2 a_i)``, target ``s_i b_i``: ``0.5 (s x - s b)^2 = (s^2 / 2) (x - b)^2``), float64."""
-    if len(a) != len(b) or not a:
-        raise ValueError(f"a={list(a)} and b={list(b)} must be non-empty and of the same length (one per client)")
-    s = torch.tensor([math.sqrt(2 * check_positive("a", a_i)) for a_i in a], dtype=torch.float64)
-    inputs, targets = s.unsqueeze(1), s * torch.tensor([check_number("b", b_i) for b_i in b], dtype=torch.float64)
-    clients = [torch.tensor([i]) for i in range(len(a))]
-    return FederatedData.from_partition(inputs, targets, clients, inputs, targets, name="quadratic clients")
 
 
 @dataclass(frozen=True)
@@ -81,16 +70,6 @@ REMARK2 = {"tilt": 3.0, "x0": 0.5, "eta1": 0.5, "eta2": 0.05}
 start and the two clients' step sizes at which both clients descend and the average ascends."""
 
 
-def double_well(x: float, tilt: float = 0.0) -> float:
-    """``(x^2 - 1)^2 + tilt x``: client 1 is ``tilt = +a``, client 2 ``-a``, their mean ``tilt = 0``."""
-    return (x * x - 1) ** 2 + tilt * x
-
-
-def double_well_slope(x: float, tilt: float = 0.0) -> float:
-    """``4 x (x^2 - 1) + tilt``."""
-    return 4 * x * (x * x - 1) + tilt
-
-
 def remark2_step(eta1: float = REMARK2["eta1"], eta2: float = REMARK2["eta2"], x0: float = REMARK2["x0"],
                  tilt: float = REMARK2["tilt"], c: float = 0.1) -> dict[str, float | bool]:
     """One local gradient step on each client, ``x_i = x_0 - eta_i f_i'(x_0)``, and their average ``x_bar``:
@@ -115,8 +94,8 @@ def remark2_step(eta1: float = REMARK2["eta1"], eta2: float = REMARK2["eta2"], x
 
 
 def remark2_picture(step: dict[str, float | bool], tilt: float = REMARK2["tilt"]) -> tuple[dict, dict]:
-    """What :func:`fedcore.plots.remark2` draws for :func:`remark2_step`'s ``step``: the three curves
-    ``{label: (x, y)}`` on a grid that covers the points, and one move per curve ``{label: ((x, y), (x', y'))}``:
+    """What :func:`fedcore.experiments.fedli.figures.remark2` draws for :func:`remark2_step`'s ``step``: the three
+    curves ``{label: (x, y)}`` on a grid that covers the points, and one move per curve ``{label: ((x, y), (x', y'))}``:
     each client's step on its own curve, and the server's move from ``x_0`` to the average on the global one."""
     xs = [float(step[key]) for key in ("x0", "x1", "x2", "x_bar")]
     grid = torch.linspace(min(-1.6, *xs) - 0.1, max(1.6, *xs) + 0.1, 400).tolist()
@@ -126,18 +105,6 @@ def remark2_picture(step: dict[str, float | bool], tilt: float = REMARK2["tilt"]
              (("client 1: x_0 -> x_1", xs[1], tilt), ("client 2: x_0 -> x_2", xs[2], -tilt),
               ("server: x_0 -> x_bar = (x_1 + x_2) / 2", xs[3], 0.0))}
     return curves, moves
-
-
-def shared_clients(num_clients: int = 4, dim: int = 3, samples: int = 8, seed: int = 4) -> FederatedData:
-    """``num_clients`` clients that all hold the same ``samples`` least-squares rows (every ``f_i`` is ``f``):
-    the homogeneous case, where Lemma 3's argument is sound."""
-    from fedcore.data import federated_quadratic
-
-    base = federated_quadratic(num_clients=1, dim=dim, samples_per_client=samples, heterogeneity=1.0,
-                               shared_design=False, seed=seed)
-    rows = [torch.arange(samples * i, samples * (i + 1)) for i in range(num_clients)]
-    return FederatedData.from_partition(base.inputs.repeat(num_clients, 1), base.targets.repeat(num_clients), rows,
-                                        base.inputs, base.targets, name="shared clients")
 
 
 def _least_squares(data: FederatedData, x: torch.Tensor) -> float:

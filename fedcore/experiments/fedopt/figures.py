@@ -1,0 +1,119 @@
+"""Notebook 01's figures (Reddi et al., ICLR 2021), in the compute-then-draw style of scikit-learn's Displays:
+``Display.from_...(...)`` computes what the figure shows and keeps it on the object (to read or test), then
+``.plot(...)`` draws it through :mod:`fedcore.plots` and keeps the ``figure_`` or ``ax_``.
+
+- :class:`ScalingDisplay`: the corollaries' rate, one log-log panel per varied quantity (T, m, K) with the fitted
+  slope beside the predicted one;
+- :class:`TuningDisplay`: a learning-rate grid as a heat map with the cells near the best outlined (Figures 2
+  and 6); :func:`tuning_panels` is the tuning explorer's figure (the grid beside one cell's curve).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+from matplotlib.patches import Rectangle
+from matplotlib.ticker import NullFormatter
+
+from fedcore.checks import check_number
+from fedcore.experiments.common import near_best
+from fedcore.experiments.fedopt.theory import PREDICTED_EXPONENT, fitted_exponent
+from fedcore.experiments.fedopt.tuning import NEAR_BEST
+from fedcore.plots import grid_heatmap
+from fedcore.results import History
+
+
+@dataclass
+class ScalingDisplay:
+    """``tables`` (``{"T": table, "m": ..., "K": ...}``, each indexed by the varied quantity) with the measured
+    ``column``, each table's fitted log-log ``slopes`` and the ``predicted`` one."""
+
+    tables: dict[str, pd.DataFrame]
+    column: str
+    slopes: dict[str, float]
+    predicted: float
+    figure_: Figure | None = field(default=None, repr=False)
+
+    @classmethod
+    def from_tables(cls, tables: Mapping[str, pd.DataFrame], column: str = "mean squared gradient norm",
+                    predicted: float = PREDICTED_EXPONENT) -> ScalingDisplay:
+        """Fit each table's slope (:func:`~fedcore.experiments.fedopt.theory.fitted_exponent`)."""
+        if not isinstance(tables, Mapping) or not tables:
+            raise TypeError(f"tables={tables!r} must be a non-empty {{name: DataFrame}}")
+        check_number("predicted", predicted)
+        return cls(dict(tables), column, {name: fitted_exponent(table, column) for name, table in tables.items()},
+                   float(predicted))
+
+    def plot(self) -> ScalingDisplay:
+        """One log-log panel per table: the measured points (dots) and a line of the predicted slope through the
+        first point (dashed), the fitted slope in the title."""
+        figure, axes = plt.subplots(1, len(self.tables), figsize=(4 * len(self.tables), 3.4), layout="constrained",
+                                    squeeze=False)
+        for ax, (name, table) in zip(axes[0], self.tables.items()):
+            x, y = table.index.to_numpy(dtype=float), table[self.column].to_numpy(dtype=float)
+            ax.loglog(x, y, "o-", label="measured")
+            ax.loglog(x, y[0] * (x / x[0]) ** self.predicted, "--", color="grey", label=f"slope {self.predicted:g}")
+            ax.set_xticks(x, [f"{value:g}" for value in x])  # the measured points, no crowded minor labels
+            ax.xaxis.set_minor_formatter(NullFormatter())
+            ax.set_xlabel(name)
+            ax.set_ylabel(self.column)
+            ax.set_title(f"fitted slope {self.slopes[name]:.2f}", fontsize="medium")
+            ax.grid(alpha=0.3, which="both")
+        axes[0][0].legend(fontsize="small")
+        self.figure_ = figure
+        return self
+
+
+@dataclass
+class TuningDisplay:
+    """A learning-rate ``grid`` (rows: server learning rates, largest on top; columns: client learning rates, as
+    :func:`fedcore.experiments.fedopt.tuning.tuning_grid` returns) and the mask of its cells within ``within``
+    of the best (:func:`fedcore.experiments.common.near_best`)."""
+
+    grid: pd.DataFrame
+    within: float
+    near_best: np.ndarray
+    ax_: Axes | None = field(default=None, repr=False)
+
+    @classmethod
+    def from_grid(cls, grid: pd.DataFrame, within: float = NEAR_BEST) -> TuningDisplay:
+        if not isinstance(grid, pd.DataFrame):
+            raise TypeError(f"grid={type(grid).__name__} must be a DataFrame (tuning_grid's table)")
+        return cls(grid, float(within), near_best(grid.to_numpy(dtype=float), within))
+
+    def plot(self, ax: Axes | None = None, title: str = "", limits: tuple[float, float] | None = None,
+             chosen: tuple[float, float] | None = None) -> TuningDisplay:
+        """The heat map (:func:`fedcore.plots.grid_heatmap`, colour range ``limits``: one for several grids) with
+        the near-best cells outlined in red and the cell ``chosen = (client_lr, server_lr)`` in black."""
+        ax = grid_heatmap(self.grid, ax, "accuracy (mean of the last rounds)", outline=self.near_best, fmt="{:.3f}",
+                          origin="upper", limits=limits)
+        if chosen is not None:
+            row, column = list(self.grid.index).index(chosen[1]), list(self.grid.columns).index(chosen[0])
+            ax.add_patch(Rectangle((column - 0.5, row - 0.5), 1, 1, fill=False, edgecolor="black", linewidth=2.5))
+        ax.set_xlabel("client learning rate")
+        ax.set_ylabel("server learning rate")
+        ax.set_title(title, fontsize="medium")
+        self.ax_ = ax
+        return self
+
+
+def tuning_panels(grid: pd.DataFrame, history: History, client_lr: float, server_lr: float, method: str,
+                  limits: tuple[float, float] | None = None) -> Figure:
+    """The tuning explorer's figure: the grid (:class:`TuningDisplay`, colour range ``limits``) with the cell
+    ``(client_lr, server_lr)`` outlined in black, and that run's test accuracy against rounds."""
+    if not isinstance(history, History):
+        raise TypeError(f"history={type(history).__name__} must be a fedcore History")
+    figure, (left, right) = plt.subplots(1, 2, figsize=(11, 4), layout="constrained")
+    TuningDisplay.from_grid(grid).plot(left, f"{method}: mean accuracy of the last rounds", limits,
+                                       chosen=(client_lr, server_lr))
+    history.plot("test_accuracy", ax=right, label=f"client lr {client_lr:.3g}, server lr {server_lr:.3g}")
+    right.set_ylim(0, 1)
+    right.grid(alpha=0.3)
+    right.legend(fontsize="small")
+    return figure
