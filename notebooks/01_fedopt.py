@@ -66,6 +66,7 @@ from IPython.display import display
 
 import fedcore
 from fedcore import explore, objectives, plots, server_opt
+from fedcore.experiments import common
 from fedcore.experiments.fedopt import experiment, figures, theory, tuning
 from fedcore.store import default_store
 
@@ -345,9 +346,9 @@ decayed = {method: fedcore.simulate(cr_problem, build(), **cr_options)
            for method, build in experiment.make_builders("emnist_cr", decay=every).items()}
 window = experiment.window(SCALE)
 table11 = pd.DataFrame({
-    "centralized": {m: 100 * experiment.last_rounds_average(h, "test_accuracy", window) for m, h in central.items()},
+    "centralized": {m: 100 * common.last_rounds_average(h, "test_accuracy", window) for m, h in central.items()},
     "constant": ours.loc["emnist_cr"],
-    "ExpDecay": {m: 100 * experiment.last_rounds_average(h, "test_accuracy", window) for m, h in decayed.items()},
+    "ExpDecay": {m: 100 * common.last_rounds_average(h, "test_accuracy", window) for m, h in decayed.items()},
 })
 table11_beside = pd.concat({"paper": experiment.TABLE11.set_axis(["centralized", "constant", "ExpDecay"], axis=1),
                             "fedcore": table11}, axis=1)

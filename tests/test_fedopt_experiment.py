@@ -12,6 +12,7 @@ from conftest import cifar_like_loader
 
 from fedcore import models
 from fedcore.data import FederatedData
+from fedcore.experiments import common
 from fedcore.experiments.fedopt import experiment
 from fedcore.problem import Problem
 from fedcore.results import History
@@ -139,14 +140,14 @@ def _history(values: dict[int, float], diverged: int | None = None) -> History:
 
 def test_last_rounds_average_on_a_hand_made_history():
     history = _history({0: 0.1, 10: 0.2, 80: 0.5, 90: 0.6, 95: math.nan, 100: 0.7})
-    assert experiment.last_rounds_average(history, "test_accuracy", 0.1) == pytest.approx(0.7)  # 91..100, NaN skipped
-    assert experiment.last_rounds_average(history, "test_accuracy", 0.25) == pytest.approx(0.6)  # 80, 90, 100
-    assert experiment.last_rounds_average(history, "test_accuracy", 21) == pytest.approx(0.6)
-    assert experiment.last_rounds_average(history, "test_accuracy", 100) == pytest.approx(0.5)  # all but round 0
-    assert math.isnan(experiment.last_rounds_average(_history({0: 0.1, 50: 0.2}, diverged=51)))
+    assert common.last_rounds_average(history, "test_accuracy", 0.1) == pytest.approx(0.7)  # 91..100, NaN skipped
+    assert common.last_rounds_average(history, "test_accuracy", 0.25) == pytest.approx(0.6)  # 80, 90, 100
+    assert common.last_rounds_average(history, "test_accuracy", 21) == pytest.approx(0.6)
+    assert common.last_rounds_average(history, "test_accuracy", 100) == pytest.approx(0.5)  # all but round 0
+    assert math.isnan(common.last_rounds_average(_history({0: 0.1, 50: 0.2}, diverged=51)))
     assert experiment.window("paper") == 100 and experiment.window("small") == experiment.SHORT_WINDOW == 1 / 3
     with pytest.raises(ValueError, match="metric='accuracy'"):
-        experiment.last_rounds_average(history, "accuracy")
+        common.last_rounds_average(history, "accuracy")
 
 
 def _least_squares(n: int = 32, dim: int = 5) -> Problem:
@@ -266,7 +267,7 @@ def test_one_smoke_round_of_each_reachable_task(task):
     data = experiment.load_task(task, "smoke")
     options = {**experiment.options(task, data, "smoke"), "rounds": 1}
     history = simulate(experiment.problem(task, data), experiment.make_builders(task)["FedAdam"](), **options)
-    value = experiment.last_rounds_average(history, experiment.STAND_INS[task]["metric"], experiment.window("smoke"))
+    value = common.last_rounds_average(history, experiment.STAND_INS[task]["metric"], experiment.window("smoke"))
     assert math.isfinite(value) and not history.diverged
     table = experiment.results_table({task: {"FedAdam": history}}, "smoke")
     assert table.loc[task, "FedAdam"] == pytest.approx(experiment.to_paper_units(task, value))

@@ -14,6 +14,7 @@ matplotlib.use("Agg")
 
 from fedcore import algorithms, models  # noqa: E402
 from fedcore.data import FederatedData  # noqa: E402
+from fedcore.experiments import common  # noqa: E402
 from fedcore.experiments.fedopt import figures, tuning  # noqa: E402
 from fedcore.problem import Problem  # noqa: E402
 from fedcore.results import History  # noqa: E402
@@ -29,19 +30,19 @@ def blobs() -> Problem:
 
 
 def test_half_decades() -> None:
-    assert np.allclose(tuning.half_decades(-1, 0.5), [0.1, 10**-0.5, 1.0, 10**0.5])
-    assert tuning.half_decades(0, 0) == [1.0]
+    assert np.allclose(common.half_decades(-1, 0.5), [0.1, 10**-0.5, 1.0, 10**0.5])
+    assert common.half_decades(0, 0) == [1.0]
     with pytest.raises(ValueError, match="multiples of 0.5"):
-        tuning.half_decades(-1.2, 0)
+        common.half_decades(-1.2, 0)
 
 
 def test_last_rounds_average_averages_the_evaluations_in_the_last_fraction() -> None:
     frame = pd.DataFrame({"test_accuracy": [0.1, np.nan, 0.5, np.nan, 0.7, 0.9]},
                          index=pd.Index(range(6), name="round"))
     history = History(frame, "FedAvg", "loop", {})
-    assert math.isclose(tuning.last_rounds_average(history, "test_accuracy", 0.5), (0.7 + 0.9) / 2)  # rounds 4, 5
-    assert math.isclose(tuning.last_rounds_average(history, "test_accuracy", 0.1), 0.9)
-    assert math.isnan(tuning.last_rounds_average(History(frame, "FedAvg", "loop", {}, diverged_round=5)))
+    assert math.isclose(common.last_rounds_average(history, "test_accuracy", 0.5), (0.7 + 0.9) / 2)  # rounds 4, 5
+    assert math.isclose(common.last_rounds_average(history, "test_accuracy", 0.1), 0.9)
+    assert math.isnan(common.last_rounds_average(History(frame, "FedAvg", "loop", {}, diverged_round=5)))
 
 
 def test_tuning_grid_is_the_runs_metric_server_rates_on_top() -> None:
@@ -49,7 +50,7 @@ def test_tuning_grid_is_the_runs_metric_server_rates_on_top() -> None:
     build = lambda client_lr, server_lr: algorithms.fedadam(client_lr, server_lr=server_lr)  # noqa: E731
     grid = tuning.tuning_grid(problem, build, [0.01, 0.1], [0.01, 0.1], fraction=0.5, **options)
     assert list(grid.index) == [0.1, 0.01] and list(grid.columns) == [0.01, 0.1]
-    expected = tuning.last_rounds_average(simulate(problem, build(0.1, 0.01), **options), "test_accuracy", 0.5)
+    expected = common.last_rounds_average(simulate(problem, build(0.1, 0.01), **options), "test_accuracy", 0.5)
     assert grid.loc[0.01, 0.1] == expected
 
 

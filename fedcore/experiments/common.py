@@ -12,7 +12,9 @@ and the rules "within a tolerance of the best" and "range of good values".
   batched :func:`fedcore.sweep`, scored by the mean over seeds (a point that diverged on any seed never wins);
   :func:`grids_at` shrinks a grid for ``smoke`` the one way.
 - :func:`near_best` marks the values within a tolerance of the best; :func:`good_range` says how many decades
-  of a hyperparameter score near the best.
+  of a hyperparameter score near the best; :func:`half_decades` spans a log10 grid of learning rates.
+- :func:`last_rounds_average` is the mean of a metric over the last rounds (a fraction of the run or a number of
+  rounds), Reddi et al.'s Table 1 metric.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ import numpy as np
 import pandas as pd
 from torch import Tensor, nn
 
-from fedcore.checks import check_choice, check_int, check_range, check_seed, check_seeds
+from fedcore.checks import check_choice, check_int, check_number, check_positive, check_range, check_seed, check_seeds
 from fedcore.data.federated import FederatedData
 from fedcore.problem import Problem
 from fedcore.results import History
@@ -113,6 +115,33 @@ def window_score(history: History, metric: str, evaluations: int = SCORE_EVALUAT
     after = rounds[-evaluations - 1] if len(rounds) > evaluations else 0
     values = frame.loc[frame.index > after, metric].dropna()
     return float(values.mean())
+
+
+def half_decades(low: float, high: float) -> list[float]:
+    """``10^(k/2)`` for every half-decade from ``10^low`` to ``10^high`` (log10 exponents, multiples of 0.5):
+    ``half_decades(-1, 0.5)`` -> ``[0.1, 0.316, 1.0, 3.16]``."""
+    low, high = check_number("low", low), check_number("high", high)
+    if low > high or (2 * low) % 1 or (2 * high) % 1:
+        raise ValueError(f"low={low:g}, high={high:g} must be multiples of 0.5 with low <= high")
+    return [float(10 ** (k / 2)) for k in range(int(2 * low), int(2 * high) + 1)]
+
+
+def last_rounds_average(history: History, metric: str = "test_accuracy", fraction_or_rounds: float = 0.1) -> float:
+    """Mean of ``metric`` over the evaluations in the last rounds (Reddi et al., Table 1: the last 100;
+    notebooks 01-03's score until their second passes move onto :func:`window_score`).
+
+    ``fraction_or_rounds`` below 1 is a fraction of the run, an int >= 1 a number of rounds; the
+    evaluations at rounds ``> last - window`` count.  NaN if the run diverged or none falls in the window."""
+    if not isinstance(history, History):
+        raise TypeError(f"history={type(history).__name__} must be a fedcore History")
+    if metric not in history.frame:
+        raise ValueError(f"metric={metric!r} not one of {list(history.frame.columns)}")
+    value = check_positive("fraction_or_rounds", fraction_or_rounds)
+    last = int(history.frame.index.max())
+    span = value * last if value < 1 else check_int("fraction_or_rounds", fraction_or_rounds)
+    column = history.frame[metric].dropna()
+    tail = column[column.index > last - span]
+    return math.nan if history.diverged or tail.empty else float(tail.mean())
 
 
 def window_rounds(settings: Mapping[str, Any], evaluations: int = SCORE_EVALUATIONS) -> str:

@@ -34,9 +34,8 @@ from fedcore.checks import check_choice, check_int, check_scale, check_seed
 from fedcore.data import FederatedData, load_fashion_mnist, load_shakespeare, load_torchvision
 from fedcore.experiments.claims import NOT_TESTABLE, Claim, verdict
 from fedcore.experiments.claims import claims_table as shared_claims_table
-from fedcore.experiments.common import good_range
+from fedcore.experiments.common import good_range, half_decades
 from fedcore.experiments.fedli.paper import METHODS, summary_against_tables
-from fedcore.experiments.fedopt.tuning import half_decades
 from fedcore.experiments.search import grid_search
 from fedcore.problem import Problem
 from fedcore.results import History

@@ -44,6 +44,7 @@ from fedcore.data.sources import cifar100_coarse
 from fedcore.experiments.claims import DOES_NOT_HOLD, HOLDS, NOT_TESTABLE, PARTLY, Claim, verdict  # noqa: F401
 from fedcore.experiments.claims import claims_table as shared_claims_table
 from fedcore.experiments.claims import trivial_baseline as shared_trivial_baseline
+from fedcore.experiments.common import last_rounds_average
 from fedcore.experiments.fedopt.paper import (  # noqa: F401 -- the notebook reads them as experiment.*
     ADAPTIVE,
     BEST_HYPERPARAMETERS,
@@ -61,7 +62,7 @@ from fedcore.experiments.fedopt.paper import (  # noqa: F401 -- the notebook rea
     hyperparameters,
     paper_table,
 )
-from fedcore.experiments.fedopt.tuning import NEAR_BEST, good_share, last_rounds_average
+from fedcore.experiments.fedopt.tuning import NEAR_BEST, good_share
 from fedcore.problem import Problem
 from fedcore.results import History
 

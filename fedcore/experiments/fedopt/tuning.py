@@ -18,10 +18,9 @@ from typing import Any
 
 import pandas as pd
 
-from fedcore.checks import check_int, check_number, check_positive, check_scale
-from fedcore.experiments.common import near_best
+from fedcore.checks import check_int, check_scale
+from fedcore.experiments.common import half_decades, last_rounds_average, near_best
 from fedcore.problem import Problem
-from fedcore.results import History
 from fedcore.run import sweep
 
 METRIC = "last rounds accuracy"
@@ -41,32 +40,6 @@ def grid_axes(scale: str) -> tuple[list[float], list[float], int]:
     """``(client_lrs, server_lrs, rounds)`` of the tuning grid at ``scale`` (:data:`GRIDS`)."""
     spec = check_scale(scale, GRIDS)
     return half_decades(*spec["client"]), half_decades(*spec["server"]), spec["rounds"]
-
-
-def half_decades(low: float, high: float) -> list[float]:
-    """``10^(k/2)`` for every half-decade from ``10^low`` to ``10^high`` (log10 exponents, multiples of 0.5):
-    ``half_decades(-1, 0.5)`` -> ``[0.1, 0.316, 1.0, 3.16]``."""
-    low, high = check_number("low", low), check_number("high", high)
-    if low > high or (2 * low) % 1 or (2 * high) % 1:
-        raise ValueError(f"low={low:g}, high={high:g} must be multiples of 0.5 with low <= high")
-    return [float(10 ** (k / 2)) for k in range(int(2 * low), int(2 * high) + 1)]
-
-
-def last_rounds_average(history: History, metric: str = "test_accuracy", fraction_or_rounds: float = 0.1) -> float:
-    """Mean of ``metric`` over the evaluations in the last rounds (Reddi et al., Table 1: the last 100).
-
-    ``fraction_or_rounds`` below 1 is a fraction of the run, an int >= 1 a number of rounds; the
-    evaluations at rounds ``> last - window`` count.  NaN if the run diverged or none falls in the window."""
-    if not isinstance(history, History):
-        raise TypeError(f"history={type(history).__name__} must be a fedcore History")
-    if metric not in history.frame:
-        raise ValueError(f"metric={metric!r} not one of {list(history.frame.columns)}")
-    value = check_positive("fraction_or_rounds", fraction_or_rounds)
-    last = int(history.frame.index.max())
-    span = value * last if value < 1 else check_int("fraction_or_rounds", fraction_or_rounds)
-    column = history.frame[metric].dropna()
-    tail = column[column.index > last - span]
-    return math.nan if history.diverged or tail.empty else float(tail.mean())
 
 
 def tuning_grid(

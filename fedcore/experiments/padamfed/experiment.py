@@ -41,8 +41,7 @@ from fedcore.data import FederatedData, load_fashion_mnist
 from fedcore.data.sources import load_torchvision
 from fedcore.experiments.claims import DOES_NOT_HOLD, HOLDS, NOT_TESTABLE, PARTLY, Claim, verdict  # noqa: F401
 from fedcore.experiments.claims import claims_table as shared_claims_table
-from fedcore.experiments.common import good_range
-from fedcore.experiments.fedopt.tuning import half_decades, last_rounds_average
+from fedcore.experiments.common import good_range, half_decades, last_rounds_average
 from fedcore.experiments.search import grid_search
 from fedcore.problem import Problem
 from fedcore.results import History
