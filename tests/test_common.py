@@ -75,6 +75,34 @@ def test_near_best_marks_the_values_within_the_tolerance_and_never_a_nan(higher,
     assert not common.near_best([math.nan, math.nan], 0.1).any()
 
 
+def test_near_best_by_column_judges_each_method_against_its_own_best() -> None:
+    table = pd.DataFrame({"A": [0.80, 0.79, 0.5, math.nan], "B": [0.1, 0.2, 0.3, 0.29]}, index=[0.01, 0.1, 1.0, 10.0])
+    mask = common.near_best_by_column(table, 0.02)
+    assert mask.shape == (4, 2)
+    assert mask[:, 0].tolist() == [True, True, False, False] and mask[:, 1].tolist() == [False, False, True, True]
+    assert common.near_best_by_column(table, 0.02, higher_is_better=False)[:, 1].tolist() == [True, False, False, False]
+    with pytest.raises(TypeError, match="table=Series must be a DataFrame"):
+        common.near_best_by_column(table["A"], 0.02)
+
+
+def test_robustness_figure_fills_exactly_the_given_points() -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from fedcore import plots
+
+    table = pd.DataFrame({"A": [0.8, 0.7, 0.2]}, index=[0.01, 0.1, 1.0])
+    ax = plots.robustness(table, np.array([[False], [True], [True]]))
+    line, filled, hollow = ax.get_lines()
+    assert filled.get_xdata().tolist() == [0.1, 1.0] and hollow.get_xdata().tolist() == [0.01]
+    assert plots.robustness(table).get_lines()[2].get_xdata().tolist() == []  # no mask: every point filled
+    with pytest.raises(ValueError, match=r"good has shape \(2, 1\), table \(3, 1\)"):
+        plots.robustness(table, np.ones((2, 1), bool))
+    plt.close("all")
+
+
 def test_good_range_is_the_width_in_decades_of_the_values_near_the_best() -> None:
     column = pd.Series([0.1, 0.78, 0.8, 0.79, 0.3], index=[0.001, 0.01, 0.1, 1.0, 10.0])
     assert common.good_range(column, 0.02) == pytest.approx(2.0)  # 0.01 .. 1

@@ -188,19 +188,34 @@ def test_claims_table_has_a_verdict_in_every_row(ipynb: Path):
 
 
 ON_SEEDS = {"04_fafed"}
-"""The notebooks whose claims are judged over seeds by the shared rules; 01-03 move there with issue 21's rest
-(each a strict xfail until then, so that the move shows)."""
+"""The notebooks whose trained verdicts rest on at least :data:`MIN_SEEDS` seeds; 01-03 judge on the one seed
+of their first pass until their second passes (each a strict xfail until then, so that the change shows)."""
 MIN_SEEDS = 3
 
 
-@pytest.mark.parametrize("ipynb", [pytest.param(path, marks=() if path.stem in ON_SEEDS else pytest.mark.xfail(
-    strict=True, reason="its claims are judged on one seed until it moves onto the shared rules"))
-    for path in PAPER_NOTEBOOKS], ids=_ids(PAPER_NOTEBOOKS))
-def test_every_claim_carries_its_scope_and_at_least_three_seeds(ipynb: Path):
-    """A claims table shows each verdict's scope (tasks, scale, rounds, seeds) and number of seeds; a verdict on
-    training runs rests on at least 3 seeds (an exact computation is 'deterministic')."""
+@pytest.mark.parametrize("ipynb", PAPER_NOTEBOOKS, ids=_ids(PAPER_NOTEBOOKS))
+def test_every_claim_carries_its_scope_and_seeds(ipynb: Path):
+    """A claims table shows each verdict's scope (tasks, scale, rounds, seeds) and its number of seeds, and the
+    two agree: an exact computation says 'deterministic' with 0 seeds, a trained one names as many seeds as it
+    counts."""
     rows = [row for table in _claims_tables(nbformat.read(ipynb, as_version=4)) for row in table]
-    assert rows and all({"scope", "seeds"} <= set(row) for row in rows), f"{ipynb.name}: a claims table lacks scope"
+    assert rows, f"{ipynb.name} shows no claims table"
+    for row in rows:
+        assert {"scope", "seeds"} <= set(row), f"{ipynb.name}: a claims table lacks scope or seeds: {sorted(row)}"
+        assert row["scope"] and "not yet stated" not in row["scope"], f"{ipynb.name}: {row}"
+        deterministic = row["scope"].endswith("deterministic")
+        assert (int(row["seeds"]) == 0) == deterministic, f"{ipynb.name}: scope {row['scope']!r}, {row['seeds']} seeds"
+        if not deterministic:
+            assert f"{row['seeds']} seed" in row["scope"], f"{ipynb.name}: {row['scope']!r} vs {row['seeds']} seeds"
+
+
+@pytest.mark.parametrize("ipynb", [pytest.param(path, marks=() if path.stem in ON_SEEDS else pytest.mark.xfail(
+    strict=True, reason="its trained claims rest on one seed until its second pass"))
+    for path in PAPER_NOTEBOOKS], ids=_ids(PAPER_NOTEBOOKS))
+def test_every_trained_verdict_rests_on_at_least_three_seeds(ipynb: Path):
+    """A verdict on training runs rests on at least 3 seeds (an exact computation is 'deterministic')."""
+    rows = [row for table in _claims_tables(nbformat.read(ipynb, as_version=4)) for row in table]
+    assert rows
     for row in rows:
         if row["verdict"] != "not testable here" and not row["scope"].endswith("deterministic"):
             assert int(row["seeds"]) >= MIN_SEEDS, f"{ipynb.name}: {row['claim (main text)']!r} rests on {row['seeds']}"
