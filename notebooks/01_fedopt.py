@@ -67,7 +67,7 @@ from IPython.display import display
 import fedcore
 from fedcore import explore, objectives, plots, server_opt
 from fedcore.experiments import common
-from fedcore.experiments.fedopt import experiment, figures, theory, tuning
+from fedcore.experiments.fedopt import experiment, figures, paper, theory, tuning
 from fedcore.store import default_store
 
 store = default_store(STORE)
@@ -127,9 +127,9 @@ if SCALE == "smoke":
     ranges = {name: values[:3] for name, values in ranges.items()}
 tables = {theory.VARIED[name]: theory.scaling(task, name, values, seeds=(0, 1), store=store)
           for name, values in ranges.items()}
-figure = figures.ScalingDisplay.from_tables(tables).plot().figure_
-plots.savefig(figure, "01_corollary_scaling.png", FIGURES)
-pd.Series({name: theory.fitted_exponent(table) for name, table in tables.items()}, name="fitted exponent").round(3)
+scaling = figures.ScalingDisplay.from_tables(tables).plot()
+plots.savefig(scaling.figure_, "01_corollary_scaling.png", FIGURES)
+pd.Series(scaling.slopes, name="fitted exponent").round(3)
 
 # %% [markdown]
 # The rate's $-1/2$ is the exponent of an upper bound, and of its leading term only: the corollaries' other
@@ -137,8 +137,7 @@ pd.Series({name: theory.fitted_exponent(table) for name, table in tables.items()
 # the speed-up in $m$ and $K$ can be smaller. Measured against the rate:
 
 # %%
-fitted = {name: theory.fitted_exponent(table) for name, table in tables.items()}
-for name, slope in fitted.items():
+for name, slope in scaling.slopes.items():
     falls = bool((tables[name]["mean squared gradient norm"].diff().dropna() < 0).all())
     print(f"{name}: slope {slope:+.2f}, {'at least as steep as' if slope <= -0.5 else 'flatter than'} the rate's -0.5; "
           f"{'falls at every step' if falls else 'does not fall at every step (it rises somewhere)'}")
@@ -224,7 +223,7 @@ live = explore.live_problem()
 variant_options = dict(explore.LIVE_RUN, rounds=tuning.grid_axes(SCALE)[2], progress=False, store=store)
 variants = {variant: {method: fedcore.simulate(live, build(), **variant_options)
                       for method, build in experiment.variant_builders("emnist_cr", variant).items()}
-            for variant in experiment.VARIANTS}
+            for variant in paper.VARIANTS}
 variant_table = pd.DataFrame({variant: {method: history.final("test_accuracy") for method, history in runs.items()}
                               for variant, runs in variants.items()})
 variant_table.round(4)
@@ -266,20 +265,15 @@ print(f"largest spread between readings of one method: {(variant_table.max(axis=
 # paper's last tenth of 30 rounds would hold a single evaluation; at `paper` the last 100 rounds):
 
 # %%
-histories, settings, datasets = {}, {}, {}
-for task in experiment.REACHABLE:
-    datasets[task] = data = experiment.load_task(task, SCALE, SEED, DEVICE)
-    problem = experiment.problem(task, data, SEED)
-    settings[task] = experiment.options(task, data, SCALE, SEED, store=store, progress=PROGRESS)
-    histories[task] = {method: fedcore.simulate(problem, build(), **settings[task])
-                       for method, build in experiment.make_builders(task).items()}
-pd.DataFrame(settings).T.drop(columns=["store", "progress"])
+tasks = experiment.tasks(SCALE, SEED, DEVICE)  # {name: common.Task}: data, model(seed), round settings, metric
+histories = experiment.run(tasks, SEED, store=store, progress=PROGRESS)  # {task: {method: History}}
+pd.DataFrame({name: {**task.settings, "seed": SEED} for name, task in tasks.items()}).T
 
 # %%
 ours = experiment.results_table(histories, SCALE)
-paper = experiment.TABLE1.loc[list(ours.index)]
-beside = pd.concat({"paper": paper, "fedcore": ours}, axis=1).swaplevel(axis=1).sort_index(axis=1, level=0)
-beside.index = [f"{experiment.PAPER_TASKS[t]['name']} ({experiment.TABLE1_METRIC[t]}; ours: "
+paper_rows = paper.TABLE1.loc[list(ours.index)]
+beside = pd.concat({"paper": paper_rows, "fedcore": ours}, axis=1).swaplevel(axis=1).sort_index(axis=1, level=0)
+beside.index = [f"{paper.PAPER_TASKS[t]['name']} ({paper.TABLE1_METRIC[t]}; ours: "
                 f"{experiment.STAND_INS[t]['data']})" for t in beside.index]
 beside.round(2)
 
@@ -288,9 +282,9 @@ beside.round(2)
 # scores
 
 # %%
-baselines = {task: experiment.trivial_baseline(task, data) for task, data in datasets.items()}
+baselines = {name: task.baseline for name, task in tasks.items()}  # in Table 1's units
 print(f"{baselines['shakespeare']:.2f}% of the test windows (the most frequent character); ours after "
-      f"{settings['shakespeare']['rounds']} rounds: {ours.loc['shakespeare'].round(2).to_dict()}")
+      f"{tasks['shakespeare'].settings['rounds']} rounds: {ours.loc['shakespeare'].round(2).to_dict()}")
 
 # %% [markdown]
 # Where a method's number equals that share, its char-LSTM has not yet learned more than the most frequent
@@ -298,18 +292,18 @@ print(f"{baselines['shakespeare']:.2f}% of the test windows (the most frequent c
 # rows we cannot run, with the reason:
 
 # %%
-unreachable = {experiment.PAPER_TASKS[t]["name"]: "needs the CIFAR files (torchvision) and a GPU: SCALE=paper"
+unreachable = {paper.PAPER_TASKS[t]["name"]: "needs the CIFAR files (torchvision) and a GPU: SCALE=paper"
                for t in ("cifar10", "cifar100")}
-unreachable |= {experiment.PAPER_TASKS[t]["name"]: reason for t, reason in experiment.UNREACHABLE.items()}
+unreachable |= {paper.PAPER_TASKS[t]["name"]: reason for t, reason in paper.UNREACHABLE.items()}
 with pd.option_context("display.max_colwidth", None):
     display(pd.Series(unreachable, name="not run here").to_frame())
 
 # %%
 figure, axes = plt.subplots(1, len(histories), figsize=(5 * len(histories), 3.8), layout="constrained")
-for ax, (task, runs) in zip(axes, histories.items()):
-    metric = experiment.STAND_INS[task]["metric"]
+for ax, (name, runs) in zip(axes, histories.items()):
+    metric = tasks[name].metric
     plots.compare(runs, metric, ax=ax, legend=ax is axes[-1], logy=metric == "test_loss")
-    ax.set_title(f"{experiment.PAPER_TASKS[task]['name']}" + ("" if task == "shakespeare" else " (Fashion-MNIST)"),
+    ax.set_title(f"{paper.PAPER_TASKS[name]['name']}" + ("" if name == "shakespeare" else " (Fashion-MNIST)"),
                  fontsize="small")
     if metric == "test_loss":
         ax.set_ylabel("test loss: half the MSE (Table 1: 2000 x this)")
@@ -333,31 +327,23 @@ plots.savefig(figure, "01_table1_curves.png", FIGURES)
 # fraction.
 
 # %%
-cr_data = experiment.load_task("emnist_cr", SCALE, SEED, DEVICE)
-cr_options = settings["emnist_cr"]
-central_options = dict(cr_options, **experiment.CENTRALIZED_OPTIONS, rounds=experiment.centralized_rounds(cr_options),
-                       eval_every=experiment.centralized_rounds(cr_options) // 10 or 1)
-central_problem = experiment.problem("emnist_cr", experiment.centralized(cr_data), SEED)
-central = {method: fedcore.simulate(central_problem, experiment.centralized_algorithm(method, lr), **central_options)
-           for method, lr in experiment.CENTRALIZED_LRS.items()}
-every = experiment.decay_every("emnist_cr", cr_options["rounds"])
-cr_problem = experiment.problem("emnist_cr", cr_data, SEED)
-decayed = {method: fedcore.simulate(cr_problem, build(), **cr_options)
-           for method, build in experiment.make_builders("emnist_cr", decay=every).items()}
+cr_task = tasks["emnist_cr"]
+central = experiment.run_centralized(cr_task, SEED, store=store, progress=PROGRESS)  # one client, one step a round
+decayed = experiment.run({"emnist_cr": cr_task}, SEED, decay=True, store=store, progress=PROGRESS)["emnist_cr"]
 window = experiment.window(SCALE)
 table11 = pd.DataFrame({
     "centralized": {m: 100 * common.last_rounds_average(h, "test_accuracy", window) for m, h in central.items()},
     "constant": ours.loc["emnist_cr"],
     "ExpDecay": {m: 100 * common.last_rounds_average(h, "test_accuracy", window) for m, h in decayed.items()},
 })
-table11_beside = pd.concat({"paper": experiment.TABLE11.set_axis(["centralized", "constant", "ExpDecay"], axis=1),
+table11_beside = pd.concat({"paper": paper.TABLE11.set_axis(["centralized", "constant", "ExpDecay"], axis=1),
                             "fedcore": table11}, axis=1)
-table11_beside.index = [f"{m} (centrally: {experiment.CENTRALIZED_NAMES[m]})" for m in table11_beside.index]
+table11_beside.index = [f"{m} (centrally: {paper.CENTRALIZED_NAMES[m]})" for m in table11_beside.index]
 table11_beside.round(2)
 
 # %%
 gap = table11["centralized"] - table11["constant"]
-paper_gap = experiment.TABLE11.iloc[:, 0] - experiment.TABLE11.iloc[:, 1]
+paper_gap = paper.TABLE11.iloc[:, 0] - paper.TABLE11.iloc[:, 1]
 helped = [m for m in table11.index if table11.loc[m, "ExpDecay"] > table11.loc[m, "constant"]]
 print(f"centralized minus federated (constant rate): {gap.min():.1f} to {gap.max():.1f} points here, "
       f"{paper_gap.min():.1f} to {paper_gap.max():.1f} in the paper; ExpDecay raised the number of "
@@ -375,23 +361,20 @@ print(f"centralized minus federated (constant rate): {gap.min():.1f} to {gap.max
 # ($\tau = 10^{-3}$) on Stack Overflow NWP and CIFAR-100, and it claims that the adaptive methods have a
 # larger region of good learning rates. We cannot run those tasks on a CPU; the grid here runs on the small
 # Fashion-MNIST task of section 2 (a logistic regression on 20 clients: a convex model, so every
-# method's landscape is kinder than a ResNet's or an LSTM's), in half-decades, every run through the
-# results store. The heat maps are at the figures' $\tau$; the grids are also run at the other values of `TAUS`
-# for the explorer below:
+# method's landscape is kinder than a ResNet's or an LSTM's), in half-decades, through the grid search every
+# notebook shares (`fedcore.experiments.common.tune`, every run through the results store), each cell scored by
+# the mean test accuracy over the last third of its rounds. The heat maps are at the figures' $\tau$; the grids
+# are also run at the other values of `TAUS` for the explorer below:
 
 # %%
 client_lrs, server_lrs, grid_rounds = tuning.grid_axes(SCALE)
-grid_options = dict(explore.LIVE_RUN, rounds=grid_rounds, progress=False, store=store)
+grid_task = tuning.grid_task(SCALE, live.data)  # the live task of section 2 as a common.Task
 taus = sorted({TAU, *TAUS})
 builders = {tau: experiment.grid_builders(tau) for tau in taus}  # FedAvg's and FedAvgM's runs ignore tau: stored once
-grids_by_tau = {tau: {method: tuning.tuning_grid(live, build, client_lrs, server_lrs, **grid_options)
-                      for method, build in builders[tau].items()} for tau in taus}
+tunings = {tau: tuning.tune(grid_task, builders[tau], client_lrs, server_lrs, [SEED], store=store) for tau in taus}
+grids_by_tau = {tau: tuning.tuning_grids(tunings[tau]) for tau in taus}  # each method's table as a heat map
 grids = grids_by_tau[TAU]
-figure, axes = plt.subplots(1, len(grids), figsize=(4.2 * len(grids), 3.8), layout="constrained")
-limits = (min(grid.min().min() for grid in grids.values()), max(grid.max().max() for grid in grids.values()))
-for ax, (method, grid) in zip(axes, grids.items()):
-    figures.TuningDisplay.from_grid(grid).plot(ax, title=method, limits=limits)
-plots.savefig(figure, "01_tuning_heatmaps.png", FIGURES)
+plots.savefig(figures.tuning_heatmaps(grids), "01_tuning_heatmaps.png", FIGURES)
 
 # %% [markdown]
 # Red outlines mark the cells within two points of the method's best; all five grids share one colour
@@ -406,7 +389,7 @@ tuning.tuning_summary(grids)
 # two points of each grid's own best, and that best, per $\tau$:
 
 # %%
-adaptive = [method for method in grids if method in experiment.ADAPTIVE]
+adaptive = [method for method in grids if method in paper.ADAPTIVE]
 pd.concat({f"tau {tau:g}": tuning.tuning_summary({method: grids_by_tau[tau][method] for method in adaptive})
            [["best accuracy", f"cells within {tuning.NEAR_BEST:g} of best"]] for tau in taus}, axis=1)
 
@@ -426,7 +409,8 @@ pd.concat({f"tau {tau:g}": tuning.tuning_summary({method: grids_by_tau[tau][meth
 
 # %%
 def grid_curve(method, tau, client_lr, server_lr):
-    return fedcore.simulate(live, builders[tau][method](client_lr, server_lr), **grid_options)
+    return fedcore.simulate(grid_task.problem(SEED), builders[tau][method](client_lr, server_lr), seed=SEED,
+                            store=store, progress=False, **grid_task.settings)
 
 
 explore.explore_tuning("FedAdam", TAU, client_lrs[-2], server_lrs[1], grids_by_tau, grid_curve)
@@ -471,7 +455,7 @@ display(explore.disable_unused(live_explorer, explore.FEDOPT_METHODS, chooser="m
 # %% [markdown]
 # ## 7. The paper's claims beside ours
 #
-# Each verdict is computed from the tables above (`experiment.CLAIMS`), over a set of checks: **holds** if
+# Each verdict is computed from the tables above (`paper.CLAIMS`), over a set of checks: **holds** if
 # every check passes, **partly** if some do, **does not hold** if none does. The checks: per task, the best
 # adaptive method beats FedAvg (in Table 1's units; lower MSE for the autoencoder); per task, FedAdam or
 # FedYogi is within 0.5 of the best, in Table 1's units (accuracy points, MSE x1000; this one holds if more
@@ -479,14 +463,18 @@ display(explore.disable_unused(live_explorer, explore.FEDOPT_METHODS, chooser="m
 # of an adaptive and a non-adaptive method, the adaptive one has the larger share of good cells in its grid.
 # Tasks on which no method beats a trivial baseline by more than 0.5 (a model that learned nothing: the most
 # frequent class or character, the mean image; printed below) are left out of the first two: there the order
-# of the methods is noise.
+# of the methods is noise. Each row says its scope: the tasks it judged, the scale, the rounds of a run and the
+# seed (one run per cell, so each check is a single comparison without a noise estimate).
 # The paper's own Tables 1 and 11 give "holds" for the first three.
 
 # %%
 print("trivial baselines in Table 1's units:", {task: round(value, 2) for task, value in baselines.items()})
-evidence = experiment.Evidence(table1=ours, decay=table11[["constant", "ExpDecay"]], grids=grids, baselines=baselines)
+evidence = paper.Evidence(table1=ours, decay=table11[["constant", "ExpDecay"]], grids=grids, baselines=baselines,
+                          scope=experiment.scope(tasks, SCALE, [SEED]),
+                          tuning_scope=experiment.scope({grid_task.name: grid_task}, SCALE, [SEED],
+                                                        model=grid_task.model_label))
 with pd.option_context("display.max_colwidth", None):
-    display(experiment.claims_table(evidence))
+    display(paper.claims_table(evidence))
 
 # %% [markdown]
 # **What differs from the paper, and why it matters.**

@@ -71,8 +71,6 @@ from IPython.display import display
 import fedcore
 from fedcore import algorithms, explore, objectives, plots
 from fedcore.algorithms.fedli import FedLiLS
-from fedcore.experiments import common
-from fedcore.experiments.claims import trivial_baseline
 from fedcore.experiments.fedli import experiment, figures, paper, theory
 from fedcore.store import default_store
 
@@ -85,7 +83,8 @@ print(f"SCALE={SCALE}: {experiment.SCALES[SCALE]}")
 # ## 1. The framework, and when local descent is global descent
 #
 # **Algorithm 1** (FedLi). In round $t$ the server sends $x_t$ to the sampled clients $\mathcal S_t$, with
-# aggregation weights $w_i$ (uniform over the round's clients here). **ClientUpdate**: each client runs $K$ local
+# aggregation weights $w_i$ (in section 3's runs proportional to the clients' sample counts $n_i$, as in the
+# authors' code; uniform in the small federations of sections 1 and 2). **ClientUpdate**: each client runs $K$ local
 # steps from $x_t$ with its own step-size rule and returns its model $x_{i,K}$, its last step size $\eta_i$ and its
 # loss $F_i$ (fedcore: the mean of its $K$ minibatch losses). **FunctionSync** averages the losses,
 # $L_t = \sum_i w_i F_i$; **StepSizeSync** gathers the $\eta_i$; **ServerUpdate** takes one step on the
@@ -195,10 +194,15 @@ display(remark2_explorer)
 # - **CIFAR-10/100** with ResNet-18 (GroupNorm), 100 clients by Dirichlet(0.5), join the tables at `SCALE=paper`
 #   where torchvision has the files (a GPU job; the code path is tested on generated tensors of CIFAR's shape).
 #
-# The baselines are tuned by a grid search (ours: the paper's grid values were lost), each point run for the
-# scale's tuning rounds (the paper: 100) and kept by the lowest final training loss (the paper: the highest
-# training accuracy, which fedcore's runs do not record). FedLi-LS has no learning rate; FedLi-LU's clients run SGD
-# at FedAvg's tuned rate (the paper does not say which rate they use).
+# Each task is a `fedcore.experiments.common.Task` (`experiment.tasks`): the data, its partition drawn once from
+# `SEED`, the model drawn from a seed, the round settings and the metric with its trivial baseline; `SEED` also
+# draws the initial model, the client sampling and the minibatches of every run.
+#
+# The baselines are tuned by a grid search (ours: the paper's grid values were lost; `experiment.tune`, on the
+# shared `fedcore.experiments.common.tune`), each point run for the scale's tuning rounds (the paper: 100) and kept
+# by the lowest final training loss (the paper: the highest training accuracy, which fedcore's runs do not record).
+# FedLi-LS has no learning rate; FedLi-LU's clients run SGD at FedAvg's tuned rate (the paper does not say which
+# rate they use).
 
 # %%
 with pd.option_context("display.max_colwidth", None):
@@ -207,20 +211,16 @@ with pd.option_context("display.max_colwidth", None):
 print("Shakespeare at this scale:", experiment.SCALES[SCALE]["shakespeare"] or "the same as above")
 
 # %%
-histories, chosen, baselines, loaded = {}, {}, {}, {}
-for task in experiment.tasks(SCALE):
-    data = experiment.load_task(task, SCALE, SEED, DEVICE)
-    baselines[task] = trivial_baseline(data)
-    problem = experiment.problem(task, data, SCALE, SEED)
-    loaded[task] = problem, data
-    fedcore.warm_up(problem)
-    chosen[task], _ = experiment.tune(problem, data, SCALE, SEED, store=store)
-    run = experiment.options(data, SCALE, SEED, store=store, progress=PROGRESS)
-    histories[task] = {method: fedcore.simulate(problem, build(), **run)
-                       for method, build in experiment.builders(chosen[task], data, SCALE).items()}
-    edges = experiment.on_grid_edge(chosen[task], experiment.grids(SCALE, data))
-    print(f"{task}: K = {run['local_steps']} (one local epoch: {experiment.local_steps(data, 'paper')}), "
-          f"{run['rounds']} rounds; chosen: {chosen[task]}\n   on an edge of its grid: {', '.join(edges) or 'none'}")
+tasks = experiment.tasks(SCALE, SEED, DEVICE)
+histories, chosen = {}, {}
+for name, task in tasks.items():
+    fedcore.warm_up(task.problem(SEED))
+    chosen[name] = experiment.tune(task, SCALE, SEED, store=store).chosen
+    histories[name] = experiment.run(task, chosen[name], SEED, store=store, progress=PROGRESS)
+    edges = experiment.on_grid_edge(chosen[name], experiment.grids(SCALE, name))
+    print(f"{name}: K = {task.settings['local_steps']} (one local epoch: {experiment.epoch_steps(task.data)}), "
+          f"{task.settings['rounds']} rounds; chosen: {chosen[name]}\n   on an edge of its grid: "
+          f"{', '.join(edges) or 'none'}")
 
 # %%
 accuracy = experiment.results_table(histories, "test_accuracy")
@@ -241,9 +241,10 @@ paper.beside(loss, paper.TABLE2, label).style.format("{:.4f}")
 # their numbers nearly coincide.
 
 # %%
-for task, value in baselines.items():
-    learned = [m for m in accuracy.columns if accuracy.loc[task, m] > value + 0.5]
-    print(f"{label(task)}: trivial baseline {value:.2f}%; above it by more than 0.5: {', '.join(learned) or 'none'}")
+for name, task in tasks.items():
+    learned = [m for m in accuracy.columns if accuracy.loc[name, m] > task.baseline + 0.5]
+    print(f"{label(name)}: trivial baseline {task.baseline:.2f}%; above it by more than 0.5: "
+          f"{', '.join(learned) or 'none'}")
 
 # %% [markdown]
 # A method at the baseline has not learned yet in these few rounds; where only some methods are above it, the
@@ -311,16 +312,11 @@ experiment.server_steps(histories).round(3)
 # best.
 
 # %%
-sweeps = {task: experiment.client_rate_sweep(*loaded[task], chosen[task], SCALE, SEED, store=store,
-                                             progress=PROGRESS, fedli_ls=histories[task]["FedLi-LS"])
-          for task in experiment.SCALES[SCALE]["rate_sweep_tasks"]}
-figure, axes = plt.subplots(1, len(sweeps), figsize=(6.5 * len(sweeps), 3.8), layout="constrained", squeeze=False)
-for ax, (task, table) in zip(axes[0], sweeps.items()):
-    plots.robustness(table, common.near_best_by_column(table, experiment.NEAR_BEST), ax=ax, title=label(task), xlabel="clients' SGD rate",
-                     ylabel="final test accuracy (%)", legend=False)
-    ax.axvline(chosen[task]["FedAvg"]["client_lr"], color="grey", linestyle=":", label="FedAvg's tuned rate")
-    ax.legend(fontsize="small", loc="center left", bbox_to_anchor=(1.01, 0.5))
-plots.savefig(figure, "03_client_rate.png", FIGURES)
+sweeps = {name: experiment.client_rate_sweep(tasks[name], chosen[name], SEED, histories[name]["FedLi-LS"],
+                                             store=store, progress=PROGRESS)
+          for name in experiment.SCALES[SCALE]["rate_sweep_tasks"]}
+rates = figures.ClientRateDisplay.from_sweeps(sweeps, chosen).plot(label=label)
+plots.savefig(rates.figure_, "03_client_rate.png", FIGURES)
 for task, table in sweeps.items():
     below = int((table["FedLi-LU"] < table["FedAvg"]).sum())
     print(f"{label(task)}: FedLi-LU below FedAvg at {below} of {len(table)} rates; FedLi-LU from "
@@ -346,17 +342,8 @@ for task, table in sweeps.items():
 # %%
 costs = {label(task): experiment.line_search_cost(runs) for task, runs in histories.items()}
 display(pd.concat(costs).style.format(precision=3, na_rep="-"))
-figure, axes = plt.subplots(1, len(histories), figsize=(5.5 * len(histories), 3.4), layout="constrained")
-for ax, (task, runs) in zip(axes, histories.items()):
-    frame = runs["FedLi-LS"].frame
-    ax.plot(frame.index, frame["client_step_mean"], "o-", label="mean over the round's clients")
-    ax.fill_between(frame.index, frame["client_step_min"], frame["client_step_max"], alpha=0.25,
-                    label="min to max (max: the server's step eta_g)")
-    ax.set(xlabel="round", ylabel="last Armijo step size", title=label(task))
-    ax.xaxis.set_major_locator(plt.MaxNLocator(integer=True))
-    ax.grid(alpha=0.3)
-axes[0].legend(fontsize="small")
-plots.savefig(figure, "03_step_sizes.png", FIGURES)
+steps = figures.StepSizesDisplay.from_histories(histories).plot(label=label)
+plots.savefig(steps.figure_, "03_step_sizes.png", FIGURES)
 
 # %% [markdown]
 # The table's columns: seconds per round (mean over rounds) and its ratio to FedAvg's; for FedLi-LS, the line
@@ -394,7 +381,7 @@ display(fedli_explorer)
 # %% [markdown]
 # ## 7. The paper's claims beside ours
 #
-# Each verdict is computed (`experiment.CLAIMS`, `paper.SUMMARY_CLAIMS`): **holds** if every check passes,
+# Each verdict is computed (`paper.CLAIMS`, `paper.SUMMARY_CLAIMS`): **holds** if every check passes,
 # **partly** if some do, **does not hold** if none does; except that a claim stated for every convex federation
 # (Lemma 3, the linear rate) does not hold once one federation that meets its hypotheses breaks it. So the first
 # two rows: both hold for clients that share their data and fail for the two different convex clients (the "ours"
@@ -406,11 +393,15 @@ display(fedli_explorer)
 # the board" only partly (a FedLi method is first on 3 of 4 tasks; FedAdam is first on Shakespeare, ahead of both
 # FedLi methods); the last row is our own check against FedAvg alone, not a quotation.
 # Ties are said: on our Shakespeare runs most methods sit tied at the trivial baseline.
+# Each row says what its verdict rests on (`scope`): the tasks, the scale, the rounds per run (with the model where
+# it is not the paper's) and the seeds; the rows on Tables 1 and 2 and on the sweep rest on one seed (`SEED`), the
+# theory rows are exact computations ("deterministic", 0 seeds).
 
 # %%
-evidence = experiment.Evidence(gaps, bound, convex, theory.remark2_step(), accuracy, loss, sweeps.get("femnist"))
+evidence = paper.Evidence(gaps, bound, convex, theory.remark2_step(), accuracy, loss, sweeps.get("femnist"),
+                          scale=SCALE, scopes=experiment.scopes(tasks, SCALE, [SEED]))
 with pd.option_context("display.max_colwidth", None):
-    display(experiment.claims_table(evidence))
+    display(paper.claims_table(evidence))
 print(f"notebook ran in {(time.perf_counter() - started) / 60:.1f} min at SCALE={SCALE}")
 
 # %% [markdown]

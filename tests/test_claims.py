@@ -102,8 +102,18 @@ def test_claims_table_carries_scope_and_seeds_and_refuses_a_bare_verdict() -> No
     assert str(Scope((), "small", None, ())) == "no task; small; no training; deterministic"
     with pytest.raises(ValueError, match="a Judgement with a verdict among"):
         claims.claims_table(None, [Claim("A beats B", lambda e: Judgement("x", "probably", scope))])
+    with pytest.raises(ValueError, match="a Judgement with a verdict among"):  # a bare (ours, verdict) pair
+        claims.claims_table(None, [Claim("A beats B", lambda e: ("+1.0", HOLDS))])
     assert isinstance(table, pd.DataFrame) and list(table.columns) == ["claim (main text)", "ours", "verdict",
                                                                         "scope", "seeds"]
+
+
+def test_a_scope_with_rounds_per_task_names_them_and_narrows_with_its_tasks() -> None:
+    scope = Scope(("cr", "ae", "text"), "paper", {"cr": 1500, "ae": 3000, "text": 1200}, (0, 1, 2))
+    assert str(scope) == "cr, ae, text; paper; rounds: cr 1500, ae 3000, text 1200; 3 seeds (0-2)"
+    assert str(scope.narrowed(["cr"])) == "cr; paper; 1500 rounds; 3 seeds (0-2)"
+    assert scope.narrowed(["cr", "text"]).rounds == {"cr": 1500, "text": 1200}
+    assert str(Scope(("a", "b"), "small", {"a": 30, "b": 30}, (0,))) == "a, b; small; 30 rounds; 1 seed (0)"
 
 
 def test_a_method_that_diverged_on_more_seeds_loses_the_comparison() -> None:

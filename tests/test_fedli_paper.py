@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import math
+from types import SimpleNamespace
+
 import pandas as pd
 import pytest
 
-from fedcore.experiments.claims import DOES_NOT_HOLD, HOLDS, PARTLY
-from fedcore.experiments.fedli import paper
+from fedcore import algorithms, objectives
+from fedcore.experiments.claims import DOES_NOT_HOLD, HOLDS, NOT_TESTABLE, PARTLY, VERDICTS, Judgement, Scope
+from fedcore.experiments.fedli import paper, theory
 
 # Typed independently from the paper's Tables 1 and 2 (REPRODUCTION.md), one row per task.
 TEXT = """
@@ -86,3 +90,85 @@ def test_ties_are_said_not_counted_as_losses() -> None:
                                    "(tied with 5)"
     assert table.loc[2, "ours"].endswith("not FedLi-LU on shakespeare (tied), FedLi-LS on shakespeare (tied)")
     assert list(table["verdict"]) == [DOES_NOT_HOLD, DOES_NOT_HOLD, DOES_NOT_HOLD]
+
+
+# ------------------------------------------------------------------ the claims judged on our evidence
+
+SCOPES = {"femnist": Scope(("femnist",), "small", 40, (0,), "a 784-64-10 MLP standing in for the CNN"),
+          "shakespeare": Scope(("shakespeare",), "small", 20, (0,), "the char-LSTM for the paper's RNN")}
+
+
+@pytest.fixture(scope="module")
+def quadratics() -> tuple:
+    """The theory evidence: the shared-data gaps and bound, the two convex clients' run, our Remark 2 step."""
+    data = objectives.shared_clients()
+    gaps = theory.suboptimality(data, algorithms.fedli_ls(eta_max=10.0), local_steps=5, rounds=6)
+    return gaps, theory.linear_rate_bound(data, 5, eta_max=10.0), theory.two_client_run(rounds=6), \
+        theory.remark2_step()
+
+
+def test_claims_on_the_quadratics_and_hand_made_tables(quadratics) -> None:
+    evidence = paper.Evidence(*quadratics, scale="small")
+    table = paper.claims_table(evidence)
+    assert list(table["verdict"]) == [DOES_NOT_HOLD, DOES_NOT_HOLD, HOLDS, NOT_TESTABLE]  # refuted by the two clients
+    assert "rises in 6 of 6 rounds" in table.loc[0, "ours"]
+    assert list(table.columns) == ["claim (main text)", "ours", "verdict", "scope", "seeds", "the paper's own tables"]
+    descending = SimpleNamespace(global_objective=[1.0, 0.5, 0.2], x=[0.0, 10 / 101])  # no counterexample
+    kept = paper.claims_table(paper.Evidence(quadratics[0], evidence.shared_bound, descending, quadratics[3]))
+    assert list(kept["verdict"][:2]) == [HOLDS, HOLDS]
+    accuracy = pd.DataFrame([[80.0, 79.0, 78.0, 77.0, 76.0, 75.0, 74.0], [40.0, 41.0, 48.0, 42.0, 45.0, 35.0, 41.0]],
+                            index=["femnist", "shakespeare"], columns=list(paper.METHODS))
+    both = paper.claims_table(paper.Evidence(quadratics[0], 0.5, theory.two_client_run(rounds=2), quadratics[3],
+                                             accuracy, accuracy, scale="small", scopes=SCOPES))
+    assert len(both) == 7 and list(both["verdict"][4:]) == [PARTLY, PARTLY, PARTLY]
+    assert both.loc[4, "the paper's own tables"].endswith("(partly)")
+
+
+def test_every_claim_is_a_judgement_with_its_scope(quadratics) -> None:
+    """The theory rows are exact computations (no training, no seed), scoped to the federations they computed; the
+    rows on our tables name the tasks, their rounds (Shakespeare's own), the seed and the models."""
+    accuracy = pd.DataFrame([[80.0, 79.0, 78.0, 77.0, 76.0, 75.0, 74.0], [40.0, 41.0, 48.0, 42.0, 45.0, 35.0, 41.0]],
+                            index=["femnist", "shakespeare"], columns=list(paper.METHODS))
+    sweep = pd.DataFrame({"FedLi-LU": [10.0, 78.0], "FedAvg": [77.0, 79.0], "FedExP": [60.0, 78.0]}, index=[0.01, 0.1])
+    evidence = paper.Evidence(*quadratics, accuracy, accuracy, sweep, scale="small", scopes=SCOPES)
+    judged = [claim.assess(evidence) for claim in paper.CLAIMS + paper.SUMMARY_CLAIMS]
+    assert all(isinstance(j, Judgement) and j.verdict in VERDICTS for j in judged)
+    descent, linear, remark2, tuning, *summary = (j.scope for j in judged)
+    assert descent == linear == Scope(("clients sharing their data (6 rounds)", "two convex clients (6 rounds)"),
+                                      "small", None, ())
+    assert str(remark2).endswith("; small; no training; deterministic")
+    assert tuning == SCOPES["femnist"]
+    assert summary[0] == Scope(("femnist", "shakespeare"), "small", {"femnist": 40, "shakespeare": 20}, (0,),
+                               "femnist: a 784-64-10 MLP standing in for the CNN; shakespeare: the char-LSTM for the "
+                               "paper's RNN")
+    assert "; rounds: femnist 40, shakespeare 20; 1 seed (0)" in str(summary[0])
+    table = paper.claims_table(evidence)
+    assert list(table["seeds"]) == [0, 0, 0, 1, 1, 1, 1]
+    assert table.loc[3, "scope"] == "femnist; small (a 784-64-10 MLP standing in for the CNN); 40 rounds; 1 seed (0)"
+
+
+def test_the_tuning_claim_by_hand(quadratics) -> None:
+    rates = [0.001, 0.01, 0.1, 1.0]
+    table = pd.DataFrame({"FedLi-LU": [10.0, 70.0, 78.0, 11.0], "FedAvg": [40.0, 76.0, 79.0, 77.0],
+                          "FedExP": [60.0, 77.0, 78.0, math.nan], "FedLi-LS": 75.0}, index=rates)
+    base = {"scale": "small", "scopes": SCOPES}
+    claim = paper.claims_table(paper.Evidence(*quadratics, rate_sweep=table, **base)).iloc[3]
+    assert claim["verdict"] == DOES_NOT_HOLD  # 0.0 decades against 2.0 and 1.0
+    assert claim["ours"].endswith("FedLi-LU 0.0, FedAvg 2.0, FedExP 1.0")
+    table["FedLi-LU"] = [10.0, 76.0, 78.0, 11.0]  # now 0.01 .. 0.1: one decade, as FedExP's
+    assert paper.claims_table(paper.Evidence(*quadratics, rate_sweep=table, **base)).iloc[3]["verdict"] == PARTLY
+    table["FedLi-LU"] = [77.0, 77.0, 78.0, 77.0]  # 0.001 .. 1: three decades, the most forgiving
+    assert paper.claims_table(paper.Evidence(*quadratics, rate_sweep=table, **base)).iloc[3]["verdict"] == HOLDS
+
+
+def test_trained_evidence_without_its_scope_is_refused(quadratics) -> None:
+    accuracy = pd.DataFrame([[80.0] * 7], index=["femnist"], columns=list(paper.METHODS))
+    with pytest.raises(ValueError, match=r"no Scope for the trained tasks \['femnist'\]"):
+        paper.Evidence(*quadratics, accuracy, accuracy)
+    with pytest.raises(ValueError, match=r"no Scope for the trained tasks \['femnist'\]"):
+        paper.Evidence(*quadratics, rate_sweep=pd.DataFrame({"FedLi-LU": [1.0]}), scopes={})
+    mixed = {"femnist": SCOPES["femnist"], "shakespeare": Scope(("shakespeare",), "small", 20, (1,))}
+    evidence = paper.Evidence(*quadratics, pd.concat([accuracy, accuracy.rename(index={"femnist": "shakespeare"})]),
+                              accuracy, scale="small", scopes=mixed)
+    with pytest.raises(ValueError, match="different seeds"):
+        paper.SUMMARY_CLAIMS[0].assess(evidence)

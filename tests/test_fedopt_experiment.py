@@ -1,9 +1,11 @@
-"""fedcore.experiments.fedopt (notebook 01, Reddi et al. ICLR 2021): transcribed tables, builders, variants,
-the stand-in tasks, the centralized equivalence with torch.optim and the claim verdicts."""
+"""fedcore.experiments.fedopt (notebook 01, Reddi et al. ICLR 2021): transcribed tables (paper), builders,
+variants, the stand-in tasks as common.Task (experiment.tasks), the centralized equivalence with torch.optim and
+the claims' Judgements with their scope (paper)."""
 
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import pandas as pd
 import pytest
@@ -12,13 +14,14 @@ from conftest import cifar_like_loader
 
 from fedcore import models
 from fedcore.data import FederatedData
-from fedcore.experiments import common
-from fedcore.experiments.fedopt import experiment
+from fedcore.experiments import claims, common
+from fedcore.experiments.claims import Judgement, Scope
+from fedcore.experiments.fedopt import experiment, paper, tuning
 from fedcore.problem import Problem
 from fedcore.results import History
 from fedcore.run import simulate
 
-HOLDS, PARTLY, NO, UNTESTABLE = experiment.HOLDS, experiment.PARTLY, experiment.DOES_NOT_HOLD, experiment.NOT_TESTABLE
+HOLDS, PARTLY, NO, UNTESTABLE = claims.HOLDS, claims.PARTLY, claims.DOES_NOT_HOLD, claims.NOT_TESTABLE
 
 # Typed again from shared/REPRODUCTION.md, section "Reddi et al.": a typo in either copy fails a test.
 PAPER_SETTINGS = """
@@ -44,31 +47,31 @@ def _rows(text: str) -> dict[str, list[str]]:
 
 def test_transcribed_tables_match_a_second_copy():
     for task, (clients, per_round, rounds, batch) in _rows(PAPER_SETTINGS).items():
-        spec = experiment.PAPER_TASKS[task]
+        spec = paper.PAPER_TASKS[task]
         assert (spec["clients"], spec["clients_per_round"], spec["rounds"], spec["batch_size"], spec["local_epochs"]) \
             == (int(clients), int(per_round), int(rounds), int(batch), 1)
     best = {task: dict(zip(METHODS, (tuple(float(x) for x in cell.split("/")) for cell in cells)))
             for task, cells in _rows(BEST).items()}
-    assert best == experiment.BEST_HYPERPARAMETERS
+    assert best == paper.BEST_HYPERPARAMETERS
     table1 = pd.DataFrame({task: [float(x) for x in cells] for task, cells in _rows(TABLE1).items()}, index=METHODS).T
-    pd.testing.assert_frame_equal(table1, experiment.TABLE1, check_names=False)
-    assert experiment.TABLE1_METRIC["so_lr"] == "Recall@5 x100" and experiment.TABLE1_METRIC["emnist_ae"] == "MSE x1000"
-    assert {experiment.TABLE1_METRIC[t] for t in ("cifar10", "cifar100", "emnist_cr", "shakespeare", "so_nwp")} \
+    pd.testing.assert_frame_equal(table1, paper.TABLE1, check_names=False)
+    assert paper.TABLE1_METRIC["so_lr"] == "Recall@5 x100" and paper.TABLE1_METRIC["emnist_ae"] == "MSE x1000"
+    assert {paper.TABLE1_METRIC[t] for t in ("cifar10", "cifar100", "emnist_cr", "shakespeare", "so_nwp")} \
         == {"% accuracy"}
-    pd.testing.assert_frame_equal(pd.DataFrame(TABLE11, index=METHODS), experiment.TABLE11)
-    assert set(experiment.UNREACHABLE) == {"so_nwp", "so_lr"}
-    assert list(experiment.paper_table().columns) == ["metric", *METHODS]
+    pd.testing.assert_frame_equal(pd.DataFrame(TABLE11, index=METHODS), paper.TABLE11)
+    assert set(paper.UNREACHABLE) == {"so_nwp", "so_lr"}
+    assert list(paper.paper_table().columns) == ["metric", *METHODS]
 
 
 def test_hyperparameters_are_powers_of_ten():
-    assert experiment.hyperparameters("shakespeare", "FedAdam") == {"client_lr": 1.0, "server_lr": 0.01, "tau": 1e-3}
-    cr = experiment.hyperparameters("emnist_cr", "FedYogi")
+    assert paper.hyperparameters("shakespeare", "FedAdam") == {"client_lr": 1.0, "server_lr": 0.01, "tau": 1e-3}
+    cr = paper.hyperparameters("emnist_cr", "FedYogi")
     assert cr == pytest.approx({"client_lr": 10**-1.5, "server_lr": 10**-2.5, "tau": 1e-4})
-    assert experiment.hyperparameters("cifar100", "FedAvgM") == pytest.approx({"client_lr": 10**-1.5, "server_lr": 1.0,
+    assert paper.hyperparameters("cifar100", "FedAvgM") == pytest.approx({"client_lr": 10**-1.5, "server_lr": 1.0,
                                                                                 "beta": 0.9})
-    assert experiment.hyperparameters("so_lr", "FedAvg") == {"client_lr": 100.0, "server_lr": 1.0}
+    assert paper.hyperparameters("so_lr", "FedAvg") == {"client_lr": 100.0, "server_lr": 1.0}
     with pytest.raises(ValueError, match="method='Adam'"):
-        experiment.hyperparameters("emnist_cr", "Adam")
+        paper.hyperparameters("emnist_cr", "Adam")
 
 
 def _options(algorithm) -> dict:
@@ -172,9 +175,9 @@ def _torch_iterates(problem: Problem, make_optimizer, steps: int) -> list[torch.
 
 
 @pytest.mark.parametrize(("method", "options", "make_optimizer", "atol"), [
-    ("FedAdam", {"tau": 1e-8, "beta2": 0.99, **experiment.TORCH_ADAM},
+    ("FedAdam", {"tau": 1e-8, "beta2": 0.99, **paper.TORCH_ADAM},
      lambda p: torch.optim.Adam(p, lr=0.05, betas=(0.9, 0.99), eps=1e-8), 2e-7),
-    ("FedAdagrad", {"tau": 1e-10, **experiment.TORCH_ADAGRAD}, lambda p: torch.optim.Adagrad(p, lr=0.05, eps=1e-10),
+    ("FedAdagrad", {"tau": 1e-10, **paper.TORCH_ADAGRAD}, lambda p: torch.optim.Adagrad(p, lr=0.05, eps=1e-10),
      1e-12),
     ("FedAvgM", {"beta": 0.9}, lambda p: torch.optim.SGD(p, lr=0.05, momentum=0.9), 1e-12),
 ])
@@ -197,14 +200,25 @@ def test_centralized_training_is_the_torch_optimizer(method, options, make_optim
 
 # ------------------------------------------------------------------ claim verdicts on hand-made tables
 
+SCOPE = Scope(("shakespeare", "emnist_cr", "emnist_ae"), "small", 30, (0,))
+GRID_SCOPE = Scope(("Fashion-MNIST on 20 clients",), "small", 30, (0,), "logistic regression")
+
+
+def _judge(index: int, **evidence) -> Judgement:
+    judged = paper.CLAIMS[index].assess(paper.Evidence(**{"scope": SCOPE, "tuning_scope": GRID_SCOPE, **evidence}))
+    assert isinstance(judged, Judgement) and judged.verdict in claims.VERDICTS
+    return judged
+
+
 def _assess(index: int, **evidence) -> tuple[str, str]:
-    return experiment.CLAIMS[index].assess(experiment.Evidence(**evidence))
+    judged = _judge(index, **evidence)
+    return judged.ours, judged.verdict
 
 
 def test_the_papers_own_tables_give_the_papers_claims():
-    evidence = experiment.Evidence(table1=experiment.TABLE1, decay=experiment.TABLE11.rename(
+    evidence = paper.Evidence(table1=paper.TABLE1, decay=paper.TABLE11.rename(
         columns={"federated, constant": "constant", "federated, ExpDecay": "ExpDecay"}))
-    assert list(experiment.claims_table(evidence)["verdict"]) == [HOLDS, HOLDS, HOLDS, UNTESTABLE]
+    assert list(paper.claims_table(evidence)["verdict"]) == [HOLDS, HOLDS, HOLDS, UNTESTABLE]
 
 
 def test_beat_fedavg_claim():
@@ -235,7 +249,7 @@ def test_decay_claim():
 def test_ease_of_tuning_claim_counts_good_cells():
     wide = pd.DataFrame([[0.80, 0.79], [0.70, 0.81]])
     narrow = pd.DataFrame([[0.80, 0.50], [0.40, math.nan]])
-    assert experiment.good_share(wide) == 0.75 and experiment.good_share(narrow) == 0.25
+    assert tuning.good_share(wide) == 0.75 and tuning.good_share(narrow) == 0.25
     ours, judged = _assess(3, grids={"FedAdam": wide, "FedYogi": wide, "FedAvg": narrow})
     assert judged == HOLDS and ours.startswith("FedAdam 75%, FedYogi 75%, FedAvg 25%")
     assert _assess(3, grids={"FedAdam": wide, "FedYogi": narrow, "FedAvg": narrow})[1] == PARTLY
@@ -243,34 +257,114 @@ def test_ease_of_tuning_claim_counts_good_cells():
     assert _assess(3, grids={"FedAdam": wide})[1] == UNTESTABLE
 
 
+def test_each_claim_says_the_tasks_it_judged_the_scale_rounds_and_seed():
+    """The Table 1 claims are scoped to the tasks that entered them (a task at its trivial baseline does not), the
+    Table 11 claim to its task, the tuning claim to the grid's task and model; all to the one seed."""
+    table = pd.DataFrame([[18.3, 17.6, 17.0, 18.3, 18.3], [60.0, 65.0, 66.0, 61.0, 62.0]],
+                         index=["shakespeare", "emnist_cr"], columns=list(paper.METHODS))
+    baselines = {"shakespeare": 18.3, "emnist_cr": 10.0}
+    for index in (0, 1):
+        assert _judge(index, table1=table, baselines=baselines).scope == Scope(("emnist_cr",), "small", 30, (0,))
+    decay = pd.DataFrame({"constant": [0.80], "ExpDecay": [0.82]}, index=["FedAdam"])
+    assert _judge(2, decay=decay).scope.tasks == ("emnist_cr",)
+    wide, narrow = pd.DataFrame([[0.80, 0.79], [0.70, 0.81]]), pd.DataFrame([[0.80, 0.50], [0.40, 0.3]])
+    assert _judge(3, grids={"FedAdam": wide, "FedAvg": narrow}).scope == GRID_SCOPE
+    assert _judge(0).scope.tasks == () and _judge(3).scope.tasks == ()  # not testable: no task judged
+    evidence = paper.Evidence(table1=table, baselines=baselines, grids={"FedAdam": wide, "FedAvg": narrow},
+                              decay=decay, scope=SCOPE, tuning_scope=GRID_SCOPE)
+    rows = paper.claims_table(evidence)
+    assert list(rows.columns) == ["claim (main text)", "ours", "verdict", "scope", "seeds"]
+    assert rows.loc[0, "scope"] == "emnist_cr; small; 30 rounds; 1 seed (0)" and list(rows["seeds"]) == [1] * 4
+    assert rows.loc[3, "scope"] == "Fashion-MNIST on 20 clients; small (logistic regression); 30 rounds; 1 seed (0)"
+    with pytest.raises(TypeError, match="must be a fedcore.experiments.fedopt.paper.Evidence"):
+        paper.claims_table({"table1": table})
+
+
 # ------------------------------------------------------------------ the stand-in tasks at smoke scale
 
 def test_fashion_mnist_stand_ins_at_smoke_scale():
-    cr = experiment.load_task("emnist_cr", "smoke")
-    assert cr.num_clients == 500 and set(cr.sizes.tolist()) == {120} and cr.test_targets.shape[0] == 200
-    assert int((cr.label_counts() > 0).sum(1).max()) == 2 and cr.info["stands_for"] == "EMNIST CR"
-    ae = experiment.load_task("emnist_ae", "smoke")
-    assert ae.num_clients == 500 and ae.num_classes is None and ae.targets.shape[1:] == (784,)
-    assert experiment.local_steps(cr, 20) == 6 and experiment.local_steps(cr, 20, cap=2) == 2
-    options = experiment.options("emnist_cr", cr, "small")
-    assert (options["rounds"], options["clients_per_round"], options["local_steps"], options["batch_size"]) \
-        == (30, 5, 3, 20)
-    assert experiment.options("emnist_cr", cr, "paper")["rounds"] == 1500
+    tasks = experiment.tasks("smoke", names=["emnist_cr", "emnist_ae"])
+    cr, ae = tasks["emnist_cr"], tasks["emnist_ae"]
+    assert isinstance(cr, common.Task) and (cr.name, cr.metric, cr.higher_is_better) == ("emnist_cr", "test_accuracy",
+                                                                                         True)
+    assert cr.data.num_clients == 500 and set(cr.data.sizes.tolist()) == {120} and cr.data.test_targets.shape[0] == 200
+    assert int((cr.data.label_counts() > 0).sum(1).max()) == 2 and cr.data.info["stands_for"] == "EMNIST CR"
+    assert cr.info["stands_for"] == "EMNIST CR" and cr.model_label.startswith("the paper's model (conv32-conv64")
+    assert ae.data.num_clients == 500 and ae.data.num_classes is None and ae.data.targets.shape[1:] == (784,)
+    assert (ae.metric, ae.higher_is_better) == ("test_loss", False)
+    assert cr.baseline == claims.trivial_baseline(cr.data) and ae.baseline == claims.trivial_baseline(ae.data)
+    assert experiment.local_steps(cr.data, 20) == 6 and experiment.local_steps(cr.data, 20, cap=2) == 2
+    assert dict(cr.settings) == {"rounds": 2, "clients_per_round": 2, "local_steps": 2, "batch_size": 20,
+                                 "eval_every": 1, "weighting": "samples"}
+    small = experiment.round_settings("emnist_cr", cr.data, "small")
+    assert (small["rounds"], small["clients_per_round"], small["local_steps"], small["batch_size"]) == (30, 5, 3, 20)
+    assert experiment.round_settings("emnist_cr", cr.data, "paper")["rounds"] == 1500
+    assert torch.equal(cr.problem(4).x0(), cr.problem(4).x0()) and not torch.equal(cr.problem(4).x0(),
+                                                                                    cr.problem(5).x0())
     with pytest.raises(ValueError, match="only at scale 'paper'"):
-        experiment.load_task("cifar10", "small")
+        experiment.tasks("small", names=["cifar10"])
     with pytest.raises(ValueError, match="SCALE='huge'"):
-        experiment.load_task("emnist_cr", "huge")
+        experiment.tasks("huge")
+    with pytest.raises(ValueError, match="task='mnist'"):
+        experiment.tasks("smoke", names=["mnist"])
+    with pytest.raises(ValueError, match="names='emnist_cr' must be a non-empty list"):
+        experiment.tasks("smoke", names="emnist_cr")
 
 
-@pytest.mark.parametrize("task", experiment.REACHABLE)
-def test_one_smoke_round_of_each_reachable_task(task):
-    data = experiment.load_task(task, "smoke")
-    options = {**experiment.options(task, data, "smoke"), "rounds": 1}
-    history = simulate(experiment.problem(task, data), experiment.make_builders(task)["FedAdam"](), **options)
-    value = common.last_rounds_average(history, experiment.STAND_INS[task]["metric"], experiment.window("smoke"))
-    assert math.isfinite(value) and not history.diverged
-    table = experiment.results_table({task: {"FedAdam": history}}, "smoke")
-    assert table.loc[task, "FedAdam"] == pytest.approx(experiment.to_paper_units(task, value))
+def test_a_task_partition_is_drawn_once_and_the_seed_draws_the_model():
+    first, again = experiment.tasks("smoke", 0, names=["emnist_cr"]), experiment.tasks("smoke", 0, names=["emnist_cr"])
+    other = experiment.tasks("smoke", 1, names=["emnist_cr"])
+    assert torch.equal(first["emnist_cr"].data.targets, again["emnist_cr"].data.targets)
+    assert not torch.equal(first["emnist_cr"].data.targets, other["emnist_cr"].data.targets)  # another partition
+
+
+@pytest.mark.parametrize("name", experiment.REACHABLE)
+def test_one_smoke_round_of_each_reachable_task(name):
+    """``run`` is simulate from the task's model at ``seed``, the seed's sampling and minibatches and the task's
+    round settings, for each of the five methods at the paper's best values."""
+    task = experiment.tasks("smoke", names=[name])[name]
+    task = replace(task, settings={**task.settings, "rounds": 1})
+    runs = experiment.run({name: task}, seed=3)[name]
+    assert list(runs) == list(paper.METHODS)
+    expected = simulate(task.problem(3), experiment.make_builders(name)["FedAdam"](), seed=3, progress=False,
+                        **task.settings)
+    pd.testing.assert_frame_equal(runs["FedAdam"].frame.drop(columns="seconds"), expected.frame.drop(columns="seconds"))
+    value = common.last_rounds_average(runs["FedAdam"], task.metric, experiment.window("smoke"))
+    assert math.isfinite(value) and not runs["FedAdam"].diverged
+    table = experiment.results_table({name: {"FedAdam": runs["FedAdam"]}}, "smoke")
+    assert table.loc[name, "FedAdam"] == pytest.approx(experiment.to_paper_units(name, value))
+
+
+def test_decayed_runs_and_centralized_runs_of_a_task():
+    task = experiment.tasks("smoke", names=["emnist_cr"])["emnist_cr"]
+    decayed = experiment.run({"emnist_cr": task}, 0, decay=True)["emnist_cr"]
+    assert [h.algorithm for h in decayed.values()][:1] == ["FedAdagrad+ExpDecay"]
+    central = experiment.centralized_task(task)
+    assert central.data.num_clients == 1 and int(central.data.sizes[0]) == int(task.data.sizes.sum())
+    assert dict(central.settings) == {"rounds": 2 * 2 * 2, "clients_per_round": 1, "local_steps": 1,
+                                      "batch_size": 20, "eval_every": 1, "weighting": "samples"}
+    assert torch.equal(central.problem(2).x0(), task.problem(2).x0())  # the same model
+    runs = experiment.run_centralized(task, 2, lrs={"FedAdam": 0.001})
+    expected = simulate(central.problem(2), experiment.centralized_algorithm("FedAdam", 0.001), seed=2, progress=False,
+                        **central.settings)
+    assert list(runs) == ["FedAdam"] and runs["FedAdam"].algorithm == "Adam"
+    pd.testing.assert_frame_equal(runs["FedAdam"].frame.drop(columns="seconds"), expected.frame.drop(columns="seconds"))
+    with pytest.raises(TypeError, match="task=dict must be"):
+        experiment.centralized_task({})
+    with pytest.raises(ValueError, match="lrs={} must be"):
+        experiment.run_centralized(task, lrs={})
+
+
+def test_scope_of_runs_on_tasks():
+    tasks = experiment.tasks("smoke", names=["emnist_cr", "emnist_ae"])
+    assert experiment.scope(tasks, "smoke", [0]) == Scope(("emnist_cr", "emnist_ae"), "smoke", 2, (0,))
+    longer = {**tasks, "emnist_ae": replace(tasks["emnist_ae"], settings={**tasks["emnist_ae"].settings, "rounds": 5})}
+    assert experiment.scope(longer, "smoke", [1, 2], model="m") == Scope(
+        ("emnist_cr", "emnist_ae"), "smoke", {"emnist_cr": 2, "emnist_ae": 5}, (1, 2), "m")
+    with pytest.raises(ValueError, match="must be a non-empty"):
+        experiment.scope({}, "smoke", [0])
+    with pytest.raises(ValueError, match="SCALE='huge'"):
+        experiment.scope(tasks, "huge", [0])
 
 
 @pytest.mark.parametrize("task, classes", [("cifar10", 10), ("cifar100", 100)])
@@ -281,55 +375,57 @@ def test_cifar_code_path_on_generated_tensors_of_the_same_shape(task, classes, m
     GroupNorm runs."""
     monkeypatch.setattr(experiment, "load_torchvision", cifar_like_loader(classes, per_client=4))
     monkeypatch.setattr(experiment, "cifar100_coarse", lambda: [c // 5 for c in range(100)])
-    data = experiment.load_task(task, "paper")
+    built = experiment.tasks("paper", names=[task])[task]
+    data = built.data
     assert data.inputs.shape[1:] == (3, 24, 24) and data.test_inputs.shape[1:] == (3, 24, 24)  # the paper's crops
     assert data.num_classes == classes and data.num_clients == 500
-    options = {**experiment.options(task, data, "paper"), "rounds": 1, "clients_per_round": 2, "local_steps": 1,
-               "batch_size": 2, "eval_every": 1}
-    history = simulate(experiment.problem(task, data), experiment.make_builders(task)["FedAdam"](), **options)
+    assert built.settings["rounds"] == 4000 and built.settings["clients_per_round"] == 10
+    settings = {**built.settings, "rounds": 1, "clients_per_round": 2, "local_steps": 1, "batch_size": 2,
+                "eval_every": 1}
+    history = simulate(built.problem(0), experiment.make_builders(task)["FedAdam"](), progress=False, **settings)
     assert not history.diverged and 0 <= history.final("test_accuracy") <= 1
-
 
 
 def test_tasks_where_every_method_ties_are_left_out_of_the_table1_claims():
     """A task on which every method scores the same (all at a trivial baseline) says nothing about their order."""
-    methods = list(experiment.METHODS)
+    methods = list(paper.METHODS)
     tied = pd.DataFrame([[18.3] * 5, [60.0, 65.0, 66.0, 61.0, 62.0]], index=["shakespeare", "emnist_cr"],
                         columns=methods)
-    claims = experiment.claims_table(experiment.Evidence(table1=tied))
-    assert "shakespeare" not in claims.loc[0, "ours"] and claims.loc[0, "verdict"] == HOLDS
-    assert claims.loc[1, "verdict"] == HOLDS  # FedYogi is the best on the one informative task
-    everything_tied = experiment.claims_table(experiment.Evidence(table1=tied.iloc[:1]))
+    table = paper.claims_table(paper.Evidence(table1=tied))
+    assert "shakespeare" not in table.loc[0, "ours"] and table.loc[0, "verdict"] == HOLDS
+    assert table.loc[1, "verdict"] == HOLDS  # FedYogi is the best on the one informative task
+    everything_tied = paper.claims_table(paper.Evidence(table1=tied.iloc[:1]))
     assert list(everything_tied["verdict"][:2]) == [UNTESTABLE, UNTESTABLE]
 
 
 def test_tasks_still_at_their_trivial_baseline_are_left_out_of_the_table1_claims():
     """Shakespeare with every method at or below the most-frequent-character share (two below it: noise), the
     autoencoder within 0.5 of the mean image's MSE: neither says which method is better; EMNIST CR does."""
-    methods = list(experiment.METHODS)
+    methods = list(paper.METHODS)
     table = pd.DataFrame([[18.3, 17.6, 17.0, 18.3, 18.3], [60.0, 65.0, 66.0, 61.0, 62.0],
                           [90.7, 91.0, 91.2, 92.0, 92.5]], index=["shakespeare", "emnist_cr", "emnist_ae"],
                          columns=methods)
-    evidence = experiment.Evidence(table1=table, baselines={"shakespeare": 18.3, "emnist_cr": 10.0, "emnist_ae": 91.0})
-    claims = experiment.claims_table(evidence)
-    assert claims.loc[0, "ours"].startswith("emnist_cr:") and ";" not in claims.loc[0, "ours"]
-    assert list(claims["verdict"][:2]) == [HOLDS, HOLDS]
-    learned_ae = experiment.Evidence(table1=table, baselines={"shakespeare": 18.3, "emnist_ae": 92.0})
-    assert "emnist_ae: best adaptive 90.70 vs FedAvg 92.50" in experiment.claims_table(learned_ae).loc[0, "ours"]
-    stuck = experiment.Evidence(table1=table.loc[["shakespeare"]], baselines={"shakespeare": 18.3})
-    assert experiment.claims_table(stuck).loc[0, "verdict"] == UNTESTABLE
+    evidence = paper.Evidence(table1=table, baselines={"shakespeare": 18.3, "emnist_cr": 10.0, "emnist_ae": 91.0})
+    rows = paper.claims_table(evidence)
+    assert rows.loc[0, "ours"].startswith("emnist_cr:") and ";" not in rows.loc[0, "ours"]
+    assert list(rows["verdict"][:2]) == [HOLDS, HOLDS]
+    learned_ae = paper.Evidence(table1=table, baselines={"shakespeare": 18.3, "emnist_ae": 92.0})
+    assert "emnist_ae: best adaptive 90.70 vs FedAvg 92.50" in paper.claims_table(learned_ae).loc[0, "ours"]
+    stuck = paper.Evidence(table1=table.loc[["shakespeare"]], baselines={"shakespeare": 18.3})
+    assert paper.claims_table(stuck).loc[0, "verdict"] == UNTESTABLE
 
 
 def test_trivial_baselines_by_hand():
+    """A task's baseline is claims.trivial_baseline of its data, in Table 1's units."""
     from fedcore.data import FederatedData
 
     data = FederatedData.from_partition(torch.zeros(6, 2), torch.tensor([0, 1, 1, 2, 2, 2]),
                                         [torch.arange(3), torch.arange(3, 6)], torch.zeros(4, 2),
                                         torch.tensor([1, 1, 1, 0]), 3, "toy", {"ignore_classes": [0]})
-    assert experiment.trivial_baseline("shakespeare", data) == pytest.approx(100.0)  # class 0 ignored: all 1s
+    assert claims.trivial_baseline(data) == pytest.approx(100.0)  # class 0 ignored: all 1s
     data.info["ignore_classes"] = []
-    assert experiment.trivial_baseline("emnist_cr", data) == pytest.approx(75.0)
+    assert claims.trivial_baseline(data) == pytest.approx(75.0)
     images = torch.tensor([[0.0, 1.0], [1.0, 1.0]])
     ae = FederatedData.from_partition(images, images, [torch.arange(2)], torch.tensor([[0.5, 0.0]]),
                                       torch.tensor([[0.5, 0.0]]), None, "ae")
-    assert experiment.trivial_baseline("emnist_ae", ae) == pytest.approx(1000 * (0 + 1) / 2)  # mean image (0.5, 1)
+    assert claims.trivial_baseline(ae) == pytest.approx(1000 * (0 + 1) / 2)  # mean image (0.5, 1)

@@ -1,4 +1,5 @@
-"""Ease of tuning (fedcore.experiments.fedopt.tuning): grids, the paper's metric, the count of good cells."""
+"""Ease of tuning (fedcore.experiments.fedopt.tuning): grids through the shared common.tune, the paper's metric,
+the heat map, the count of good cells."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ matplotlib.use("Agg")
 from fedcore import algorithms, models  # noqa: E402
 from fedcore.data import FederatedData  # noqa: E402
 from fedcore.experiments import common  # noqa: E402
+from fedcore.experiments.claims import trivial_baseline  # noqa: E402
 from fedcore.experiments.fedopt import figures, tuning  # noqa: E402
 from fedcore.problem import Problem  # noqa: E402
 from fedcore.results import History  # noqa: E402
@@ -27,6 +29,20 @@ def blobs() -> Problem:
     inputs = 2 * torch.eye(3)[labels].repeat(1, 2) + torch.randn(120, 6, generator=generator)
     data = FederatedData(inputs, labels, torch.full((6,), 20), inputs[:30], labels[:30], 3)
     return Problem(data, models.make("logistic_regression", (6,), 3, seed=0))
+
+
+BLOBS_RUN = dict(rounds=6, clients_per_round=3, local_steps=2, batch_size=5, eval_every=1, weighting="samples")
+
+
+def blobs_task(**settings) -> common.Task:
+    """:func:`blobs` as a task: its model drawn from a seed, :data:`BLOBS_RUN` (``settings`` replace some)."""
+    data = blobs().data
+    return common.Task("blobs", data, lambda seed: models.make("logistic_regression", (6,), 3, seed=seed),
+                       {**BLOBS_RUN, **settings}, baseline=trivial_baseline(data))
+
+
+def fedadam_grid(tau: float = 1e-3) -> dict:
+    return {"FedAdam": lambda client_lr, server_lr: algorithms.fedadam(client_lr, server_lr=server_lr, tau=tau)}
 
 
 def test_half_decades() -> None:
@@ -46,12 +62,47 @@ def test_last_rounds_average_averages_the_evaluations_in_the_last_fraction() -> 
 
 
 def test_tuning_grid_is_the_runs_metric_server_rates_on_top() -> None:
-    problem, options = blobs(), dict(rounds=6, clients_per_round=3, local_steps=2, batch_size=5, progress=False)
-    build = lambda client_lr, server_lr: algorithms.fedadam(client_lr, server_lr=server_lr)  # noqa: E731
-    grid = tuning.tuning_grid(problem, build, [0.01, 0.1], [0.01, 0.1], fraction=0.5, **options)
+    """One tune (common.tune) serves the heat map: each cell is the grid score (the mean test accuracy of the last
+    third of the rounds) of the run simulate gives for that cell, from the seed's model and minibatches."""
+    task, build = blobs_task(), fedadam_grid()["FedAdam"]
+    tuned = tuning.tune(task, fedadam_grid(), [0.01, 0.1], [0.01, 0.1], seeds=[1])
+    assert isinstance(tuned, common.Tuning) and list(tuned.tables) == ["FedAdam"]
+    grid = tuning.tuning_grid(tuned.tables["FedAdam"])
     assert list(grid.index) == [0.1, 0.01] and list(grid.columns) == [0.01, 0.1]
-    expected = common.last_rounds_average(simulate(problem, build(0.1, 0.01), **options), "test_accuracy", 0.5)
-    assert grid.loc[0.01, 0.1] == expected
+    assert (grid.index.name, grid.columns.name) == ("server_lr", "client_lr")
+    run = simulate(task.problem(1), build(0.1, 0.01), seed=1, progress=False, **task.settings)
+    assert grid.loc[0.01, 0.1] == common.last_rounds_average(run, "test_accuracy", 1 / 3) == tuning.grid_score(run)
+    assert tuned.chosen["FedAdam"] == dict(zip(("client_lr", "server_lr"), grid.stack().idxmax()[::-1]))
+    assert list(tuning.tuning_grids(tuned)) == ["FedAdam"]
+    with pytest.raises(ValueError, match="table must be a table of tune"):
+        tuning.tuning_grid(grid)
+    with pytest.raises(TypeError, match="must be what tune\\(\\) returns"):
+        tuning.tuning_grids({"FedAdam": grid})
+
+
+def test_a_point_the_builder_refuses_is_nan_in_the_heat_map_and_never_near_the_best() -> None:
+    task = blobs_task(rounds=3)
+    build = {"FedAvg": lambda client_lr, server_lr: algorithms.fedavg(client_lr, server_lr=server_lr)}
+    grid = tuning.tuning_grid(tuning.tune(task, build, [-0.1, 0.1], [1.0], seeds=[0]).tables["FedAvg"])
+    assert list(grid.columns) == [-0.1, 0.1] and math.isnan(grid.loc[1.0, -0.1]) and math.isfinite(grid.loc[1.0, 0.1])
+    assert tuning.cells_near_best(grid) == 1
+
+
+def test_grid_task_is_the_live_run_of_the_explorer() -> None:
+    """The grid runs on fedcore.explore's live task: the same data, the logistic regression from seed 0, the same
+    round settings (and simulate's default weighting), the scale's rounds."""
+    from fedcore import explore
+
+    live = explore.live_problem()
+    task = tuning.grid_task("small")
+    assert torch.equal(task.data.inputs, live.data.inputs) and torch.equal(task.data.sizes, live.data.sizes)
+    assert torch.equal(task.problem(0).x0(), live.x0()) and not torch.equal(task.problem(1).x0(), live.x0())
+    assert dict(task.settings) == {**explore.LIVE_RUN, "weighting": "samples", "rounds": 30}
+    assert task.name == "Fashion-MNIST on 20 clients" and task.model_label == "logistic regression"
+    assert tuning.grid_task("smoke", live.data).data is live.data and tuning.grid_task("smoke").settings["rounds"] == 3
+    assert task.baseline == pytest.approx(trivial_baseline(live.data))
+    with pytest.raises(TypeError, match="must be a classification FederatedData"):
+        tuning.grid_task("smoke", blobs())
 
 
 def test_cells_near_best_and_summary_on_a_hand_made_grid() -> None:
@@ -67,10 +118,18 @@ def test_cells_near_best_and_summary_on_a_hand_made_grid() -> None:
     assert not tuning.tuning_summary({"FedAvg": inner}).loc["FedAvg", "best on the grid's edge"]
     ax = figures.TuningDisplay.from_grid(grid, within=0.02).plot().ax_
     assert len(ax.patches) == 3 and len(ax.texts) == 6
+    assert figures.grid_limits({"FedAdam": grid, "FedAvg": inner}) == (0.5, 0.9)
+    figure = figures.tuning_heatmaps({"FedAdam": grid, "FedAvg": inner})
+    maps = [ax for ax in figure.axes if ax.images]  # the colour bars are axes too
+    assert [ax.get_title() for ax in maps] == ["FedAdam", "FedAvg"]
+    assert all(ax.images[0].get_clim() == (0.5, 0.9) for ax in maps)  # one colour scale
+    with pytest.raises(TypeError, match="must be a non-empty"):
+        figures.grid_limits({})
 
 
 def test_grid_axes_and_grid_builders() -> None:
     from fedcore.experiments.fedopt import experiment as fedopt
+    from fedcore.experiments.fedopt import paper
 
     client_lrs, server_lrs, rounds = tuning.grid_axes("small")
     assert len(client_lrs) == 6 and len(server_lrs) == 6 and rounds == 30
@@ -78,7 +137,8 @@ def test_grid_axes_and_grid_builders() -> None:
     with pytest.raises(ValueError, match="SCALE='huge' not one of"):
         tuning.grid_axes("huge")
     builders = fedopt.grid_builders(tau=1e-3)
-    assert set(builders) == set(fedopt.METHODS)
+    assert set(builders) == set(paper.METHODS)
+    assert dict(builders["FedYogi"](client_lr=0.1, server_lr=0.01).server.options)["tau"] == 1e-3  # the grid's keys
     adam = dict(builders["FedAdam"](0.1, 0.01).server.options)
     assert (adam["rule"], adam["lr"], adam["tau"], adam["beta2"]) == ("adam", 0.01, 1e-3, 0.99)
     assert builders["FedAvg"](0.3, 1.0).client_lr == 0.3
@@ -96,16 +156,15 @@ def test_tuning_explorer_outlines_the_chosen_cell_and_draws_its_curve() -> None:
 
     from fedcore import explore
 
-    problem, options = blobs(), dict(rounds=4, clients_per_round=3, local_steps=2, batch_size=5, progress=False)
-    grids = {tau: {"FedAdam": tuning.tuning_grid(problem, lambda c, s, t=tau: algorithms.fedadam(c, server_lr=s, tau=t),
-                                                 [0.01, 0.1], [0.01, 0.1], fraction=0.5, **options)}
+    task = blobs_task(rounds=4)
+    grids = {tau: tuning.tuning_grids(tuning.tune(task, fedadam_grid(tau), [0.01, 0.1], [0.01, 0.1]))
              for tau in (1e-3, 1e-1)}
     assert not grids[1e-3]["FedAdam"].equals(grids[1e-1]["FedAdam"])  # tau matters, so each tau has its grid
     drawn = []
 
     def curve(method, tau, c, s):
         drawn.append((method, tau, c, s))
-        return simulate(problem, algorithms.fedadam(c, server_lr=s, tau=tau), **options)
+        return simulate(task.problem(0), algorithms.fedadam(c, server_lr=s, tau=tau), progress=False, **task.settings)
 
     assert explore.explore_tuning("FedAdam", 1e-1, 0.1, 0.01, grids, curve) is None
     assert drawn == [("FedAdam", 1e-1, 0.1, 0.01)]

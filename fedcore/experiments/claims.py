@@ -178,26 +178,41 @@ def seed_list(seeds: Sequence[int]) -> str:
 
 @dataclass(frozen=True)
 class Scope:
-    """What a verdict rests on: the tasks (settings) it judged, the scale, the rounds per run, the seeds and, where
+    """What a verdict rests on: the tasks (settings) it judged, the scale, the rounds per run (one number, or
+    ``{task: rounds}`` where the tasks run different horizons; None for an exact computation), the seeds and, where
     the scale trains another model than the paper's, which."""
 
     tasks: tuple[str, ...]
     scale: str
-    rounds: int | None
+    rounds: int | Mapping[str, int] | None
     seeds: tuple[int, ...]
     model: str = ""
 
+    def __post_init__(self) -> None:
+        if isinstance(self.rounds, Mapping):  # one horizon for every task is one number
+            counts = {task: int(rounds) for task, rounds in self.rounds.items()}
+            object.__setattr__(self, "rounds", next(iter(counts.values())) if len(set(counts.values())) == 1
+                               else counts)
+
+    def _rounds(self) -> str:
+        if self.rounds is None:
+            return "no training"
+        if not isinstance(self.rounds, Mapping):
+            return f"{self.rounds} rounds"
+        return "rounds: " + ", ".join(f"{task} {count}" for task, count in self.rounds.items())
+
     def __str__(self) -> str:
         tasks = ", ".join(self.tasks) if self.tasks else "no task"
-        rounds = "no training" if self.rounds is None else f"{self.rounds} rounds"
         seeds = f"{len(self.seeds)} seed{'s' * (len(self.seeds) != 1)} ({seed_list(self.seeds)})" if self.seeds \
             else "deterministic"
         model = f" ({self.model})" if self.model and self.rounds is not None else ""
-        return f"{tasks}; {self.scale}{model}; {rounds}; {seeds}"
+        return f"{tasks}; {self.scale}{model}; {self._rounds()}; {seeds}"
 
     def narrowed(self, tasks: Sequence[str]) -> Scope:
         """The same scope on ``tasks`` only (those a claim could judge)."""
-        return Scope(tuple(tasks), self.scale, self.rounds, self.seeds, self.model)
+        rounds = {task: self.rounds[task] for task in tasks if task in self.rounds} \
+            if isinstance(self.rounds, Mapping) else self.rounds
+        return Scope(tuple(tasks), self.scale, rounds, self.seeds, self.model)
 
 
 @dataclass(frozen=True)
@@ -217,20 +232,11 @@ class Claim:
     assess: Callable[[Any], Judgement]
 
 
-ONE_SEED = "one seed, scope not yet stated"
-"""The scope of a claim judged the earlier way, ``(ours, verdict)`` from one seed: 01-03 until they move onto
-:class:`Judgement`."""
-
-
 def claims_table(evidence: Any, claims: Sequence[Claim]) -> pd.DataFrame:
     """One row per claim: the claim, what our results show, the verdict, its scope and its number of seeds."""
     rows = []
     for claim in claims:
         judged = claim.assess(evidence)
-        if isinstance(judged, tuple) and len(judged) == 2 and judged[1] in VERDICTS:  # one seed, the earlier way
-            rows.append({"claim (main text)": claim.text, "ours": judged[0], "verdict": judged[1],
-                         "scope": ONE_SEED, "seeds": 1})
-            continue
         if not isinstance(judged, Judgement) or judged.verdict not in VERDICTS:
             raise ValueError(f"claim {claim.text!r} gave {judged!r}: a Judgement with a verdict among "
                              f"{list(VERDICTS)}")

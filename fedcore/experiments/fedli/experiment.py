@@ -1,6 +1,8 @@
-"""FedLi's Tables 1 and 2 on the tasks reachable here (notebook ``03_fedli``, sections 3 and 4).
+"""FedLi's Tables 1 and 2 on the tasks reachable here (notebook ``03_fedli``, sections 3 and 4), on the common layer
+(:mod:`fedcore.experiments.common`).
 
-The paper (``fedli_paper``: its setup and numbers) trains on CIFAR-10/100, FEMNIST and Shakespeare.  Here:
+The paper (:mod:`~fedcore.experiments.fedli.paper`: its setup and numbers) trains on CIFAR-10/100, FEMNIST and
+Shakespeare.  Here (:func:`tasks` builds them as :class:`~fedcore.experiments.common.Task`):
 
 - **FEMNIST -> Fashion-MNIST** (EMNIST cannot be fetched): 100 clients by Dirichlet(0.5) (the paper's split of
   FEMNIST is by writer; its Dirichlet value for CIFAR was lost), 10 per round, batch 32, one local epoch (K =
@@ -9,37 +11,40 @@ The paper (``fedli_paper``: its setup and numbers) trains on CIFAR-10/100, FEMNI
   notebook fits 2 CPU cores.
 - **Shakespeare** on its own data (one client per play and role), the char-LSTM, 10 clients per round, batch 32.
 - **CIFAR-10/100** with ResNet-18 (GroupNorm), 100 clients by Dirichlet(0.5), run only at ``paper`` scale where
-  torchvision has the files (:data:`CIFAR`, :func:`tasks`).
+  torchvision has the files (:data:`CIFAR`, :func:`task_names`).
+
+The partition is drawn once from the seed :func:`tasks` is given and stays fixed; a seed draws the initial model,
+the client sampling and the minibatches (``task.problem(seed)``, ``simulate(..., seed=seed)``).
 
 Methods (:func:`builders`): FedLi-LS (Armijo clients, the non-convex server rule: the largest client step, with the
 reset growth of one local epoch), FedLi-LU (SGD clients and the DFW server), and the tuned baselines FedAdam, FedAvg,
 FedProx, SCAFFOLD and FedExP.  The paper does not say which client rate FedLi-LU's SGD clients use; here FedAvg's
-tuned rate (the one a user of FedAvg would have).  **Tuning** (:data:`GRIDS`, :func:`tune`): the paper searches
-100 rounds on training accuracy; fedcore's runs record the clients' training loss, not accuracy, so the search keeps
-the lowest final training loss after :data:`SCALES`' ``tune_rounds``.  The grids' values were lost in our copy of
-the text: ours are half-decades of the client rate, FedProx's mu, FedAdam's server rate and FedExP's eps.
+tuned rate (the one a user of FedAvg would have).  **Tuning** (:data:`GRIDS`, :func:`tune`, through
+:func:`fedcore.experiments.common.tune`): the paper searches 100 rounds on training accuracy; fedcore's runs record
+the clients' training loss, not accuracy, so the search keeps the lowest final training loss after :data:`SCALES`'
+``tune_rounds``.  The grids' values were lost in our copy of the text: ours are half-decades of the client rate,
+FedProx's mu, FedAdam's server rate and FedExP's eps.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
+from torch import nn
 
 from fedcore import algorithms, models
 from fedcore.checks import check_choice, check_int, check_scale, check_seed
 from fedcore.data import FederatedData, load_fashion_mnist, load_shakespeare, load_torchvision
-from fedcore.experiments.claims import NOT_TESTABLE, Claim, verdict
-from fedcore.experiments.claims import claims_table as shared_claims_table
-from fedcore.experiments.common import good_range, half_decades
-from fedcore.experiments.fedli.paper import METHODS, summary_against_tables
-from fedcore.experiments.search import grid_search
-from fedcore.problem import Problem
+from fedcore.experiments import common
+from fedcore.experiments.claims import Scope, trivial_baseline
+from fedcore.experiments.common import Task, Tuning, good_range, half_decades
+from fedcore.experiments.fedli.paper import METHODS, NEAR_BEST
 from fedcore.results import History
 from fedcore.run import simulate, sweep
+from fedcore.store import Store
 
 SCALES: dict[str, dict[str, Any]] = {
     "smoke": {"rounds": 3, "eval_every": 3, "tune_rounds": 2, "max_local_steps": 2, "test_samples": 200,
@@ -63,6 +68,9 @@ CIFAR = ("cifar10", "cifar100")
 """CIFAR-10/100 with ResNet-18 (GroupNorm), 100 clients by Dirichlet(0.5): ``paper`` scale only, where torchvision
 has the files (the paper's Dirichlet value was lost; 0.5 as for its CIFAR-10 elsewhere)."""
 CLIENTS, CLIENTS_PER_ROUND, BATCH_SIZE, ALPHA = 100, 10, 32, 0.5
+WEIGHTING = "samples"
+"""The aggregation weights of the tables' runs: ``w_i = n_i / sum_S n_j`` over the round's clients (the authors'
+code)."""
 CLIENT_LRS = half_decades(-2.0, 0.0)
 GRIDS: dict[str, dict[str, list[float]]] = {
     "FedAvg": {"client_lr": CLIENT_LRS},
@@ -75,26 +83,36 @@ GRIDS: dict[str, dict[str, list[float]]] = {
 FEDADAM_TAU = 1e-3
 SWEEP_LRS = half_decades(-3.0, 0.5)
 """The clients' SGD rates of :func:`client_rate_sweep`: half-decades from 0.001 to 3.16."""
-NEAR_BEST = 3.0
-"""A client rate is 'good' if its final accuracy lies within 3 points of the method's best (:func:`rate_summary`)."""
 
 
 def _scale(scale: str) -> dict[str, Any]:
     return check_scale(scale, SCALES)
 
 
-def tasks(scale: str) -> tuple[str, ...]:
+def task_names(scale: str) -> tuple[str, ...]:
     """The tasks that run at ``scale``: :data:`TASKS`, and :data:`CIFAR` at ``paper``."""
     return TASKS + CIFAR if _scale(scale) is SCALES["paper"] else TASKS
 
 
-def load_task(task: str, scale: str, seed: int = 0, device: str = "cpu") -> FederatedData:
-    """The stand-in of ``task`` at ``scale``: Fashion-MNIST by Dirichlet(0.5) over 100 clients for FEMNIST, the
-    Shakespeare roles (all, or :data:`SCALES`' count) for Shakespeare; CIFAR-10/100 at ``paper`` scale."""
+def scale_settings(scale: str, task: str) -> dict[str, Any]:
+    """:data:`SCALES`' entry of ``scale`` for ``task`` (Shakespeare's overrides applied)."""
+    base = _scale(scale)
     check_choice("task", task, TASKS + CIFAR)
-    chosen, seed = _scale(scale), check_seed("seed", seed)
+    return {**base, **(base["shakespeare"] if task == "shakespeare" else {})}
+
+
+def epoch_steps(data: FederatedData) -> int:
+    """One local epoch as a fixed K: ``ceil(mean client size / 32)`` (the paper's K, before a scale's cap)."""
+    return math.ceil(float(data.sizes.double().mean()) / BATCH_SIZE)
+
+
+def _data(task: str, scale: str, seed: int, device: str) -> FederatedData:
+    """The stand-in of ``task`` at ``scale``, its partition drawn from ``seed``: Fashion-MNIST by Dirichlet(0.5) over
+    100 clients for FEMNIST, the Shakespeare roles (all, or :data:`SCALES`' count) for Shakespeare; CIFAR-10/100 at
+    ``paper`` scale.  The test set is cut to the scale's ``test_samples``."""
+    chosen = _scale(scale)
     if task in CIFAR:
-        if task not in tasks(scale):
+        if task not in task_names(scale):
             raise ValueError(f"task={task!r} runs only at scale 'paper' (ResNet-18, torchvision files); got {scale!r}")
         data = load_torchvision(task, CLIENTS, "dirichlet", seed, device=device, alpha=ALPHA)
     elif task == "femnist":
@@ -105,44 +123,51 @@ def load_task(task: str, scale: str, seed: int = 0, device: str = "cpu") -> Fede
     return data.test_subset(chosen["test_samples"], seed)
 
 
-def problem(task: str, data: FederatedData, scale: str, seed: int = 0) -> Problem:
-    """The model of ``task``: the char-LSTM for Shakespeare, ResNet-18 with GroupNorm for CIFAR; for the FEMNIST
-    stand-in the CNN at ``paper`` scale and an MLP with 64 hidden units below it."""
-    check_choice("task", task, TASKS + CIFAR)
+def _model(task: str, scale: str, data: FederatedData) -> tuple[Callable[[int], nn.Module], str]:
+    """``(model drawn from a seed, label)`` of ``task``: the char-LSTM for Shakespeare (the paper: an RNN),
+    ResNet-18 with GroupNorm for CIFAR; for the FEMNIST stand-in fedcore's CNN at ``paper`` scale (the paper's is
+    not specified) and an MLP with 64 hidden units below it."""
     shape, classes = tuple(data.inputs.shape[1:]), data.num_classes
     if task == "shakespeare":
-        return Problem(data, models.make("char_lstm", shape, classes, seed=seed))
+        return (lambda seed: models.make("char_lstm", shape, classes, seed=seed)), "the char-LSTM for the paper's RNN"
     if task in CIFAR:
-        return Problem(data, models.make("resnet18_gn", shape, classes, seed=seed))
-    name, extra = ("cnn", {}) if _scale(scale) is SCALES["paper"] else ("mlp", {"hidden": (64,)})
-    return Problem(data, models.make(name, shape, classes, seed=seed, **extra))
+        return (lambda seed: models.make("resnet18_gn", shape, classes, seed=seed)), ""
+    if _scale(scale) is SCALES["paper"]:
+        return (lambda seed: models.make("cnn", shape, classes, seed=seed)), "Reddi et al.'s CNN for the paper's CNN"
+    return (lambda seed: models.make("mlp", shape, classes, seed=seed, hidden=(64,))), \
+        "a 784-64-10 MLP standing in for the CNN"
 
 
-def settings(scale: str, data: FederatedData) -> dict[str, Any]:
-    """:data:`SCALES`' entry of ``scale`` for ``data``'s task (Shakespeare's overrides applied)."""
-    base = _scale(scale)
-    return {**base, **(base["shakespeare"] if data.name == "shakespeare" else {})}
+def tasks(scale: str, seed: int = 0, device: str = "cpu", names: Sequence[str] | None = None) -> dict[str, Task]:
+    """``{name: Task}`` for the tasks of ``scale`` (:func:`task_names`, or ``names``): the data, its partition drawn
+    from ``seed`` (and fixed), the model drawn from a seed, test accuracy with its trivial baseline (%, the most
+    frequent class or next character), and the round settings: the scale's rounds and evaluation period (Shakespeare's
+    own at ``small``), 10 clients per round, one local epoch of batch 32 capped at the scale's ``max_local_steps``,
+    the clients weighted by their samples (:data:`WEIGHTING`)."""
+    seed = check_seed("seed", seed)
+    names = task_names(scale) if names is None else tuple(check_choice("names", name, TASKS + CIFAR)
+                                                          for name in names)
+    built = {}
+    for name in names:
+        chosen, data = scale_settings(scale, name), _data(name, scale, seed, device)
+        model, label = _model(name, scale, data)
+        steps, cap = epoch_steps(data), chosen["max_local_steps"]
+        settings = {"rounds": chosen["rounds"], "clients_per_round": CLIENTS_PER_ROUND,
+                    "local_steps": min(steps, cap) if cap else steps, "batch_size": BATCH_SIZE,
+                    "eval_every": chosen["eval_every"], "weighting": WEIGHTING}
+        built[name] = Task(name, data, model, settings, baseline=trivial_baseline(data), model_label=label)
+    return built
 
 
-def local_steps(data: FederatedData, scale: str) -> int:
-    """One local epoch as a fixed K: ``ceil(mean client size / 32)``, capped at the scale's ``max_local_steps``."""
-    steps = math.ceil(float(data.sizes.double().mean()) / BATCH_SIZE)
-    cap = settings(scale, data)["max_local_steps"]
-    return min(steps, cap) if cap else steps
+def scopes(tasks: Mapping[str, Task], scale: str, seeds: Sequence[int]) -> dict[str, Scope]:
+    """Per task, what a verdict on its runs rests on: the task, the scale, its rounds, the ``seeds`` and its model
+    where it is not the paper's (:class:`fedcore.experiments.claims.Scope`)."""
+    _scale(scale)
+    return {name: Scope((name,), scale, int(task.settings["rounds"]), tuple(seeds), task.model_label)
+            for name, task in tasks.items()}
 
 
-def options(data: FederatedData, scale: str, seed: int = 0, tuning: bool = False, **extra: Any) -> dict[str, Any]:
-    """``simulate``'s options: 10 clients per round, one local epoch (:func:`local_steps`) of batch 32, the scale's
-    rounds (``tune_rounds`` when ``tuning``, without test evaluations: :func:`tune` scores the training loss),
-    uniform sampling; ``extra`` (``store``, ``progress``) passed on."""
-    chosen = settings(scale, data)
-    rounds = chosen["tune_rounds"] if tuning else chosen["rounds"]
-    return {"rounds": rounds, "clients_per_round": CLIENTS_PER_ROUND, "local_steps": local_steps(data, scale),
-            "batch_size": BATCH_SIZE, "eval_every": 0 if tuning else chosen["eval_every"],
-            "seed": check_seed("seed", seed), "progress": False, **extra}
-
-
-BASELINES: dict[str, Callable[..., Any]] = {
+_BASELINES: dict[str, Callable[..., Any]] = {
     "FedAvg": lambda client_lr: algorithms.fedavg(client_lr),
     "FedProx": lambda client_lr, mu: algorithms.fedprox(client_lr, mu=mu),
     "SCAFFOLD": lambda client_lr: algorithms.scaffold(client_lr),
@@ -152,10 +177,10 @@ BASELINES: dict[str, Callable[..., Any]] = {
 """The baselines, by the keywords of :data:`GRIDS` (FedAdam with the paper's betas and tau = 1e-3)."""
 
 
-def grids(scale: str, data: FederatedData | None = None) -> dict[str, dict[str, list[float]]]:
-    """:data:`GRIDS` at ``scale`` for ``data``'s task: at ``smoke`` the middle value of every list; where the scale
-    gives Shakespeare its own ``client_lrs``, those."""
-    chosen = _scale(scale) if data is None else settings(scale, data)
+def grids(scale: str, task: str | None = None) -> dict[str, dict[str, list[float]]]:
+    """:data:`GRIDS` at ``scale`` for ``task``: at ``smoke`` the middle value of every list; where the scale gives
+    the task its own ``client_lrs`` (Shakespeare at ``small``), those."""
+    chosen = _scale(scale) if task is None else scale_settings(scale, task)
     lrs = chosen.get("client_lrs")
     full = {method: {**grid, **({"client_lr": lrs} if lrs else {})} for method, grid in GRIDS.items()}
     if chosen["grid_points"] is None:
@@ -182,29 +207,48 @@ def final_accuracy(history: History) -> float:
     return final_value(history, "test_accuracy")
 
 
-def tune(problem: Problem, data: FederatedData, scale: str, seed: int = 0,
-         **extra: Any) -> tuple[dict[str, dict[str, float]], dict[str, pd.DataFrame]]:
-    """Each baseline's grid point with the lowest :func:`final_train_loss` after ``tune_rounds`` rounds."""
-    return grid_search(problem, grids(scale, data), BASELINES, final_train_loss, higher_is_better=False,
-                       **options(data, scale, seed, tuning=True, **extra))
+def tune(task: Task, scale: str, seed: int = 0, *, store: Store | None = None, progress: bool = False) -> Tuning:
+    """Each baseline's grid point (:func:`grids`) with the lowest :func:`final_train_loss` after the scale's
+    ``tune_rounds`` rounds from ``seed``, without test evaluations (:func:`fedcore.experiments.common.tune`)."""
+    tuning = common.tune(task, make_builders(), grids(scale, task.name), [check_seed("seed", seed)], final_train_loss,
+                         higher_is_better=False, store=store, progress=progress,
+                         rounds=scale_settings(scale, task.name)["tune_rounds"], eval_every=0)
+    chosen = {method: {key: float(value) for key, value in point.items()} for method, point in tuning.chosen.items()}
+    return Tuning(chosen, tuning.tables)
 
 
-def builders(chosen: Mapping[str, Mapping[str, float]], data: FederatedData,
-             scale: str) -> dict[str, Callable[[], Any]]:
+def make_builders() -> dict[str, Callable[..., Any]]:
+    """``{method: build(**hyperparameters)}`` of the tuned baselines (:data:`GRIDS`' keywords; every paper's
+    experiment names its builders so); :func:`algorithms_at` binds them to the chosen points."""
+    return dict(_BASELINES)
+
+
+def algorithms_at(chosen: Mapping[str, Mapping[str, float]], task: Task) -> dict[str, Callable[[], Any]]:
     """``{method: build()}`` for the seven methods in Table 1's order: FedLi-LS with the non-convex server rule and
-    the reset growth of one local epoch, FedLi-LU with FedAvg's tuned client rate and the authors' DFW constants,
-    the baselines at their ``chosen`` points (:func:`tune`)."""
-    missing = [method for method in BASELINES if method not in chosen]
+    the reset growth of one local epoch (``task``'s K), FedLi-LU with FedAvg's tuned client rate and the authors'
+    DFW constants, the baselines at their ``chosen`` points (:func:`tune`)."""
+    missing = [method for method in _BASELINES if method not in chosen]
     if missing:
-        raise ValueError(f"chosen has no hyperparameters for {missing}: give every baseline of {list(BASELINES)}")
-    epoch = local_steps(data, scale)
+        raise ValueError(f"chosen has no hyperparameters for {missing}: give every baseline of {list(_BASELINES)}")
+    epoch = check_int("local_steps", task.settings["local_steps"])
     made: dict[str, Callable[[], Any]] = {
         "FedLi-LU": lambda: algorithms.fedli_lu(chosen["FedAvg"]["client_lr"]),
-        "FedLi-LS": lambda: algorithms.fedli_ls(batches_per_epoch=check_int("K", epoch),
-                                                server_step_size="max_client_step"),
+        "FedLi-LS": lambda: algorithms.fedli_ls(batches_per_epoch=epoch, server_step_size="max_client_step"),
     }
-    made |= {method: (lambda m=method: BASELINES[m](**chosen[m])) for method in BASELINES}
+    made |= {method: (lambda m=method: _BASELINES[m](**chosen[m])) for method in _BASELINES}
     return {method: made[method] for method in METHODS}
+
+
+def run(task: Task, chosen: Mapping[str, Mapping[str, float]], seed: int = 0, *, store: Store | None = None,
+        progress: bool = False) -> dict[str, History]:
+    """``{method: History}``: Tables 1 and 2's runs, every method of :func:`builders` on ``task`` from ``seed``'s
+    initial model, client sampling and minibatches, with the task's round settings.  Each method runs alone
+    (:func:`fedcore.simulate`, not :func:`fedcore.experiments.common.run_seeds`, whose batched passes give the same
+    numbers but split a pass's time among its runs), so its ``seconds`` are its own: section 5 compares them."""
+    seed = check_seed("seed", seed)
+    problem = task.problem(seed)
+    return {method: simulate(problem, build(), seed=seed, store=store, progress=progress, **task.settings)
+            for method, build in algorithms_at(chosen, task).items()}
 
 
 def results_table(histories: Mapping[str, Mapping[str, History]], metric: str) -> pd.DataFrame:
@@ -270,22 +314,24 @@ def on_grid_edge(chosen: Mapping[str, Mapping[str, float]],
     return edges
 
 
-def client_rate_sweep(problem: Problem, data: FederatedData, chosen: Mapping[str, Mapping[str, float]], scale: str,
-                      seed: int = 0, fedli_ls: History | None = None, **extra: Any) -> pd.DataFrame:
+def client_rate_sweep(task: Task, chosen: Mapping[str, Mapping[str, float]], seed: int = 0,
+                      fedli_ls: History | None = None, *, store: Store | None = None,
+                      progress: bool = False) -> pd.DataFrame:
     """How much FedLi-LU still depends on a learning rate: the final test accuracy (%, :func:`final_accuracy`) at
     every clients' SGD rate of :data:`SWEEP_LRS` (rows) for the methods whose clients run SGD at a rate nobody sets
     for them: FedLi-LU (its server step is computed; the paper does not say which client rate it used), FedAvg
     and FedExP (at its ``chosen`` eps); FedLi-LS (Armijo clients, no rate) once, as a flat column.  The runs are
-    Table 1's (:func:`options`: full rounds), so the table's point at the tuned rate is Table 1's number; a
-    diverged run scores NaN.  ``fedli_ls``: Table 1's FedLi-LS run, if there is one (else it is run here)."""
-    run = options(data, scale, seed, **extra)
-    sgd_clients = {"FedLi-LU": algorithms.fedli_lu, "FedAvg": BASELINES["FedAvg"],
-                   "FedExP": lambda client_lr: BASELINES["FedExP"](client_lr, chosen["FedExP"]["eps"])}
+    Table 1's (``task``'s round settings, from ``seed``), so the table's point at the tuned rate is Table 1's number;
+    a diverged run scores NaN.  ``fedli_ls``: Table 1's FedLi-LS run, if there is one (else it is run here)."""
+    seed = check_seed("seed", seed)
+    problem, settings = task.problem(seed), {**task.settings, "seed": seed, "store": store, "progress": progress}
+    sgd_clients = {"FedLi-LU": algorithms.fedli_lu, "FedAvg": _BASELINES["FedAvg"],
+                   "FedExP": lambda client_lr: _BASELINES["FedExP"](client_lr, chosen["FedExP"]["eps"])}
     table = {method: sweep(problem, build, {"client_lr": SWEEP_LRS},
-                           summary=lambda h: {"score": final_accuracy(h)}, **run).set_index("client_lr")["score"]
+                           summary=lambda h: {"score": final_accuracy(h)}, **settings).set_index("client_lr")["score"]
              for method, build in sgd_clients.items()}
     if fedli_ls is None:
-        fedli_ls = simulate(problem, builders(chosen, data, scale)["FedLi-LS"](), **run)
+        fedli_ls = simulate(problem, algorithms_at(chosen, task)["FedLi-LS"](), **settings)
     line_search = final_accuracy(fedli_ls)
     return pd.DataFrame({**table, "FedLi-LS": line_search}).rename_axis("client SGD rate")
 
@@ -297,88 +343,3 @@ def rate_summary(table: pd.DataFrame, within: float = NEAR_BEST) -> pd.DataFrame
                                   "worst accuracy": table[method].min(),
                                   f"decades within {within:g} points of best": good_range(table[method], within)}
                          for method in table if table[method].nunique() > 1}).T
-
-
-# ------------------------------------------------------------------ the paper's claims as data
-
-
-@dataclass(frozen=True)
-class Evidence:
-    """What the claims read: the shared-row clients' gaps ``f(x_t) - f*`` and Lemma 3's per-round bound, the two
-    convex clients' run (``fedli_theory.two_client_run``), our Remark 2 step (``fedli_theory.remark2_step``),
-    our Tables 1 and 2 (tasks by methods) and the FEMNIST stand-in's :func:`client_rate_sweep`."""
-
-    shared_gaps: Sequence[float]
-    shared_bound: float
-    convex_run: Any
-    remark2: Mapping[str, Any]
-    accuracy: pd.DataFrame | None = None
-    loss: pd.DataFrame | None = None
-    rate_sweep: pd.DataFrame | None = None
-
-
-def _universal(holds_when_alike: bool, holds_when_different: bool) -> str:
-    """Lemma 3 and the linear rate are stated for every convex federation: a counterexample that meets their
-    hypotheses refutes them, whatever the homogeneous case shows."""
-    return verdict(int(holds_when_alike and holds_when_different), 1)
-
-
-def _descent(e: Evidence) -> tuple[str, str]:
-    shared = all(b < a for a, b in zip(e.shared_gaps, e.shared_gaps[1:]) if a > 1e-12)
-    values = e.convex_run.global_objective
-    rises = sum(b > a for a, b in zip(values, values[1:]))
-    return (f"clients sharing their data: the global gap falls every round: {'yes' if shared else 'no'}; two convex "
-            f"clients with different optima, K = 10: the global objective rises in {rises} of {len(values) - 1} "
-            f"rounds while each client lowers its own (or stays at its optimum)"), _universal(shared, rises == 0)
-
-
-def _linear(e: Evidence) -> tuple[str, str]:
-    gaps = [g for g in e.shared_gaps if g > 1e-12]
-    worst = max(b / a for a, b in zip(gaps, gaps[1:])) if len(gaps) > 1 else math.nan
-    within = bool(worst <= e.shared_bound + 1e-12)
-    x_end, x_star = e.convex_run.x[-1], 10 / 101
-    converged = abs(x_end - x_star) < 1e-3
-    return (f"shared data: worst per-round factor {worst:.3g} against the bound {e.shared_bound:.3g}; two convex "
-            f"clients: x ends at {x_end:.3f}, x* = {x_star:.3f}"), _universal(within, converged)
-
-
-def _remark2(e: Evidence) -> tuple[str, str]:
-    r = e.remark2
-    holds = bool(r["client 1 descends"] and r["client 2 descends"] and not r["global descends"])
-    return (f"our instance: f_1 {r['f1(x0)']:.3f} -> {r['f1(x1)']:.3f}, f_2 {r['f2(x0)']:.3f} -> {r['f2(x2)']:.3f}, "
-            f"global f {r['f(x0)']:.3f} -> {r['f(x_bar)']:.3f}"), verdict(int(holds), 1)
-
-
-def _least_tuning(e: Evidence) -> tuple[str, str]:
-    if e.rate_sweep is None:
-        return "no client-rate sweep", NOT_TESTABLE
-    widths = {m: good_range(e.rate_sweep[m], NEAR_BEST) for m in ("FedLi-LU", "FedAvg", "FedExP")}
-    others = ("FedAvg", "FedExP")
-    hits = sum(widths["FedLi-LU"] >= widths[m] for m in others)  # at least as forgiving as each of them
-    return (f"decades of client SGD rates within {NEAR_BEST:g} points of the best: "
-            + ", ".join(f"{m} {w:.1f}" for m, w in widths.items())), verdict(hits, len(others))
-
-
-CLAIMS: tuple[Claim, ...] = (
-    Claim("Descent-ensuring client steps give descent of the convex global objective (Lemma 3, Remark 1)", _descent),
-    Claim("Linear convergence for strongly convex objectives (Section 5)", _linear),
-    Claim("For non-convex clients, local descent need not give global descent (Remark 2)", _remark2),
-    Claim("For FedLi-LU 'hyperparameter tuning is almost the least effort-taking' (Section 6): its clients' SGD "
-          "rate is at least as forgiving as FedAvg's and FedExP's (decades of rates within 3 points of the best)",
-          _least_tuning),
-)
-"""The paper's theory claims, judged on the quadratics of sections 1 and 2, and its tuning claim, judged on the
-client-rate sweep (:func:`client_rate_sweep`; not testable without one)."""
-
-
-def claims_table(evidence: Evidence) -> pd.DataFrame:
-    """The claims of :data:`CLAIMS`, then the summary sentences (``fedli_paper.SUMMARY_CLAIMS``) judged on our
-    tables, each beside what the paper's own tables say."""
-    theory = shared_claims_table(evidence, CLAIMS)
-    theory["the paper's own tables"] = "-"
-    if evidence.accuracy is None:
-        return theory
-    ours = summary_against_tables((evidence.accuracy, evidence.loss))
-    papers = summary_against_tables()
-    ours["the paper's own tables"] = papers["ours"] + " (" + papers["verdict"] + ")"
-    return pd.concat([theory, ours], ignore_index=True)

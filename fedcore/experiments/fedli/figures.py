@@ -3,20 +3,32 @@
 
 - :func:`remark2`: Remark 2 in one picture, each client's step on its own curve and the server's move on the
   global one;
-- :func:`descent_panels`: Lemma 3 put to the test (clients that share their data; two different convex clients).
+- :func:`descent_panels`: Lemma 3 put to the test (clients that share their data; two different convex clients);
+- :class:`ClientRateDisplay`: the client-rate sweep (``experiment.client_rate_sweep``), the rates within
+  :data:`~fedcore.experiments.fedli.paper.NEAR_BEST` points of each method's best filled;
+- :class:`StepSizesDisplay`: the step sizes FedLi-LS's clients accept, round by round.
+
+The two Displays follow scikit-learn's: ``Display.from_...(...)`` computes what the figure shows (and keeps it on
+the object, to read or test), ``.plot(...)`` draws it and keeps the ``figure_`` and ``axes_``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
-from fedcore.plots import LINE_STYLES, check_type
+from fedcore.experiments.common import near_best_by_column
+from fedcore.experiments.fedli.paper import NEAR_BEST
+from fedcore.plots import LINE_STYLES, check_type, robustness
+from fedcore.results import History
 
 
 def remark2(curves: Mapping[str, Any], moves: Mapping[str, tuple[tuple[float, float], tuple[float, float]]],
@@ -76,3 +88,87 @@ def descent_panels(gaps: Sequence[float], bound: float, run: Any, x_star: float)
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.grid(alpha=0.3)
     return figure
+
+
+def _axes_row(axes: Sequence[Axes] | None, panels: int, width: float, height: float) -> list[Axes]:
+    """``axes`` as a list, or a new row of ``panels`` panels."""
+    if axes is None:
+        _, grid = plt.subplots(1, panels, figsize=(width * panels, height), layout="constrained", squeeze=False)
+        return list(grid[0])
+    return list(axes)
+
+
+@dataclass
+class ClientRateDisplay:
+    """Per task, the client-rate sweep's ``tables`` (rates by methods, final test accuracy in %), the mask ``good``
+    of the rates within ``within`` points of each method's best, and FedAvg's ``tuned`` rate."""
+
+    tables: dict[str, pd.DataFrame]
+    good: dict[str, np.ndarray]
+    tuned: dict[str, float]
+    within: float
+    figure_: Figure | None = field(default=None, repr=False)
+    axes_: Sequence[Axes] | None = field(default=None, repr=False)
+
+    @classmethod
+    def from_sweeps(cls, sweeps: Mapping[str, pd.DataFrame], chosen: Mapping[str, Mapping[str, Mapping[str, float]]],
+                    within: float = NEAR_BEST) -> ClientRateDisplay:
+        """From ``{task: experiment.client_rate_sweep(...)}`` and the tuned points ``{task: {method: point}}``:
+        each method's near-best rates (:func:`fedcore.experiments.common.near_best_by_column`)."""
+        missing = [task for task in sweeps if "FedAvg" not in chosen.get(task, {})]
+        if missing:
+            raise ValueError(f"chosen has no FedAvg point for the tasks {missing}: give chosen[task]['FedAvg']")
+        return cls({task: table for task, table in sweeps.items()},
+                   {task: near_best_by_column(table, within) for task, table in sweeps.items()},
+                   {task: float(chosen[task]["FedAvg"]["client_lr"]) for task in sweeps}, within)
+
+    def plot(self, axes: Sequence[Axes] | None = None, label: Callable[[str], str] = str) -> ClientRateDisplay:
+        """One panel per task (titled ``label(task)``): each method's accuracy against the clients' SGD rate, the
+        near-best points filled, FedAvg's tuned rate as a dotted line."""
+        axes = _axes_row(axes, len(self.tables), 6.5, 3.8)
+        for ax, (task, table) in zip(axes, self.tables.items()):
+            robustness(table, self.good[task], ax=ax, title=label(task), xlabel="clients' SGD rate",
+                       ylabel="final test accuracy (%)", legend=False)
+            ax.axvline(self.tuned[task], color="grey", linestyle=":", label="FedAvg's tuned rate")
+            ax.legend(fontsize="small", loc="center left", bbox_to_anchor=(1.01, 0.5))
+        self.figure_, self.axes_ = axes[0].figure, axes
+        return self
+
+
+STEP_COLUMNS = {"client_step_mean": "mean", "client_step_min": "min", "client_step_max": "max"}
+"""FedLi-LS's per-round metrics of its clients' last Armijo step sizes, and their names in :class:`StepSizesDisplay`."""
+
+
+@dataclass
+class StepSizesDisplay:
+    """Per task, the last Armijo step sizes of FedLi-LS's clients per round: a frame with the ``mean``, ``min`` and
+    ``max`` over the round's clients (``max`` is the server's step ``eta_g`` under section 3's rule)."""
+
+    steps: dict[str, pd.DataFrame]
+    figure_: Figure | None = field(default=None, repr=False)
+    axes_: Sequence[Axes] | None = field(default=None, repr=False)
+
+    @classmethod
+    def from_histories(cls, histories: Mapping[str, Mapping[str, History]],
+                       method: str = "FedLi-LS") -> StepSizesDisplay:
+        """From ``{task: {method: History}}``: ``method``'s step-size columns (:data:`STEP_COLUMNS`) per task."""
+        steps = {}
+        for task, runs in histories.items():
+            if method not in runs or not set(STEP_COLUMNS) <= set(runs[method].frame):
+                raise ValueError(f"histories[{task!r}] has no {method} run with the columns {list(STEP_COLUMNS)}")
+            steps[task] = runs[method].frame[list(STEP_COLUMNS)].rename(columns=STEP_COLUMNS)
+        return cls(steps)
+
+    def plot(self, axes: Sequence[Axes] | None = None, label: Callable[[str], str] = str) -> StepSizesDisplay:
+        """One panel per task (titled ``label(task)``): the mean step against the round, the band from min to max."""
+        axes = _axes_row(axes, len(self.steps), 5.5, 3.4)
+        for ax, (task, frame) in zip(axes, self.steps.items()):
+            ax.plot(frame.index, frame["mean"], "o-", label="mean over the round's clients")
+            ax.fill_between(frame.index, frame["min"], frame["max"], alpha=0.25,
+                            label="min to max (max: the server's step eta_g)")
+            ax.set(xlabel="round", ylabel="last Armijo step size", title=label(task))
+            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+            ax.grid(alpha=0.3)
+        axes[0].legend(fontsize="small")
+        self.figure_, self.axes_ = axes[0].figure, axes
+        return self

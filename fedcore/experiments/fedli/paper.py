@@ -1,5 +1,5 @@
-"""What *Towards Hyper-parameter-free Federated Learning* (FedLi, arXiv 2408.17145) reports, as data, and its summary
-sentences judged against its own tables (notebook ``03_fedli``).
+"""What *Towards Hyper-parameter-free Federated Learning* (FedLi, arXiv 2408.17145) reports, as data, its summary
+sentences judged against its own tables, and its claims judged on ours (notebook ``03_fedli``).
 
 Setup (Section 6 and Appendix C): 100 clients, 10 sampled per round uniformly without replacement, batch 32, one
 local epoch, 500 rounds, the mean of 5 seeds; CIFAR-10 and CIFAR-100 with ResNet-18 (GroupNorm) on a Dirichlet
@@ -9,17 +9,27 @@ training accuracy (the grid values were lost in our copy of the text); weight de
 The summary says FedLi-LU and FedLi-LS "significantly outperform FedAvg and other baseline approaches across the
 board" and that FedLi-LU "worked the best" in most cases.  The tables themselves put FedAdam first on Shakespeare,
 ahead of both FedLi methods, and FedLi-LU's FEMNIST training loss second highest of seven:
-:data:`SUMMARY_CLAIMS` checks each sentence against the tables.
+:func:`summary_against_tables` reads each sentence (:data:`SUMMARY_SENTENCES`) on the tables.
+
+The paper's claims judged on our evidence (:class:`Evidence`, :func:`claims_table`): its theory (:data:`CLAIMS`:
+Lemma 3, the linear rate, Remark 2, computed exactly on small objectives), its tuning remark (on the client-rate
+sweep) and its summary sentences on our Tables 1 and 2 (:data:`SUMMARY_CLAIMS`), each a
+:class:`~fedcore.experiments.claims.Judgement` with its :class:`~fedcore.experiments.claims.Scope`, the verdicts by the
+shared rules of :mod:`fedcore.experiments.claims`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 import pandas as pd
 
-from fedcore.experiments.claims import Claim, verdict
+from fedcore.experiments.claims import NOT_TESTABLE, Claim, Judgement, Scope, verdict
 from fedcore.experiments.claims import claims_table as shared_claims_table
+from fedcore.experiments.common import good_range
 
 METHODS = ("FedLi-LU", "FedLi-LS", "FedAdam", "FedAvg", "FedProx", "SCAFFOLD", "FedExP")
 FEDLI = ("FedLi-LU", "FedLi-LS")
@@ -59,6 +69,8 @@ def rank_text(row: pd.Series, method: str, lower_is_better: bool = False) -> str
 
 Tables = tuple[pd.DataFrame, pd.DataFrame]
 """``(accuracy, training loss)``: tasks by methods, as :data:`TABLE1` and :data:`TABLE2`."""
+Reading = Callable[[Tables], tuple[str, str]]
+"""A summary sentence read on a pair of tables: ``(what they show, the verdict)``."""
 
 
 def _fedli_first(tables: Tables) -> tuple[str, str]:
@@ -87,20 +99,25 @@ def _beat_fedavg(tables: Tables) -> tuple[str, str]:
         (f"; not {', '.join(misses)}" if misses else ""), verdict(sum(checks.values()), len(checks))
 
 
-SUMMARY_CLAIMS: tuple[Claim, ...] = (
-    Claim("FedLi-LU and FedLi-LS 'outperform FedAvg and other baseline approaches across the board' "
-          "(a FedLi method has the best accuracy on every task)", _fedli_first),
-    Claim("'In most of the cases, FedLi-LU worked the best' (best accuracy on most tasks)", _lu_best_mostly),
-    Claim("Our check of 'outperform FedAvg', read against FedAvg alone: both FedLi methods above FedAvg on every "
-          "task (Table 1)", _beat_fedavg),
+SUMMARY_SENTENCES: tuple[tuple[str, Reading], ...] = (
+    ("FedLi-LU and FedLi-LS 'outperform FedAvg and other baseline approaches across the board' "
+     "(a FedLi method has the best accuracy on every task)", _fedli_first),
+    ("'In most of the cases, FedLi-LU worked the best' (best accuracy on most tasks)", _lu_best_mostly),
+    ("Our check of 'outperform FedAvg', read against FedAvg alone: both FedLi methods above FedAvg on every "
+     "task (Table 1)", _beat_fedavg),
 )
-"""The paper's summary sentences, each judged against its own Tables 1 and 2 (:func:`summary_against_tables`)."""
+"""The paper's summary sentences, each with how it is read on a pair of tables (the paper's Tables 1 and 2, or ours
+in the same layout): :func:`summary_against_tables`, :data:`SUMMARY_CLAIMS`."""
 
 
-def summary_against_tables(tables: Tables = (TABLE1, TABLE2),
-                           claims: tuple[Claim, ...] = SUMMARY_CLAIMS) -> pd.DataFrame:
-    """One row per summary sentence: what ``tables`` (the paper's, or ours in the same layout) show and the verdict."""
-    return shared_claims_table(tables, claims)
+def summary_against_tables(tables: Tables = (TABLE1, TABLE2)) -> pd.DataFrame:
+    """One row per summary sentence (:data:`SUMMARY_SENTENCES`): what ``tables`` (the paper's, or ours in the same
+    layout) show and the verdict."""
+    rows = []
+    for sentence, read in SUMMARY_SENTENCES:
+        ours, judged = read(tables)
+        rows.append({"claim (main text)": sentence, "ours": ours, "verdict": judged})
+    return pd.DataFrame(rows)
 
 
 def beside(ours: pd.DataFrame, paper: pd.DataFrame = TABLE1, label: Callable[[str], str] = str) -> pd.DataFrame:
@@ -138,3 +155,153 @@ def reading(accuracy: pd.DataFrame, loss: pd.DataFrame, label: Callable[[str], s
                     f"{_spearman(TABLE1.loc[task], row):+.2f}" if source == "fedcore" else "",
             }
     return pd.DataFrame(columns)
+
+
+# ------------------------------------------------------------------ the paper's claims, judged on our evidence
+
+
+NEAR_BEST = 3.0
+"""A client rate is 'good' if its final accuracy lies within 3 points of the method's best (the tuning claim,
+``experiment.rate_summary``)."""
+RATE_SWEEP_TASK = "femnist"
+"""The task whose client-rate sweep judges the tuning claim (every scale sweeps it)."""
+X_STAR = 10 / 101
+"""The global optimum of the two convex clients ``f_1(x) = 0.01 (x - 10)^2``, ``f_2(x) = x^2``
+(``theory.CONVEX_CLIENTS``)."""
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """What the claims read: the shared-row clients' gaps ``f(x_t) - f*`` and Lemma 3's per-round bound
+    (``theory.suboptimality``, ``theory.linear_rate_bound``), the two convex clients' run (``theory.two_client_run``),
+    our Remark 2 step (``theory.remark2_step``), the ``scale``, and, from the trained runs, our Tables 1 and 2 (tasks
+    by methods: ``experiment.results_table``), the FEMNIST stand-in's client-rate sweep
+    (``experiment.client_rate_sweep``) and per task the :class:`~fedcore.experiments.claims.Scope` of its runs
+    (``experiment.scopes``: rounds, seeds, model), which every trained table needs."""
+
+    shared_gaps: Sequence[float]
+    shared_bound: float
+    convex_run: Any
+    remark2: Mapping[str, Any]
+    accuracy: pd.DataFrame | None = None
+    loss: pd.DataFrame | None = None
+    rate_sweep: pd.DataFrame | None = None
+    scale: str = "?"
+    scopes: Mapping[str, Scope] | None = None
+
+    def __post_init__(self) -> None:
+        trained = [] if self.accuracy is None else list(self.accuracy.index)
+        trained += [RATE_SWEEP_TASK] if self.rate_sweep is not None else []
+        missing = [task for task in dict.fromkeys(trained) if task not in (self.scopes or {})]
+        if missing:
+            raise ValueError(f"scopes={self.scopes!r} has no Scope for the trained tasks {missing}: give "
+                             "scopes=experiment.scopes(tasks, SCALE, [SEED])")
+
+    def runs_scope(self, tasks: Sequence[str]) -> Scope:
+        """The scope of a verdict on the runs of ``tasks``: their scopes in one (each task's rounds), the models
+        that are not the paper's said (per task, for several tasks)."""
+        scopes = [self.scopes[task] for task in tasks]
+        if not scopes:
+            return Scope((), self.scale, None, ())
+        rounds = {task: scope.rounds for task, scope in zip(tasks, scopes)}
+        seeds = {scope.seeds for scope in scopes}
+        if len(seeds) > 1:
+            raise ValueError(f"the tasks {list(tasks)} ran on different seeds {sorted(seeds)}: judge them apart")
+        models = scopes[0].model if len(scopes) == 1 else \
+            "; ".join(f"{task}: {scope.model}" for task, scope in zip(tasks, scopes) if scope.model)
+        return Scope(tuple(tasks), self.scale, rounds, scopes[0].seeds, models)
+
+    def exact_scope(self, *computations: str) -> Scope:
+        """The scope of a verdict on exact computations (deterministic, no trained model)."""
+        return Scope(computations, self.scale, None, ())
+
+
+def _universal(holds_when_alike: bool, holds_when_different: bool) -> str:
+    """Lemma 3 and the linear rate are stated for every convex federation: a counterexample that meets their
+    hypotheses refutes them, whatever the homogeneous case shows."""
+    return verdict(int(holds_when_alike and holds_when_different), 1)
+
+
+def _quadratics(e: Evidence) -> Scope:
+    return e.exact_scope(f"clients sharing their data ({len(e.shared_gaps) - 1} rounds)",
+                         f"two convex clients ({len(e.convex_run.x) - 1} rounds)")
+
+
+def _descent(e: Evidence) -> Judgement:
+    shared = all(b < a for a, b in zip(e.shared_gaps, e.shared_gaps[1:]) if a > 1e-12)
+    values = e.convex_run.global_objective
+    rises = sum(b > a for a, b in zip(values, values[1:]))
+    return Judgement(f"clients sharing their data: the global gap falls every round: {'yes' if shared else 'no'}; "
+                     f"two convex clients with different optima, K = 10: the global objective rises in {rises} of "
+                     f"{len(values) - 1} rounds while each client lowers its own (or stays at its optimum)",
+                     _universal(shared, rises == 0), _quadratics(e))
+
+
+def _linear(e: Evidence) -> Judgement:
+    gaps = [g for g in e.shared_gaps if g > 1e-12]
+    worst = max(b / a for a, b in zip(gaps, gaps[1:])) if len(gaps) > 1 else math.nan
+    within = bool(worst <= e.shared_bound + 1e-12)
+    x_end = e.convex_run.x[-1]
+    converged = abs(x_end - X_STAR) < 1e-3
+    return Judgement(f"shared data: worst per-round factor {worst:.3g} against the bound {e.shared_bound:.3g}; two "
+                     f"convex clients: x ends at {x_end:.3f}, x* = {X_STAR:.3f}", _universal(within, converged),
+                     _quadratics(e))
+
+
+def _remark2(e: Evidence) -> Judgement:
+    r = e.remark2
+    holds = bool(r["client 1 descends"] and r["client 2 descends"] and not r["global descends"])
+    return Judgement(f"our instance: f_1 {r['f1(x0)']:.3f} -> {r['f1(x1)']:.3f}, f_2 {r['f2(x0)']:.3f} -> "
+                     f"{r['f2(x2)']:.3f}, global f {r['f(x0)']:.3f} -> {r['f(x_bar)']:.3f}", verdict(int(holds), 1),
+                     e.exact_scope("our instance: two tilted quartics, one step each"))
+
+
+def _least_tuning(e: Evidence) -> Judgement:
+    if e.rate_sweep is None:
+        return Judgement("no client-rate sweep", NOT_TESTABLE, e.runs_scope([]))
+    widths = {m: good_range(e.rate_sweep[m], NEAR_BEST) for m in ("FedLi-LU", "FedAvg", "FedExP")}
+    others = ("FedAvg", "FedExP")
+    hits = sum(widths["FedLi-LU"] >= widths[m] for m in others)  # at least as forgiving as each of them
+    return Judgement(f"decades of client SGD rates within {NEAR_BEST:g} points of the best: "
+                     + ", ".join(f"{m} {w:.1f}" for m, w in widths.items()), verdict(hits, len(others)),
+                     e.runs_scope([RATE_SWEEP_TASK]))
+
+
+CLAIMS: tuple[Claim, ...] = (
+    Claim("Descent-ensuring client steps give descent of the convex global objective (Lemma 3, Remark 1)", _descent),
+    Claim("Linear convergence for strongly convex objectives (Section 5)", _linear),
+    Claim("For non-convex clients, local descent need not give global descent (Remark 2)", _remark2),
+    Claim("For FedLi-LU 'hyperparameter tuning is almost the least effort-taking' (Section 6): its clients' SGD "
+          "rate is at least as forgiving as FedAvg's and FedExP's (decades of rates within 3 points of the best)",
+          _least_tuning),
+)
+"""The paper's theory claims, judged exactly on the quadratics and quartics of the notebook's sections 1 and 2, and
+its tuning claim, judged on the client-rate sweep (not testable without one)."""
+
+
+def _on_our_tables(read: Reading) -> Callable[[Evidence], Judgement]:
+    """A summary sentence judged on our Tables 1 and 2 (``read`` as on the paper's), scoped to their tasks' runs."""
+    def assess(e: Evidence) -> Judgement:
+        if e.accuracy is None or e.loss is None:
+            return Judgement("no tables", NOT_TESTABLE, e.runs_scope([]))
+        ours, judged = read((e.accuracy, e.loss))
+        return Judgement(ours, judged, e.runs_scope(list(e.accuracy.index)))
+    return assess
+
+
+SUMMARY_CLAIMS: tuple[Claim, ...] = tuple(Claim(sentence, _on_our_tables(read)) for sentence, read in SUMMARY_SENTENCES)
+"""The paper's summary sentences (:data:`SUMMARY_SENTENCES`) judged on our Tables 1 and 2."""
+
+
+def claims_table(evidence: Evidence) -> pd.DataFrame:
+    """The claims of :data:`CLAIMS`, then, where there are tables, the summary sentences judged on ours
+    (:data:`SUMMARY_CLAIMS`), each beside what the paper's own tables say of it (:func:`summary_against_tables`);
+    every row with its scope (:func:`fedcore.experiments.claims.claims_table`)."""
+    theory = shared_claims_table(evidence, CLAIMS)
+    theory["the paper's own tables"] = "-"
+    if evidence.accuracy is None:
+        return theory
+    ours = shared_claims_table(evidence, SUMMARY_CLAIMS)
+    papers = summary_against_tables()
+    ours["the paper's own tables"] = papers["ours"] + " (" + papers["verdict"] + ")"
+    return pd.concat([theory, ours], ignore_index=True)

@@ -1,12 +1,14 @@
-"""Reddi et al., *Adaptive Federated Optimization*, ICLR 2021 (notebook ``01_fedopt``): the experiments.
+"""Reddi et al., *Adaptive Federated Optimization*, ICLR 2021 (notebook ``01_fedopt``): the experiments, on the
+common layer (:mod:`fedcore.experiments.common`).
 
-The paper's own numbers and settings are in :mod:`fedcore.experiments.fedopt.paper` (re-exported here).
-This module holds what we run: the reachable tasks and their stand-ins (:data:`STAND_INS`, built by
-:func:`load_task` and :func:`problem` at a :data:`SCALES` entry), the five methods with the paper's
-``beta1 = 0.9, beta2 = 0.99`` (:func:`make_builders`, with the ExpDecay client schedule of Table 11),
-four readings of "FedAdam" (:data:`VARIANTS`), centralized training as a one-client federation
-(:func:`centralized_algorithm`), the paper's metric (:func:`last_rounds_average`) and the main text's
-claims with computed verdicts (:data:`CLAIMS`).
+The paper's own numbers, settings and claims are in :mod:`fedcore.experiments.fedopt.paper`.  This module holds
+what we run: the reachable tasks and their stand-ins (:data:`STAND_INS`), built by :func:`tasks` at a
+:data:`SCALES` entry as :class:`~fedcore.experiments.common.Task` (data with its partition fixed, the model drawn
+from a seed, the round settings); the five methods with the paper's ``beta1 = 0.9, beta2 = 0.99``
+(:func:`make_builders`, with the ExpDecay client schedule of Table 11) and :func:`run`, their Table 1 runs;
+four readings of "FedAdam" (:func:`variant_builders`); centralized training as a one-client federation
+(:func:`centralized_task`, :func:`centralized_algorithm`); the learning-rate grids' builders
+(:func:`grid_builders`); and Table 1's metric in its units (:func:`results_table`).
 
 Choices the paper leaves to us (each also said where it is used):
 
@@ -28,43 +30,33 @@ Choices the paper leaves to us (each also said where it is used):
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
 import pandas as pd
 import torch
+from torch import nn
 
 from fedcore import algorithms, models
 from fedcore.algorithms.base import exp_decay
-from fedcore.checks import check_choice, check_int, check_positive, check_scale, check_seed
+from fedcore.checks import check_choice, check_int, check_positive, check_scale, check_seed, check_seeds
 from fedcore.data import FederatedData, load_fashion_mnist, load_shakespeare, load_torchvision
 from fedcore.data.sources import cifar100_coarse
-from fedcore.experiments.claims import DOES_NOT_HOLD, HOLDS, NOT_TESTABLE, PARTLY, Claim, verdict  # noqa: F401
-from fedcore.experiments.claims import claims_table as shared_claims_table
-from fedcore.experiments.claims import trivial_baseline as shared_trivial_baseline
-from fedcore.experiments.common import last_rounds_average
-from fedcore.experiments.fedopt.paper import (  # noqa: F401 -- the notebook reads them as experiment.*
+from fedcore.experiments.claims import Scope, trivial_baseline
+from fedcore.experiments.common import ROUND_SETTINGS, Task, last_rounds_average
+from fedcore.experiments.fedopt.paper import (
     ADAPTIVE,
     BEST_HYPERPARAMETERS,
     CENTRALIZED_NAMES,
     LOWER_IS_BETTER,
     METHODS,
     PAPER_TASKS,
-    TABLE1,
-    TABLE1_METRIC,
-    TABLE11,
-    TORCH_ADAGRAD,
-    TORCH_ADAM,
-    UNREACHABLE,
     VARIANTS,
     hyperparameters,
-    paper_table,
 )
-from fedcore.experiments.fedopt.tuning import NEAR_BEST, good_share
-from fedcore.problem import Problem
 from fedcore.results import History
+from fedcore.run import simulate
 
 if TYPE_CHECKING:
     from fedcore.store import Store
@@ -95,8 +87,9 @@ STAND_INS: dict[str, dict[str, Any]] = {
     "cifar100": {"data": "CIFAR-100, 500 clients, Pachinko (coarse 0.1, fine 10)", "model": "resnet18_gn",
                  "metric": "test_accuracy", "paper_only": True},
 }
-"""What we run for each paper task: the data, fedcore's model and the History column of the paper's metric
-(``test_loss`` of the autoencoder is half the MSE: :func:`to_paper_units`)."""
+"""What we run for each paper task: the data, fedcore's model (the paper's, :data:`~fedcore.experiments.fedopt.
+paper.PAPER_TASKS`) and the History column of the paper's metric (``test_loss`` of the autoencoder is half the
+MSE: :func:`to_paper_units`)."""
 REACHABLE = ("shakespeare", "emnist_cr", "emnist_ae")
 """The tasks that run at every scale on this machine (CIFAR needs torchvision files: paper scale only)."""
 EXP_DECAY_FACTOR, EXP_DECAY_EVERY = 0.1, 500
@@ -121,33 +114,26 @@ def as_autoencoder(data: FederatedData) -> FederatedData:
                          f"{data.name} (autoencoder)", info)
 
 
-def load_task(task: str, scale: str, seed: int = 0, device: str = "cpu") -> FederatedData:
-    """The federated data of ``task``'s stand-in (:data:`STAND_INS`) at ``scale`` (:data:`SCALES`)."""
-    check_choice("task", task, STAND_INS)
-    settings, seed = _scale(scale), check_seed("seed", seed)
+def _load(task: str, scale: str, partition_seed: int, device: str) -> FederatedData:
+    """The federated data of ``task``'s stand-in (:data:`STAND_INS`) at ``scale``, the partition and the kept
+    test samples drawn from ``partition_seed``."""
+    settings = _scale(scale)
     if STAND_INS[task].get("paper_only") and scale != "paper":
         raise ValueError(f"task={task!r} runs only at scale 'paper' (ResNet-18 on CIFAR, torchvision files needed); "
                          f"at {scale!r} run one of {list(REACHABLE)}")
     if task == "shakespeare":
-        data = load_shakespeare(settings["shakespeare_roles"], seed=seed, device=device)
+        data = load_shakespeare(settings["shakespeare_roles"], seed=partition_seed, device=device)
     elif task == "cifar10":
-        data = load_torchvision(task, FASHION_CLIENTS, "lda", seed, device=device, crop=CIFAR_CROP, alpha=0.1)
+        data = load_torchvision(task, FASHION_CLIENTS, "lda", partition_seed, device=device, crop=CIFAR_CROP,
+                                alpha=0.1)
     elif task == "cifar100":
-        data = load_torchvision(task, FASHION_CLIENTS, "pachinko", seed, device=device, crop=CIFAR_CROP,
+        data = load_torchvision(task, FASHION_CLIENTS, "pachinko", partition_seed, device=device, crop=CIFAR_CROP,
                                 coarse=cifar100_coarse(), alpha=0.1, beta=10.0)
     else:
-        data = load_fashion_mnist(FASHION_CLIENTS, seed=seed, device=device, **FASHION_PARTITION)
+        data = load_fashion_mnist(FASHION_CLIENTS, seed=partition_seed, device=device, **FASHION_PARTITION)
         data = as_autoencoder(data) if task == "emnist_ae" else data
     data.info.update(stands_for=PAPER_TASKS[task]["name"], stand_in=STAND_INS[task]["data"])
-    return data.test_subset(settings["test_samples"], seed)
-
-
-def problem(task: str, data: FederatedData, seed: int = 0) -> Problem:
-    """``task``'s model (:data:`STAND_INS`) on ``data``, initialized from ``seed`` (autoencoder: mse loss)."""
-    name = STAND_INS[check_choice("task", task, STAND_INS)]["model"]
-    if name not in models.MODELS:
-        raise ValueError(f"model {name!r} of task {task!r} is not in fedcore.models.MODELS {list(models.MODELS)}")
-    return Problem(data, models.make(name, tuple(data.inputs.shape[1:]), data.num_classes, seed=seed))
+    return data.test_subset(settings["test_samples"], partition_seed)
 
 
 def local_steps(data: FederatedData, batch_size: int, cap: int | None = None) -> int:
@@ -156,17 +142,76 @@ def local_steps(data: FederatedData, batch_size: int, cap: int | None = None) ->
     return steps if cap is None else min(steps, check_int("cap", cap))
 
 
-def options(task: str, data: FederatedData, scale: str, seed: int = 0, *, rounds: int | None = None,
-            store: Store | None = None, progress: bool = False) -> dict[str, Any]:
-    """:func:`fedcore.simulate`'s options for ``task`` at ``scale`` (``rounds``: the scale's, or the paper's
-    at paper scale): the paper's batch size, K from :func:`local_steps`, clients weighted by their samples."""
+def round_settings(task: str, data: FederatedData, scale: str) -> dict[str, Any]:
+    """``task``'s round settings (:data:`~fedcore.experiments.common.ROUND_SETTINGS`) at ``scale``: the scale's
+    rounds and clients per round (the paper's at paper scale), the paper's batch size, K from :func:`local_steps`
+    (one local epoch, capped by the scale), clients weighted by their samples (Algorithm 1's ``p_i``)."""
     settings = _scale(scale)
     paper = PAPER_TASKS[check_choice("task", task, STAND_INS)]
-    return dict(rounds=check_int("rounds", rounds) if rounds else settings["rounds"] or paper["rounds"],
+    return dict(rounds=settings["rounds"] or paper["rounds"],
                 clients_per_round=settings["clients_per_round"] or paper["clients_per_round"],
                 local_steps=local_steps(data, paper["batch_size"], settings["max_local_steps"]),
-                batch_size=paper["batch_size"], eval_every=settings["eval_every"], weighting="samples",
-                seed=check_seed("seed", seed), progress=progress, store=store)
+                batch_size=paper["batch_size"], eval_every=settings["eval_every"], weighting="samples")
+
+
+def _model(name: str, data: FederatedData) -> Callable[[int], nn.Module]:
+    """fedcore's model ``name`` for ``data``'s inputs and classes, its initial weights drawn from a seed."""
+    shape, classes = tuple(data.inputs.shape[1:]), data.num_classes
+    return lambda seed: models.make(name, shape, classes, seed=check_seed("seed", seed))
+
+
+def tasks(scale: str, partition_seed: int = 0, device: str = "cpu",
+          names: Sequence[str] = REACHABLE) -> dict[str, Task]:
+    """``{name: Task}`` for the paper's tasks ``names`` (:data:`STAND_INS`; CIFAR at paper scale only) at ``scale``
+    (:data:`SCALES`): the stand-in's data (the partition and the kept test samples drawn from ``partition_seed``),
+    the paper's model drawn from a seed (the autoencoder with the mse loss), :func:`round_settings`, the paper's
+    metric (``test_loss`` for the autoencoder: lower is better) and, as ``baseline``, what a model that learned
+    nothing scores in Table 1's units (:func:`fedcore.experiments.claims.trivial_baseline`: the most frequent
+    class or character in %, the mean image's MSE x1000), the unit of :func:`results_table`."""
+    check_seed("partition_seed", partition_seed)
+    if isinstance(names, str) or not isinstance(names, Sequence) or not names:
+        raise ValueError(f"names={names!r} must be a non-empty list of tasks among {list(STAND_INS)}")
+    built = {}
+    for name in names:
+        check_choice("task", name, STAND_INS)
+        data = _load(name, scale, partition_seed, device)
+        model = STAND_INS[name]["model"]
+        if model not in models.MODELS:
+            raise ValueError(f"model {model!r} of task {name!r} is not in fedcore.models.MODELS {list(models.MODELS)}")
+        metric = STAND_INS[name]["metric"]
+        built[name] = Task(name, data, _model(model, data), round_settings(name, data, scale),
+                           baseline=trivial_baseline(data), metric=metric, higher_is_better=name not in LOWER_IS_BETTER,
+                           model_label=f"the paper's model ({PAPER_TASKS[name]['model']})",
+                           info={"stands_for": PAPER_TASKS[name]["name"], "stand_in": STAND_INS[name]["data"]})
+    return built
+
+
+def scope(tasks: Mapping[str, Task], scale: str, seeds: Sequence[int], model: str = "") -> Scope:
+    """The :class:`~fedcore.experiments.claims.Scope` of runs on ``tasks`` (``{name: Task}``) at ``scale`` from
+    ``seeds``: each task's rounds, and ``model`` where it is not the paper's."""
+    if not isinstance(tasks, Mapping) or not tasks or not all(isinstance(t, Task) for t in tasks.values()):
+        raise ValueError(f"tasks={tasks!r} must be a non-empty {{name: Task}}")
+    _scale(scale)
+    rounds = {name: int(task.settings["rounds"]) for name, task in tasks.items()}
+    return Scope(tuple(tasks), scale, rounds, tuple(check_seeds("seeds", seeds)), model)
+
+
+def run(tasks: Mapping[str, Task], seed: int = 0, *, decay: bool = False, store: Store | None = None,
+        progress: bool = False) -> dict[str, dict[str, History]]:
+    """``{task: {method: History}}``: the five methods of :func:`make_builders` at each task's best values
+    (with ``decay``, the client rate's ExpDecay: :func:`decay_every`) on every task of ``tasks``, one run each
+    from ``seed`` (the initial model, client sampling and minibatches), with the task's round settings."""
+    if not isinstance(tasks, Mapping):
+        raise TypeError(f"tasks={tasks!r} must be a {{name: Task}}, as tasks() returns")
+    check_seed("seed", seed)
+    results = {}
+    for name, task in tasks.items():
+        every = decay_every(name, task.settings["rounds"]) if decay else None
+        problem = task.problem(seed)
+        results[name] = {method: simulate(problem, build(), seed=seed, store=store, progress=progress,
+                                          **task.settings)
+                         for method, build in make_builders(name, decay=every).items()}
+    return results
 
 
 SHORT_WINDOW = 1 / 3
@@ -183,14 +228,6 @@ def to_paper_units(task: str, value: float) -> float:
     """A :func:`last_rounds_average` in Table 1's unit: % accuracy, or MSE x1000 for the autoencoder
     (fedcore's ``mse`` is half the mean squared error, so MSE = 2 ``test_loss``)."""
     return 2000.0 * value if task == "emnist_ae" else 100.0 * value
-
-
-def trivial_baseline(task: str, data: FederatedData) -> float:
-    """What a model that learned nothing scores on ``task``'s test set, in Table 1's unit
-    (:func:`fedcore.experiments.claims.trivial_baseline`: the most frequent class or character in %, the mean
-    image's MSE x1000 for the autoencoder)."""
-    check_choice("task", task, STAND_INS)
-    return shared_trivial_baseline(data)
 
 
 def decay_every(task: str, rounds: int) -> int:
@@ -237,7 +274,14 @@ def grid_builders(tau: float = 1e-3) -> dict[str, Builder]:
     rule and betas, ``tau`` fixed (the figures' 1e-3) for the adaptive methods."""
     check_positive("tau", tau)
     builders = make_builders("emnist_cr")  # the defaults are never used: both rates come from the grid
-    return {m: (lambda c, s, b=builders[m], t=(m in ADAPTIVE): b(c, s, tau=tau) if t else b(c, s)) for m in METHODS}
+
+    def grid_builder(method: str) -> Builder:
+        build = builders[method]
+        if method in ADAPTIVE:
+            return lambda client_lr, server_lr: build(client_lr, server_lr, tau=tau)
+        return lambda client_lr, server_lr: build(client_lr, server_lr)
+
+    return {method: grid_builder(method) for method in METHODS}
 
 
 CENTRALIZED_LRS = {"FedAdagrad": 0.01, "FedAdam": 0.001, "FedYogi": 0.001, "FedAvgM": 0.01, "FedAvg": 0.1}
@@ -292,120 +336,46 @@ CENTRALIZED_OPTIONS = {"clients_per_round": 1, "local_steps": 1}
 centralized optimizer on the minibatch gradient."""
 
 
+def centralized_task(task: Task) -> Task:
+    """``task`` trained centrally (Table 11's centralized rows): its data held by one client
+    (:func:`centralized`), the same model, batch size and weighting, :data:`CENTRALIZED_OPTIONS`, as many steps
+    as the federated run has minibatches (:func:`centralized_rounds`) and ten evaluations."""
+    if not isinstance(task, Task):
+        raise TypeError(f"task={type(task).__name__} must be a fedcore.experiments.common.Task")
+    steps = centralized_rounds(task.settings)
+    settings = {**task.settings, **CENTRALIZED_OPTIONS, "rounds": steps, "eval_every": steps // 10 or 1}
+    return replace(task, name=f"{task.name} (centralized)", data=centralized(task.data),
+                   settings={key: settings[key] for key in ROUND_SETTINGS})
+
+
 def centralized_algorithm(method: str, lr: float, **server_options: Any) -> Any:
     """``method`` (FedAdam, ...) as centralized training: client lr 1, the server optimizer at ``lr``; use it
-    on :func:`centralized` data with :data:`CENTRALIZED_OPTIONS` (Adam: ``tau`` and :data:`TORCH_ADAM`)."""
+    on :func:`centralized` data with :data:`CENTRALIZED_OPTIONS` (Adam: ``tau`` and
+    :data:`~fedcore.experiments.fedopt.paper.TORCH_ADAM`)."""
     check_choice("method", method, METHODS)
     builders = {**_RULES, "FedAvgM": algorithms.fedavgm, "FedAvg": algorithms.fedavg}
     built = builders[method](1.0, server_lr=check_positive("lr", lr), **server_options)
     return replace(built, name=CENTRALIZED_NAMES[method])
 
 
-# ------------------------------------------------------------------ the paper's claims with verdicts
-
-WITHIN = 0.5
-"""'Within 0.5%' of the best: in Table 1's units (accuracy points; MSE x1000)."""
-
-
-@dataclass(frozen=True)
-class Evidence:
-    """The tables the claims read.  ``table1``: tasks by methods in Table 1's units (:func:`results_table`);
-    ``decay``: methods by ``["constant", "ExpDecay"]`` on ``decay_task``; ``grids``: per method, accuracy
-    over client x server learning rates (fractions, as ``fedopt_tuning.tuning_grid`` returns); ``baselines``:
-    per task, :func:`trivial_baseline`."""
-
-    table1: pd.DataFrame | None = None
-    decay: pd.DataFrame | None = None
-    decay_task: str = "emnist_cr"
-    grids: Mapping[str, pd.DataFrame] | None = None
-    baselines: Mapping[str, float] | None = None
-
-
-def _better(task: str, a: float, b: float) -> bool:
-    return bool(a < b if task in LOWER_IS_BETTER else a > b)
-
-
-def _informative(table: pd.DataFrame, baselines: Mapping[str, float] | None = None) -> pd.DataFrame:
-    """The tasks that say something about the methods' order: the methods differ at all, and (where a trivial
-    baseline is given) the best of them beats it by more than :data:`WITHIN`.  A task on which every method is
-    still at what a model that learned nothing scores says nothing about which method is better."""
-    table = table[(table.max(axis=1) - table.min(axis=1)) > 1e-9]
-    learned = [task for task in table.index if baselines is None or task not in baselines or
-               _better(task, (table.loc[task].min() + WITHIN if task in LOWER_IS_BETTER
-                              else table.loc[task].max() - WITHIN), baselines[task])]
-    return table.loc[learned]
-
-
-NOTHING_LEARNED = "no task on which a method beats a trivial baseline"
-
-
-def _number(value: float) -> str:
-    """Two decimals, rounded as ``DataFrame.round(2)`` shows them (so the claims repeat the tables' digits)."""
-    return f"{np.round(value, 2):.2f}"
-
-
-def _beat_fedavg(e: Evidence) -> tuple[str, str]:
-    t = None if e.table1 is None else _informative(e.table1, e.baselines)
-    if t is None or t.empty or "FedAvg" not in t or not set(ADAPTIVE) & set(t.columns):
-        return f"{NOTHING_LEARNED}, or no FedAvg and adaptive runs", NOT_TESTABLE
-    adaptive = t[[m for m in ADAPTIVE if m in t]]
-    best = {task: adaptive.loc[task].min() if task in LOWER_IS_BETTER else adaptive.loc[task].max() for task in t.index}
-    fedavg = t["FedAvg"]
-    hits = [_better(task, best[task], fedavg[task]) for task in t.index]
-    ours = "; ".join(f"{task}: best adaptive {_number(best[task])} vs FedAvg {_number(fedavg[task])}"
-                     for task in t.index)
-    return ours, verdict(sum(hits), len(hits))
-
-
-def _near_best(e: Evidence) -> tuple[str, str]:
-    t = None if e.table1 is None else _informative(e.table1, e.baselines)
-    if t is None or t.empty or not {"FedAdam", "FedYogi"} & set(t.columns):
-        return f"{NOTHING_LEARNED}, or no FedAdam/FedYogi runs", NOT_TESTABLE
-    pair = [m for m in ("FedAdam", "FedYogi") if m in t]
-    gaps = {task: ((t.loc[task, pair] - t.loc[task].min()).min() if task in LOWER_IS_BETTER
-                   else (t.loc[task].max() - t.loc[task, pair]).min()) for task in t.index}
-    ours = "; ".join(f"{task}: {_number(gap)} from the best" for task, gap in gaps.items())
-    return ours, verdict(sum(bool(gap <= WITHIN) for gap in gaps.values()), len(gaps), most=True)
-
-
-def _decay_helps(e: Evidence) -> tuple[str, str]:
-    d = e.decay
-    if d is None or not {"constant", "ExpDecay"} <= set(d.columns):
-        return "no ExpDecay runs", NOT_TESTABLE
-    hits = [_better(e.decay_task, d.loc[m, "ExpDecay"], d.loc[m, "constant"]) for m in d.index]
-    ours = "; ".join(f"{m}: {_number(d.loc[m, 'constant'])} -> {_number(d.loc[m, 'ExpDecay'])}" for m in d.index)
-    return ours, verdict(sum(hits), len(hits))
-
-
-def _easier_to_tune(e: Evidence) -> tuple[str, str]:
-    grids = e.grids or {}
-    adaptive = [m for m in grids if m in ADAPTIVE]
-    plain = [m for m in grids if m not in ADAPTIVE]
-    if not adaptive or not plain:
-        return "needs grids of an adaptive and a non-adaptive method", NOT_TESTABLE
-    share = {m: good_share(grid) for m, grid in grids.items()}
-    hits = sum(share[a] > share[p] for a in adaptive for p in plain)
-    ours = ", ".join(f"{m} {share[m]:.0%}" for m in grids) + f" of cells within {NEAR_BEST:g} of the best"
-    return ours, verdict(int(hits), len(adaptive) * len(plain))
-
-
-CLAIMS: tuple[Claim, ...] = (
-    Claim("Adaptive server optimizers beat FedAvg on every task (Section 5, Table 1)", _beat_fedavg),
-    Claim("FedYogi and FedAdam are within 0.5% of the best method on most tasks (Table 1)", _near_best),
-    Claim("ExpDecay of the client learning rate improves every method (Table 11)", _decay_helps),
-    Claim("Adaptive methods are easier to tune: more learning-rate pairs do well (Figures 2, 6)", _easier_to_tune),
-)
-"""The main text's claims, in the notebook's order."""
-
-
-def claims_table(evidence: Evidence, claims: tuple[Claim, ...] = CLAIMS) -> pd.DataFrame:
-    """One row per claim: the claim, what our results show and the verdict (:mod:`fedcore.experiments.claims`)."""
-    return shared_claims_table(evidence, claims)
+def run_centralized(task: Task, seed: int = 0, *, lrs: Mapping[str, float] | None = None,
+                    store: Store | None = None, progress: bool = False) -> dict[str, History]:
+    """``{method: History}``: each method's optimizer trained centrally (:func:`centralized_task` of the
+    federated ``task``, :func:`centralized_algorithm` at ``lrs[method]``, :data:`CENTRALIZED_LRS` by default)
+    from ``seed``'s initial model and minibatches (Table 11's centralized column)."""
+    lrs = CENTRALIZED_LRS if lrs is None else lrs
+    if not isinstance(lrs, Mapping) or not lrs:
+        raise ValueError(f"lrs={lrs!r} must be a non-empty {{method: learning rate}} over {list(METHODS)}")
+    central = centralized_task(task)
+    problem = central.problem(check_seed("seed", seed))
+    return {method: simulate(problem, centralized_algorithm(method, lr), seed=seed, store=store, progress=progress,
+                             **central.settings) for method, lr in lrs.items()}
 
 
 def results_table(histories: Mapping[str, Mapping[str, History]], scale: str) -> pd.DataFrame:
     """Tasks by methods: :func:`last_rounds_average` of each run in Table 1's units (the paper's window at
-    ``scale``), the table :class:`Evidence` reads and the notebook shows beside :data:`TABLE1`."""
+    ``scale``), the table :class:`~fedcore.experiments.fedopt.paper.Evidence` reads and the notebook shows beside
+    :data:`~fedcore.experiments.fedopt.paper.TABLE1`."""
     metric = {task: STAND_INS[check_choice("task", task, STAND_INS)]["metric"] for task in histories}
     return pd.DataFrame({task: {m: to_paper_units(task, last_rounds_average(h, metric[task], window(scale)))
                                 for m, h in runs.items()} for task, runs in histories.items()}).T

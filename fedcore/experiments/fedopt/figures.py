@@ -5,7 +5,8 @@
 - :class:`ScalingDisplay`: the corollaries' rate, one log-log panel per varied quantity (T, m, K) with the fitted
   slope beside the predicted one;
 - :class:`TuningDisplay`: a learning-rate grid as a heat map with the cells near the best outlined (Figures 2
-  and 6); :func:`tuning_panels` is the tuning explorer's figure (the grid beside one cell's curve).
+  and 6); :func:`tuning_heatmaps` draws every method's grid on one colour scale, :func:`tuning_panels` is the
+  tuning explorer's figure (the grid beside one cell's curve).
 """
 
 from __future__ import annotations
@@ -73,7 +74,8 @@ class ScalingDisplay:
 @dataclass
 class TuningDisplay:
     """A learning-rate ``grid`` (rows: server learning rates, largest on top; columns: client learning rates, as
-    :func:`fedcore.experiments.fedopt.tuning.tuning_grid` returns) and the mask of its cells within ``within``
+    :func:`fedcore.experiments.fedopt.tuning.tuning_grid` pivots out of a tuning table) and the mask of its
+    cells within ``within``
     of the best (:func:`fedcore.experiments.common.near_best`)."""
 
     grid: pd.DataFrame
@@ -101,6 +103,25 @@ class TuningDisplay:
         ax.set_title(title, fontsize="medium")
         self.ax_ = ax
         return self
+
+
+def grid_limits(grids: Mapping[str, pd.DataFrame]) -> tuple[float, float]:
+    """``(lowest, highest)`` cell over every grid of ``grids``: one colour scale for all (diverged cells left out)."""
+    if not isinstance(grids, Mapping) or not grids or \
+            not all(isinstance(grid, pd.DataFrame) for grid in grids.values()):
+        raise TypeError(f"grids={grids!r} must be a non-empty {{method: grid}} of tuning_grid's tables")
+    return (min(float(grid.min().min()) for grid in grids.values()),
+            max(float(grid.max().max()) for grid in grids.values()))
+
+
+def tuning_heatmaps(grids: Mapping[str, pd.DataFrame], within: float = NEAR_BEST) -> Figure:
+    """One heat map per method of ``grids`` (:class:`TuningDisplay`, the cells within ``within`` of each grid's
+    best outlined), side by side on one colour scale (:func:`grid_limits`): Figures 2 and 6 as we ran them."""
+    limits = grid_limits(grids)
+    figure, axes = plt.subplots(1, len(grids), figsize=(4.2 * len(grids), 3.8), layout="constrained", squeeze=False)
+    for ax, (method, grid) in zip(axes[0], grids.items()):
+        TuningDisplay.from_grid(grid, within).plot(ax, title=method, limits=limits)
+    return figure
 
 
 def tuning_panels(grid: pd.DataFrame, history: History, client_lr: float, server_lr: float, method: str,

@@ -9,17 +9,29 @@ EMNIST CR centralized and federated, constant client learning rate and ExpDecay)
 authors' code, Flower and TFF read "FedAdam" (:data:`VARIANTS`) and the options that make the server
 rules torch.optim's (:data:`TORCH_ADAM`, :data:`TORCH_ADAGRAD`).
 
+The main text's claims (:data:`CLAIMS`) are judged on our :class:`Evidence` (Table 1's and Table 11's rows as we
+ran them, the learning-rate grids) by the shared rules of :mod:`fedcore.experiments.claims`: each claim is a set
+of checks without noise (one run per cell: :func:`~fedcore.experiments.claims.verdict` counts them), and each
+verdict carries its :class:`~fedcore.experiments.claims.Scope` (the tasks it judged, the scale, the rounds, the
+seed).
+
 The Stack Overflow rows (``so_nwp``, ``so_lr``) are kept for the record: the data is not reachable here
 (:data:`UNREACHABLE`), so they are never run.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from fedcore.checks import check_choice
+from fedcore.experiments.claims import NOT_TESTABLE, Claim, Judgement, Scope, verdict
+from fedcore.experiments.claims import claims_table as shared_claims_table
+from fedcore.experiments.fedopt.tuning import NEAR_BEST, good_share
 
 METHODS = ("FedAdagrad", "FedAdam", "FedYogi", "FedAvgM", "FedAvg")
 """Table 1's columns, in the paper's order."""
@@ -144,3 +156,129 @@ def paper_table() -> pd.DataFrame:
     table.insert(0, "metric", [TABLE1_METRIC[task] for task in table.index])
     table.index = [PAPER_TASKS[task]["name"] for task in table.index]
     return table
+
+
+# ------------------------------------------------------------------ the main text's claims, judged on our runs
+
+WITHIN = 0.5
+"""'Within 0.5%' of the best: in Table 1's units (accuracy points; MSE x1000)."""
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """The tables the claims read.  ``table1``: tasks by methods in Table 1's units
+    (``experiment.results_table``); ``decay``: methods by ``["constant", "ExpDecay"]`` on ``decay_task``;
+    ``grids``: per method, accuracy over client x server learning rates (fractions, as
+    :func:`fedcore.experiments.fedopt.tuning.tuning_grid` returns); ``baselines``: per task, what a model that
+    learned nothing scores in Table 1's units (``Task.baseline``); ``scope``: the :class:`Scope` of the Table 1
+    and Table 11 runs (``experiment.scope``), narrowed to the tasks each claim judged; ``tuning_scope``: the
+    grids' :class:`Scope`."""
+
+    table1: pd.DataFrame | None = None
+    decay: pd.DataFrame | None = None
+    decay_task: str = "emnist_cr"
+    grids: Mapping[str, pd.DataFrame] | None = None
+    baselines: Mapping[str, float] | None = None
+    scope: Scope | None = None
+    tuning_scope: Scope | None = None
+
+
+UNSTATED = Scope((), "?", None, ())
+"""The scope of evidence that gave none (a hand-made table)."""
+
+
+def _scope(scope: Scope | None, tasks: list[str] | tuple[str, ...]) -> Scope:
+    """``scope`` (:data:`UNSTATED` if None) narrowed to the ``tasks`` a claim judged."""
+    return (scope or UNSTATED).narrowed(tasks)
+
+
+def _better(task: str, a: float, b: float) -> bool:
+    return bool(a < b if task in LOWER_IS_BETTER else a > b)
+
+
+def _informative(table: pd.DataFrame, baselines: Mapping[str, float] | None = None) -> pd.DataFrame:
+    """The tasks that say something about the methods' order: the methods differ at all, and (where a trivial
+    baseline is given) the best of them beats it by more than :data:`WITHIN`.  A task on which every method is
+    still at what a model that learned nothing scores says nothing about which method is better."""
+    table = table[(table.max(axis=1) - table.min(axis=1)) > 1e-9]
+    learned = [task for task in table.index if baselines is None or task not in baselines or
+               _better(task, (table.loc[task].min() + WITHIN if task in LOWER_IS_BETTER
+                              else table.loc[task].max() - WITHIN), baselines[task])]
+    return table.loc[learned]
+
+
+NOTHING_LEARNED = "no task on which a method beats a trivial baseline"
+
+
+def _number(value: float) -> str:
+    """Two decimals, rounded as ``DataFrame.round(2)`` shows them (so the claims repeat the tables' digits)."""
+    return f"{np.round(value, 2):.2f}"
+
+
+def _beat_fedavg(e: Evidence) -> Judgement:
+    """Per informative task, the best adaptive method beats FedAvg (Table 1): every task must pass."""
+    t = None if e.table1 is None else _informative(e.table1, e.baselines)
+    if t is None or t.empty or "FedAvg" not in t or not set(ADAPTIVE) & set(t.columns):
+        return Judgement(f"{NOTHING_LEARNED}, or no FedAvg and adaptive runs", NOT_TESTABLE, _scope(e.scope, []))
+    adaptive = t[[m for m in ADAPTIVE if m in t]]
+    best = {task: adaptive.loc[task].min() if task in LOWER_IS_BETTER else adaptive.loc[task].max() for task in t.index}
+    fedavg = t["FedAvg"]
+    hits = [_better(task, best[task], fedavg[task]) for task in t.index]
+    ours = "; ".join(f"{task}: best adaptive {_number(best[task])} vs FedAvg {_number(fedavg[task])}"
+                     for task in t.index)
+    return Judgement(ours, verdict(sum(hits), len(hits)), _scope(e.scope, list(t.index)))
+
+
+def _near_best(e: Evidence) -> Judgement:
+    """Per informative task, FedAdam or FedYogi within :data:`WITHIN` of the best method: most tasks must pass."""
+    t = None if e.table1 is None else _informative(e.table1, e.baselines)
+    if t is None or t.empty or not {"FedAdam", "FedYogi"} & set(t.columns):
+        return Judgement(f"{NOTHING_LEARNED}, or no FedAdam/FedYogi runs", NOT_TESTABLE, _scope(e.scope, []))
+    pair = [m for m in ("FedAdam", "FedYogi") if m in t]
+    gaps = {task: ((t.loc[task, pair] - t.loc[task].min()).min() if task in LOWER_IS_BETTER
+                   else (t.loc[task].max() - t.loc[task, pair]).min()) for task in t.index}
+    ours = "; ".join(f"{task}: {_number(gap)} from the best" for task, gap in gaps.items())
+    return Judgement(ours, verdict(sum(bool(gap <= WITHIN) for gap in gaps.values()), len(gaps), most=True),
+                     _scope(e.scope, list(t.index)))
+
+
+def _decay_helps(e: Evidence) -> Judgement:
+    """Per method, ExpDecay's number beats the constant client rate's on ``decay_task`` (Table 11)."""
+    d = e.decay
+    if d is None or not {"constant", "ExpDecay"} <= set(d.columns):
+        return Judgement("no ExpDecay runs", NOT_TESTABLE, _scope(e.scope, []))
+    hits = [_better(e.decay_task, d.loc[m, "ExpDecay"], d.loc[m, "constant"]) for m in d.index]
+    ours = "; ".join(f"{m}: {_number(d.loc[m, 'constant'])} -> {_number(d.loc[m, 'ExpDecay'])}" for m in d.index)
+    return Judgement(ours, verdict(sum(hits), len(hits)), _scope(e.scope, [e.decay_task]))
+
+
+def _easier_to_tune(e: Evidence) -> Judgement:
+    """Per pair of an adaptive and a non-adaptive method, the adaptive one has the larger share of grid cells
+    within :data:`~fedcore.experiments.fedopt.tuning.NEAR_BEST` of its best (Figures 2 and 6)."""
+    grids = e.grids or {}
+    adaptive = [m for m in grids if m in ADAPTIVE]
+    plain = [m for m in grids if m not in ADAPTIVE]
+    if not adaptive or not plain:
+        return Judgement("needs grids of an adaptive and a non-adaptive method", NOT_TESTABLE,
+                         _scope(e.tuning_scope, []))
+    share = {m: good_share(grid) for m, grid in grids.items()}
+    hits = sum(share[a] > share[p] for a in adaptive for p in plain)
+    ours = ", ".join(f"{m} {share[m]:.0%}" for m in grids) + f" of cells within {NEAR_BEST:g} of the best"
+    return Judgement(ours, verdict(int(hits), len(adaptive) * len(plain)), e.tuning_scope or UNSTATED)
+
+
+CLAIMS: tuple[Claim, ...] = (
+    Claim("Adaptive server optimizers beat FedAvg on every task (Section 5, Table 1)", _beat_fedavg),
+    Claim("FedYogi and FedAdam are within 0.5% of the best method on most tasks (Table 1)", _near_best),
+    Claim("ExpDecay of the client learning rate improves every method (Table 11)", _decay_helps),
+    Claim("Adaptive methods are easier to tune: more learning-rate pairs do well (Figures 2, 6)", _easier_to_tune),
+)
+"""The main text's claims, in the notebook's order."""
+
+
+def claims_table(evidence: Evidence, claims: tuple[Claim, ...] = CLAIMS) -> pd.DataFrame:
+    """One row per claim: the claim, what our results show, the verdict, its scope and its number of seeds
+    (:func:`fedcore.experiments.claims.claims_table`)."""
+    if not isinstance(evidence, Evidence):
+        raise TypeError(f"evidence={type(evidence).__name__} must be a fedcore.experiments.fedopt.paper.Evidence")
+    return shared_claims_table(evidence, claims)

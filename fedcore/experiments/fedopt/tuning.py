@@ -4,24 +4,32 @@ learning rates, and how much of the grid is good (notebook ``01_fedopt``).
 The paper draws, for ``tau = 1e-3``, the validation accuracy of FedAdam, FedYogi, FedAvgM (and, in Fig. 6,
 FedAdagrad and FedAvg) over client and server learning rates on a log10 grid, and claims that the adaptive
 methods have a larger region of good learning rates.  The grids' exact values were not found; the best
-points the paper reports lie on half-decades, so :func:`half_decades` spans such a grid.
-:func:`tuning_grid` runs it with :func:`fedcore.sweep` (through the results store, so a rerun reuses the
-runs), with the paper's metric (the mean accuracy over the last rounds, :func:`last_rounds_average`);
-:func:`cells_near_best` counts the cells within a few points of each method's best: the claim, measured.
+points the paper reports lie on half-decades, so :func:`~fedcore.experiments.common.half_decades` spans such a
+grid (:func:`grid_axes`).  The grid runs on a small task (:func:`grid_task`: Fashion-MNIST on 20 clients, a
+logistic regression, the notebook's live task) through the one grid search of every paper,
+:func:`fedcore.experiments.common.tune` (:func:`tune`: batched passes, the results store, so a rerun reuses the
+runs), scored by the paper's metric (the mean accuracy over the last rounds, :func:`grid_score`);
+:func:`tuning_grid` pivots a method's table into the heat map, and :func:`cells_near_best` counts the cells
+within a few points of each method's best: the claim, measured.
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from fedcore import models
 from fedcore.checks import check_int, check_scale
-from fedcore.experiments.common import half_decades, last_rounds_average, near_best
-from fedcore.problem import Problem
-from fedcore.run import sweep
+from fedcore.data import FederatedData, load_fashion_mnist
+from fedcore.experiments import common
+from fedcore.experiments.claims import trivial_baseline
+from fedcore.experiments.common import Builder, Task, Tuning, half_decades, last_rounds_average, near_best
+from fedcore.results import History
+
+if TYPE_CHECKING:
+    from fedcore.store import Store
 
 METRIC = "last rounds accuracy"
 GRIDS: dict[str, dict[str, Any]] = {
@@ -34,6 +42,12 @@ the rounds per run; tau = 1e-3 as in the paper's figures."""
 TAU = 1e-3
 NEAR_BEST = 0.02
 """'Good' learning rates: final accuracy within this of the method's best cell (two points)."""
+GRID_WINDOW = 1 / 3
+"""A grid run's score averages its test accuracy over the evaluations in the last third of its rounds."""
+GRID_CLIENTS, GRID_PARTITION = 20, {"partition": "dirichlet", "alpha": 0.5}
+GRID_RUN = {"clients_per_round": 5, "local_steps": 5, "batch_size": 32, "eval_every": 5, "weighting": "samples"}
+"""The grid's task: Fashion-MNIST dealt to 20 clients by Dirichlet(0.5) label skew, 5 clients per round, 5 local
+steps of 32 samples, clients weighted by their samples (``fedcore.explore``'s live run)."""
 
 
 def grid_axes(scale: str) -> tuple[list[float], list[float], int]:
@@ -42,20 +56,56 @@ def grid_axes(scale: str) -> tuple[list[float], list[float], int]:
     return half_decades(*spec["client"]), half_decades(*spec["server"]), spec["rounds"]
 
 
-def tuning_grid(
-    problem: Problem, build: Callable[[float, float], Any], client_lrs: Sequence[float], server_lrs: Sequence[float],
-    fraction: float = 1 / 3, **options: Any,
-) -> pd.DataFrame:
-    """:data:`METRIC` of ``build(client_lr, server_lr)`` at every grid point: a table with the server learning
-    rates as rows (largest on top, as the paper draws them) and the client learning rates as columns.
-    ``options`` go to :func:`fedcore.simulate` (rounds, clients_per_round, ..., ``store``)."""
-    table = sweep(problem, lambda client_lr, server_lr: build(client_lr, server_lr),
-                  {"client_lr": list(client_lrs), "server_lr": list(server_lrs)},
-                  summary=lambda history: {METRIC: last_rounds_average(history, "test_accuracy", fraction)}, **options)
-    if METRIC not in table:
-        table[METRIC] = math.nan
-    grid = table.pivot(index="server_lr", columns="client_lr", values=METRIC)
+def grid_task(scale: str, data: FederatedData | None = None) -> Task:
+    """The task the grids run on at ``scale``: ``data`` (by default Fashion-MNIST on :data:`GRID_CLIENTS` clients,
+    :data:`GRID_PARTITION`, the partition drawn from seed 0: ``fedcore.explore.live_problem``'s data), a logistic
+    regression drawn from a seed, :data:`GRID_RUN` for the scale's rounds (:data:`GRIDS`), test accuracy with the
+    most frequent class's share in % as its trivial baseline."""
+    rounds = grid_axes(scale)[2]
+    data = load_fashion_mnist(GRID_CLIENTS, seed=0, **GRID_PARTITION) if data is None else data
+    if not isinstance(data, FederatedData) or data.num_classes is None:
+        raise TypeError(f"data={type(data).__name__} must be a classification FederatedData (or None)")
+    shape, classes = tuple(data.inputs.shape[1:]), data.num_classes
+    return Task(f"Fashion-MNIST on {data.num_clients} clients", data,
+                lambda seed: models.make("logistic_regression", shape, classes, seed=seed),
+                {"rounds": rounds, **GRID_RUN}, baseline=trivial_baseline(data),
+                model_label="logistic regression")
+
+
+def grid_score(history: History) -> float:
+    """:data:`METRIC` of a grid run: its test accuracy averaged over the last :data:`GRID_WINDOW` of its rounds
+    (:func:`~fedcore.experiments.common.last_rounds_average`, the paper's metric over a short run)."""
+    return last_rounds_average(history, "test_accuracy", GRID_WINDOW)
+
+
+def tune(task: Task, builders: Mapping[str, Builder], client_lrs: Sequence[float], server_lrs: Sequence[float],
+         seeds: Sequence[int] = (0,), *, store: Store | None = None, progress: bool = False) -> Tuning:
+    """Every method of ``builders`` (``{method: build(client_lr, server_lr)}``) at every point of the grid
+    ``client_lrs`` x ``server_lrs`` on ``task`` from ``seeds``, scored by :func:`grid_score`, through
+    :func:`fedcore.experiments.common.tune` (its tables: one row per point, the score per seed and their mean;
+    :func:`tuning_grid` draws one as a heat map)."""
+    grid = {"client_lr": list(client_lrs), "server_lr": list(server_lrs)}
+    return common.tune(task, builders, {method: grid for method in builders}, seeds, grid_score,
+                       higher_is_better=True, store=store, progress=progress)
+
+
+def tuning_grid(table: pd.DataFrame) -> pd.DataFrame:
+    """The heat map of one method's table of :func:`tune` (``Tuning.tables[method]``): its ``score`` (the mean
+    over the seeds of :data:`METRIC`) with the server learning rates as rows (largest on top, as the paper draws
+    them) and the client learning rates as columns."""
+    if not isinstance(table, pd.DataFrame) or "score" not in table or \
+            list(table.index.names) != ["client_lr", "server_lr"]:
+        raise ValueError("table must be a table of tune(): indexed by (client_lr, server_lr), with a 'score' column")
+    grid = table["score"].unstack("client_lr")
+    grid.columns.name = "client_lr"
     return grid.sort_index(ascending=False)
+
+
+def tuning_grids(tuning: Tuning) -> dict[str, pd.DataFrame]:
+    """``{method: heat map}``: :func:`tuning_grid` of each method's table of ``tuning``."""
+    if not isinstance(tuning, Tuning):
+        raise TypeError(f"tuning={type(tuning).__name__} must be what tune() returns (a common.Tuning)")
+    return {method: tuning_grid(table) for method, table in tuning.tables.items()}
 
 
 def cells_near_best(grid: pd.DataFrame, within: float = NEAR_BEST) -> int:

@@ -1,0 +1,69 @@
+"""Notebook 02's figures (fedcore.experiments.padamfed.figures): computed, then drawn."""
+
+from __future__ import annotations
+
+import math
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+import pytest  # noqa: E402
+
+from fedcore import plots  # noqa: E402
+from fedcore.experiments.common import near_best_by_column  # noqa: E402
+from fedcore.experiments.padamfed import experiment, figures  # noqa: E402
+
+MULTIPLIERS = [0.01, 0.1, 1.0, 10.0, 100.0]
+
+
+@pytest.fixture(autouse=True)
+def close_figures():
+    yield
+    plt.close("all")
+
+
+def test_smoothness_display_clips_blown_up_runs_and_draws_one_line_per_method() -> None:
+    table = pd.DataFrame({"PAdaMFed": [0.4, 0.4], "FedAvg": [0.3, math.inf], "SCAFFOLD": [0.2, 3e9]},
+                         index=pd.Index([0.1, 100.0], name="smoothness L"))
+    display = figures.SmoothnessDisplay.from_table(table)
+    assert display.ratios["FedAvg"].tolist() == [0.3, 1e6] and display.ratios["SCAFFOLD"].iloc[1] == 1e6
+    assert display.ratios["PAdaMFed"].tolist() == [0.4, 0.4] and table["FedAvg"].iloc[1] == math.inf  # a copy
+    display.plot()
+    ax = display.ax_
+    lines = ax.get_lines()
+    assert [line.get_label() for line in lines[:3]] == ["PAdaMFed", "FedAvg", "SCAFFOLD"]
+    assert list(lines[1].get_ydata()) == [0.3, 1e6] and ax.get_xscale() == ax.get_yscale() == "log"
+    assert {line.get_marker() for line in lines[:3]} == set(plots.MARKERS[:3])
+    assert ax.get_ylabel() == "final / initial gradient norm (clipped at 1e6)"
+    with pytest.raises(ValueError, match="clip=0"):
+        figures.SmoothnessDisplay.from_table(table, clip=0)
+    with pytest.raises(TypeError, match="table=dict must be a DataFrame"):
+        figures.SmoothnessDisplay.from_table({"a": [1]})
+
+
+def test_robustness_display_marks_the_multipliers_near_each_best() -> None:
+    table = pd.DataFrame({"A": [0.80, 0.81, 0.82, 0.5, np.nan], "B": [0.1, 0.2, 0.3, 0.3, 0.3]}, index=MULTIPLIERS)
+    display = figures.RobustnessDisplay.from_tables({"every rate": table, "local rate": table * 0.5})
+    assert display.within == experiment.NEAR_BEST
+    assert display.good["every rate"].tolist() == [[True, False], [True, False], [True, True], [False, True],
+                                                   [False, True]]
+    np.testing.assert_array_equal(display.good["local rate"], near_best_by_column(table * 0.5, experiment.NEAR_BEST))
+    display.plot()
+    assert len(display.axes_) == 2 and display.axes_[1].get_title() == "multiplying local rate"
+    lines = display.axes_[0].get_lines()
+    assert len(lines) == 6  # a line, its filled and its hollow markers per method
+    assert list(lines[1].get_xdata()) == [0.01, 0.1, 1.0] and display.axes_[0].get_xscale() == "log"
+    assert len(display.figure_.legends) == 1
+    with pytest.raises(TypeError, match="must be a non-empty"):
+        figures.RobustnessDisplay.from_tables({})
+
+
+def test_plots_robustness_draws_a_given_mask() -> None:
+    table = pd.DataFrame({"A": [0.80, 0.81, 0.82, 0.5, np.nan], "B": [0.1, 0.2, 0.3, 0.3, 0.3]}, index=MULTIPLIERS)
+    ax = plots.robustness(table, near_best_by_column(table, experiment.NEAR_BEST))
+    lines = ax.get_lines()
+    assert len(lines) == 6 and list(lines[1].get_xdata()) == [0.01, 0.1, 1.0] and ax.get_xscale() == "log"
