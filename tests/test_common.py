@@ -53,6 +53,20 @@ def test_the_window_is_the_last_evaluations_and_their_rounds() -> None:
         common.window_score(run, "accuracy")
 
 
+def test_late_gain_is_the_last_evaluation_minus_the_one_a_fraction_earlier() -> None:
+    frame = pd.DataFrame({"test_accuracy": [0.1, 0.3, math.nan, 0.5, 0.6, 0.65, math.nan]},
+                         index=pd.Index([0, 5, 10, 15, 20, 25, 30], name="round"))
+    history = History(frame, "FedAvg", "loop", {})
+    assert common.late_gain(history) == pytest.approx(0.65 - 0.5)  # at or before round 16.7 of 25: round 15
+    assert common.late_gain(history, fraction=0.5) == pytest.approx(0.65 - 0.3)  # last evaluated 25: at or before 12.5
+    assert common.late_gain(history, fraction=0.9) == pytest.approx(0.65 - 0.1)
+    assert math.isnan(common.late_gain(History(frame, "FedAvg", "loop", {}, diverged_round=30)))
+    with pytest.raises(ValueError, match="fraction=0"):
+        common.late_gain(history, fraction=0)
+    with pytest.raises(ValueError, match="'accuracy' is not a column"):
+        common.late_gain(history, "accuracy")
+
+
 def test_score_table_and_mean_sd_by_hand() -> None:
     def run(value: float) -> History:
         return history({0: {"train_loss": 1.0, "test_accuracy": 0.1}, 2: {"train_loss": 0.5, "test_accuracy": value}})

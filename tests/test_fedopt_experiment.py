@@ -238,12 +238,25 @@ def test_near_best_claim_needs_most_tasks():
     assert _assess(1, table1=table.assign(FedAvgM=[81.0, 61.0, 0.1]))[1] == NO
 
 
+def test_table1_runs_cifar_at_paper_scale_only():
+    assert experiment.task_names("small") == experiment.task_names("smoke") == experiment.REACHABLE
+    assert experiment.task_names("paper") == experiment.REACHABLE + ("cifar10", "cifar100")
+    with pytest.raises(ValueError, match="SCALE='huge'"):
+        experiment.task_names("huge")
+    assert set(experiment.CENTRALIZED_RULES) == set(paper.METHODS)
+
+
 def test_decay_claim():
     decay = pd.DataFrame({"constant": [0.80, 0.81], "ExpDecay": [0.82, 0.83]}, index=["FedAdam", "FedAvg"])
     assert _assess(2, decay=decay)[1] == HOLDS
     assert _assess(2, decay=decay.assign(ExpDecay=[0.82, 0.80]))[1] == PARTLY
     assert _assess(2, decay=decay, decay_task="emnist_ae")[1] == NO  # lower MSE is better
     assert _assess(2)[1] == UNTESTABLE
+    plateaued, climbing = {"FedAdam": 0.4, "FedAvg": 1.0}, {"FedAdam": 6.0, "FedAvg": 0.5, "FedYogi": 3.0}
+    assert _assess(2, decay=decay, decay_gain=plateaued)[1] == HOLDS  # the gate passes: judged as before
+    ours, judged = _assess(2, decay=decay, decay_gain=climbing)
+    assert judged == UNTESTABLE and "still gained 0.5 to 6.0 points over their last third (median 3.00 > 1)" in ours
+    assert "FedAdam: 0.80 -> 0.82" in ours  # the numbers are still shown
 
 
 def test_ease_of_tuning_claim_counts_good_cells():

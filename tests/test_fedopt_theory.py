@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 import torch
 
+import fedcore
 from fedcore import objectives
 from fedcore.experiments.fedopt import figures, theory
 
@@ -79,6 +80,12 @@ def test_scaling_panels_draw_the_measured_points_and_the_predicted_slope() -> No
     assert len(figure.axes) == 2 and figure.axes[0].get_title() == "fitted slope -0.70"
     measured, reference = figure.axes[0].get_lines()
     assert np.allclose(reference.get_ydata(), 2.0 * 10**-0.7 * (np.array([10, 40, 160]) / 10) ** -0.5)
+    flatter = pd.DataFrame({"mean squared gradient norm": 3.0 * index.to_numpy() ** -0.2}, index=index)
+    both = figures.ScalingDisplay.from_tables({"FedAdam": {"T": table}, "FedAvgM": {"T": flatter}})
+    assert both.slopes.loc["FedAdam", "T"] == pytest.approx(-0.7)
+    assert both.slopes.loc["FedAvgM", "T"] == pytest.approx(-0.2)
+    labels = both.plot().figure_.axes[0].get_legend_handles_labels()[1]
+    assert labels == ["FedAdam (slope -0.70)", "slope -0.5", "FedAvgM (slope -0.20)"]
 
 
 def test_rate_tradeoff_cells_are_fedadam_runs_at_client_constant_c_and_server_constant_1_over_c() -> None:
@@ -117,3 +124,45 @@ def test_largest_constant_below_by_hand() -> None:
     assert math.isnan(theory.largest_constant_below(table, 1e-7)[3.0])
     with pytest.raises(ValueError, match="target=0 must be > 0"):
         theory.largest_constant_below(table, 0)
+
+
+def test_fedavgm_takes_fedadams_first_step_up_to_its_denominator(task) -> None:
+    """FedAvgM at ``eta (1 - beta1) / (2 tau)`` moves by FedAdam's first step with ``sqrt(v_0)`` taken as ``tau``:
+    per coordinate the two steps differ by the factor ``(sqrt(beta2 tau^2 + (1 - beta2) Delta^2) + tau) / (2 tau)``
+    (Algorithm 2 with ``v_{-1} = tau^2``), computed here from FedAvgM's own step."""
+    point = {"rounds": 1, "clients_per_round": 10, "local_steps": 5}
+    x0 = task.problem.x0()
+    _, server_lr = theory.corollary_learning_rates(5, 10, 1, task.smoothness)
+    tau = task.gradient_bound / task.smoothness
+
+    def first_move(method: str) -> torch.Tensor:
+        seen = []
+        fedcore.simulate(task.problem, theory.corollary_algorithm(method, task, point), 1, 10, 5, 4, seed=3,
+                         progress=False, callback=lambda t, state: seen.append(state["x"].clone()))
+        return seen[-1] - x0
+
+    finals = {method: first_move(method) for method in ("FedAdam", "FedAvgM")}
+    step_m = finals["FedAvgM"]  # lr M_0 = eta (1 - beta1) Delta_0 / (2 tau): recover Delta_0 from it
+    delta = step_m * 2 * tau / (server_lr * (1 - theory.BETA1))  # FedAvgM's M_0 = Delta_0
+    adam = server_lr * (1 - theory.BETA1) * delta / (torch.sqrt(theory.BETA2 * tau**2 + (1 - theory.BETA2) * delta**2)
+                                                     + tau)
+    assert torch.allclose(finals["FedAdam"], adam, rtol=1e-10, atol=1e-14)
+    assert not torch.allclose(finals["FedAdam"], step_m, rtol=1e-6, atol=0)  # the denominators do differ
+
+
+def test_fedadams_denominator_stays_within_tau_and_two_tau_at_the_corollary_rates(task) -> None:
+    low, high = theory.denominator_ratio(task, {"rounds": 60, "clients_per_round": 5, "local_steps": 5})
+    assert 0 < low < high < 1  # sqrt(v_t) + tau in [tau, 2 tau]: momentum SGD up to a factor 2
+    assert high == pytest.approx(math.sqrt(theory.BETA2), rel=1e-2)  # round 0: v_0 ~ beta2 tau^2 (Delta tiny)
+
+
+@pytest.mark.parametrize("method", ["FedAdagrad", "FedAvgM"])
+def test_scaling_runs_each_corollary_method(task, method) -> None:
+    table = theory.scaling(task, "rounds", [20, 80], seeds=(0,), method=method)
+    assert list(table.index) == [20, 80] and (table["mean squared gradient norm"] > 0).all()
+    again = theory.squared_gradient_norms(task, 20, 10, 5, method=method)
+    assert table.loc[20, "mean squared gradient norm"] == pytest.approx(float(np.mean(again)))
+    assert table.loc[20, "mean squared gradient norm"] != pytest.approx(
+        theory.scaling(task, "rounds", [20], seeds=(0,))["mean squared gradient norm"].iloc[0])  # not FedAdam's
+    with pytest.raises(ValueError, match="method='FedYogi' not one of"):
+        theory.scaling(task, "rounds", [20], seeds=(0,), method="FedYogi")

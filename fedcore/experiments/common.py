@@ -144,6 +144,26 @@ def last_rounds_average(history: History, metric: str = "test_accuracy", fractio
     return math.nan if history.diverged or tail.empty else float(tail.mean())
 
 
+def late_gain(history: History, metric: str = "test_accuracy", fraction: float = 1 / 3) -> float:
+    """How much a run still gained at its end: ``metric`` at its last evaluation minus its value at the last
+    evaluation at or before round ``(1 - fraction) T`` (a run that has plateaued gains about 0; NaN if it
+    diverged).  For a loss, a negative gain is progress."""
+    if not isinstance(history, History):
+        raise TypeError(f"history={type(history).__name__} must be a fedcore History")
+    if metric not in history.frame:
+        raise ValueError(f"metric={metric!r} is not a column of the history: {list(history.frame.columns)}")
+    check_range("fraction", fraction, 0, 1, low_closed=False)
+    if history.diverged:
+        return math.nan
+    column = history.frame[metric].dropna()
+    last = int(column.index.max())
+    before = column[column.index <= last - fraction * last]
+    if before.empty:
+        raise ValueError(f"fraction={fraction!r}: no evaluation of {metric!r} at or before round "
+                         f"{last - fraction * last:g} of {last}; give a larger run or a smaller fraction in (0, 1)")
+    return float(column.iloc[-1] - before.iloc[-1])
+
+
 def window_rounds(settings: Mapping[str, Any], evaluations: int = SCORE_EVALUATIONS) -> str:
     """The rounds :func:`window_score` averages over, for round settings ``settings``: e.g. ``"rounds 25-40"``."""
     rounds, every = int(settings["rounds"]), int(settings["eval_every"]) or int(settings["rounds"])

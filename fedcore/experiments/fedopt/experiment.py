@@ -92,6 +92,14 @@ paper.PAPER_TASKS`) and the History column of the paper's metric (``test_loss`` 
 MSE: :func:`to_paper_units`)."""
 REACHABLE = ("shakespeare", "emnist_cr", "emnist_ae")
 """The tasks that run at every scale on this machine (CIFAR needs torchvision files: paper scale only)."""
+CIFAR = ("cifar10", "cifar100")
+
+
+def task_names(scale: str) -> tuple[str, ...]:
+    """The Table 1 tasks run at ``scale``: :data:`REACHABLE`, and at ``paper`` the two CIFAR tasks as well
+    (ResNet-18 with GroupNorm; torchvision's files in ``$FEDCORE_DATA`` or ``data/raw``)."""
+    _scale(scale)
+    return REACHABLE + CIFAR if scale == "paper" else REACHABLE
 EXP_DECAY_FACTOR, EXP_DECAY_EVERY = 0.1, 500
 
 
@@ -161,14 +169,16 @@ def _model(name: str, data: FederatedData) -> Callable[[int], nn.Module]:
 
 
 def tasks(scale: str, partition_seed: int = 0, device: str = "cpu",
-          names: Sequence[str] = REACHABLE) -> dict[str, Task]:
-    """``{name: Task}`` for the paper's tasks ``names`` (:data:`STAND_INS`; CIFAR at paper scale only) at ``scale``
+          names: Sequence[str] | None = None) -> dict[str, Task]:
+    """``{name: Task}`` for the paper's tasks ``names`` (:data:`STAND_INS`; CIFAR at paper scale only; default
+    :func:`task_names` of ``scale``) at ``scale``
     (:data:`SCALES`): the stand-in's data (the partition and the kept test samples drawn from ``partition_seed``),
     the paper's model drawn from a seed (the autoencoder with the mse loss), :func:`round_settings`, the paper's
     metric (``test_loss`` for the autoencoder: lower is better) and, as ``baseline``, what a model that learned
     nothing scores in Table 1's units (:func:`fedcore.experiments.claims.trivial_baseline`: the most frequent
     class or character in %, the mean image's MSE x1000), the unit of :func:`results_table`."""
     check_seed("partition_seed", partition_seed)
+    names = task_names(scale) if names is None else names
     if isinstance(names, str) or not isinstance(names, Sequence) or not names:
         raise ValueError(f"names={names!r} must be a non-empty list of tasks among {list(STAND_INS)}")
     built = {}
@@ -331,6 +341,20 @@ def centralized(data: FederatedData) -> FederatedData:
                          data.num_classes, f"{data.name} (centralized)", dict(data.info))
 
 
+CENTRALIZED_RULES = {
+    "FedAdagrad": "Algorithm 2's Adagrad rule on one client (momentum 0.9, v_-1 = tau^2, tau = 1e-3), not "
+                  "torch.optim.Adagrad (which has neither momentum nor v_-1 = tau^2)",
+    "FedAdam": "Algorithm 2's Adam rule on one client (no bias correction, v_-1 = tau^2, sqrt(v) + 1e-3), not "
+               "torch.optim.Adam (bias-corrected, v_-1 = 0, eps 1e-8)",
+    "FedYogi": "Algorithm 2's Yogi rule on one client (no bias correction, v_-1 = tau^2, tau = 1e-3)",
+    "FedAvgM": "SGD with momentum 0.9, as torch.optim.SGD(momentum=0.9)",
+    "FedAvg": "SGD, as torch.optim.SGD",
+}
+"""What each centralized row of Table 11 runs here: the method's own server rule with one client and one step
+of client rate 1 (:func:`centralized_algorithm` with its defaults); only SGD and SGD with momentum are also
+torch.optim's.  (With :data:`~fedcore.experiments.fedopt.paper.TORCH_ADAM` or
+:data:`~fedcore.experiments.fedopt.paper.TORCH_ADAGRAD` as options the rule is torch's, tested; the table keeps
+the federated rows' rules so that the two columns differ in the federation only.)"""
 CENTRALIZED_OPTIONS = {"clients_per_round": 1, "local_steps": 1}
 """With one client, one local step and client lr 1, ``Delta_t = -g_t``: the server optimizer *is* the
 centralized optimizer on the minibatch gradient."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -32,39 +33,53 @@ from fedcore.results import History
 
 @dataclass
 class ScalingDisplay:
-    """``tables`` (``{"T": table, "m": ..., "K": ...}``, each indexed by the varied quantity) with the measured
-    ``column``, each table's fitted log-log ``slopes`` and the ``predicted`` one."""
+    """Per method, ``tables`` (``{method: {"T": table, "m": ..., "K": ...}}``, each indexed by the varied
+    quantity) with the measured ``column``; the fitted log-log ``slopes`` (methods by varied quantity) and the
+    ``predicted`` one."""
 
-    tables: dict[str, pd.DataFrame]
+    tables: dict[str, dict[str, pd.DataFrame]]
     column: str
-    slopes: dict[str, float]
+    slopes: pd.DataFrame
     predicted: float
     figure_: Figure | None = field(default=None, repr=False)
 
     @classmethod
-    def from_tables(cls, tables: Mapping[str, pd.DataFrame], column: str = "mean squared gradient norm",
+    def from_tables(cls, tables: Mapping[str, Any], column: str = "mean squared gradient norm",
                     predicted: float = PREDICTED_EXPONENT) -> ScalingDisplay:
-        """Fit each table's slope (:func:`~fedcore.experiments.fedopt.theory.fitted_exponent`)."""
+        """Fit each table's slope (:func:`~fedcore.experiments.fedopt.theory.fitted_exponent`): ``tables`` is
+        ``{name: table}`` for one method or ``{method: {name: table}}`` for several."""
         if not isinstance(tables, Mapping) or not tables:
-            raise TypeError(f"tables={tables!r} must be a non-empty {{name: DataFrame}}")
+            raise TypeError(f"tables={tables!r} must be a non-empty {{name: DataFrame}} or {{method: {{name: "
+                            "DataFrame}}}")
         check_number("predicted", predicted)
-        return cls(dict(tables), column, {name: fitted_exponent(table, column) for name, table in tables.items()},
-                   float(predicted))
+        by_method = {"measured": dict(tables)} if all(isinstance(t, pd.DataFrame) for t in tables.values()) else \
+            {method: dict(named) for method, named in tables.items()}
+        slopes = pd.DataFrame({method: {name: fitted_exponent(table, column) for name, table in named.items()}
+                               for method, named in by_method.items()}).T
+        return cls(by_method, column, slopes, float(predicted))
 
     def plot(self) -> ScalingDisplay:
-        """One log-log panel per table: the measured points (dots) and a line of the predicted slope through the
-        first point (dashed), the fitted slope in the title."""
-        figure, axes = plt.subplots(1, len(self.tables), figsize=(4 * len(self.tables), 3.4), layout="constrained",
-                                    squeeze=False)
-        for ax, (name, table) in zip(axes[0], self.tables.items()):
-            x, y = table.index.to_numpy(dtype=float), table[self.column].to_numpy(dtype=float)
-            ax.loglog(x, y, "o-", label="measured")
-            ax.loglog(x, y[0] * (x / x[0]) ** self.predicted, "--", color="grey", label=f"slope {self.predicted:g}")
-            ax.set_xticks(x, [f"{value:g}" for value in x])  # the measured points, no crowded minor labels
+        """One log-log panel per varied quantity: each method's measured points (dots, its fitted slope in the
+        legend, or in the title for one method) and a line of the predicted slope through the first method's first
+        point (dashed)."""
+        names = list(next(iter(self.tables.values())))
+        figure, axes = plt.subplots(1, len(names), figsize=(4 * len(names), 3.4), layout="constrained", squeeze=False)
+        several = len(self.tables) > 1
+        for ax, name in zip(axes[0], names):
+            for index, (method, named) in enumerate(self.tables.items()):
+                table = named[name]
+                x, y = table.index.to_numpy(dtype=float), table[self.column].to_numpy(dtype=float)
+                label = f"{method} (slope {self.slopes.loc[method, name]:.2f})" if several else method
+                ax.loglog(x, y, "o-", color=f"C{index}", label=label)
+                if index == 0:
+                    ax.loglog(x, y[0] * (x / x[0]) ** self.predicted, "--", color="grey",
+                              label=f"slope {self.predicted:g}")
+                    ax.set_xticks(x, [f"{value:g}" for value in x])  # the measured points, no crowded minor labels
             ax.xaxis.set_minor_formatter(NullFormatter())
             ax.set_xlabel(name)
             ax.set_ylabel(self.column)
-            ax.set_title(f"fitted slope {self.slopes[name]:.2f}", fontsize="medium")
+            if not several:
+                ax.set_title(f"fitted slope {self.slopes.iloc[0][name]:.2f}", fontsize="medium")
             ax.grid(alpha=0.3, which="both")
         axes[0][0].legend(fontsize="small")
         self.figure_ = figure
