@@ -240,6 +240,42 @@ def to_paper_units(task: str, value: float) -> float:
     return 2000.0 * value if task == "emnist_ae" else 100.0 * value
 
 
+def from_paper_units(task: str, value: float) -> float:
+    """The inverse of :func:`to_paper_units`: a Table 1 number in the History column's unit (a fraction, or half
+    the MSE for the autoencoder), e.g. to draw a trivial baseline on the curves."""
+    return value / 2000.0 if task == "emnist_ae" else value / 100.0
+
+
+def settings_beside(tasks: Mapping[str, Task]) -> pd.DataFrame:
+    """Per task, the paper's round settings beside ours: clients per round, rounds, local steps K (the paper: one
+    local epoch of each client's data) and the client batch B."""
+    if not isinstance(tasks, Mapping) or not all(isinstance(t, Task) for t in tasks.values()):
+        raise TypeError(f"tasks={tasks!r} must be a {{name: Task}}, as tasks() returns")
+    rows = {}
+    for name, task in tasks.items():
+        spec = PAPER_TASKS[name]
+        rows[PAPER_TASKS[name]["name"]] = {
+            ("paper", "clients per round"): spec["clients_per_round"], ("ours", "clients per round"):
+                task.settings["clients_per_round"],
+            ("paper", "rounds"): spec["rounds"], ("ours", "rounds"): task.settings["rounds"],
+            ("paper", "K"): "1 epoch", ("ours", "K"): task.settings["local_steps"],
+            ("paper", "B"): spec["batch_size"], ("ours", "B"): task.settings["batch_size"]}
+    return pd.DataFrame(rows).T
+
+
+def hyperparameter_table(tasks: Sequence[str]) -> pd.DataFrame:
+    """Per (task, method), the learning rates and tau every Table 1 run uses (the paper's best values,
+    :data:`~fedcore.experiments.fedopt.paper.BEST_HYPERPARAMETERS`), each as ``"10^x = value"``; empty where a
+    method has none (FedAvg and FedAvgM: no tau)."""
+    rows = {}
+    for task in tasks:
+        for method in METHODS:
+            exponents = BEST_HYPERPARAMETERS[check_choice("task", task, BEST_HYPERPARAMETERS)][method]
+            rows[(PAPER_TASKS[task]["name"], method)] = {
+                name: f"10^{x:g} = {10.0 ** x:.3g}" for name, x in zip(("client lr", "server lr", "tau"), exponents)}
+    return pd.DataFrame(rows).T.reindex(columns=["client lr", "server lr", "tau"]).fillna("")
+
+
 def decay_every(task: str, rounds: int) -> int:
     """ExpDecay's period: 500 rounds of the paper's run, the same fraction of a shorter one."""
     paper = PAPER_TASKS[check_choice("task", task, PAPER_TASKS)]["rounds"]

@@ -163,8 +163,9 @@ def paper_table() -> pd.DataFrame:
 WITHIN = 0.5
 """'Within 0.5%' of the best: in Table 1's units (accuracy points; MSE x1000)."""
 PLATEAU = 1.0
-"""ExpDecay is judged only where the constant-rate runs have plateaued: their median gain over the last third of
-the run (:func:`fedcore.experiments.common.late_gain`, in accuracy points) at most this.  Cutting the client rate
+"""ExpDecay is judged only where the constant-rate runs had plateaued when the schedule first cuts the client
+rate: their median gain from that round to the end of the run (:func:`fedcore.experiments.common.late_gain`, in
+accuracy points) at most this.  Cutting the client rate
 of a run that is still climbing slows it, whatever the schedule would do at the paper's 1500 rounds."""
 
 
@@ -177,8 +178,8 @@ class Evidence:
     learned nothing scores in Table 1's units (``Task.baseline``); ``scope``: the :class:`Scope` of the Table 1
     and Table 11 runs (``experiment.scope``), narrowed to the tasks each claim judged; ``tuning_scope``: the
     grids' :class:`Scope`; ``decay_gain``: per method, what its constant-rate run on ``decay_task`` still gained
-    over its last third (accuracy points, :func:`fedcore.experiments.common.late_gain`), the ExpDecay claim's
-    gate (:data:`PLATEAU`)."""
+    from ExpDecay's first cut to the end of the run (accuracy points, :func:`fedcore.experiments.common.late_gain`),
+    the ExpDecay claim's gate (:data:`PLATEAU`)."""
 
     table1: pd.DataFrame | None = None
     decay: pd.DataFrame | None = None
@@ -251,7 +252,7 @@ def _near_best(e: Evidence) -> Judgement:
 
 def _decay_helps(e: Evidence) -> Judgement:
     """Per method, ExpDecay's number beats the constant client rate's on ``decay_task`` (Table 11); judged only
-    where the constant-rate runs have plateaued (median late gain at most :data:`PLATEAU`)."""
+    where the constant-rate runs had plateaued at the first cut (median gain after it at most :data:`PLATEAU`)."""
     d = e.decay
     if d is None or not {"constant", "ExpDecay"} <= set(d.columns):
         return Judgement("no ExpDecay runs", NOT_TESTABLE, _scope(e.scope, []))
@@ -259,7 +260,7 @@ def _decay_helps(e: Evidence) -> Judgement:
     gains = pd.Series(e.decay_gain if e.decay_gain is not None else {}, dtype=float).dropna()
     if not gains.empty and gains.median() > PLATEAU:
         climbing = (f"not testable at this scale: the constant-rate runs still gained {gains.min():.1f} to "
-                    f"{gains.max():.1f} points over their last third (median {gains.median():.2f} > {PLATEAU:g}), "
+                    f"{gains.max():.1f} points after the first cut (median {gains.median():.2f} > {PLATEAU:g}), "
                     f"so a cut of the client rate slows runs that are still learning ({ours})")
         return Judgement(climbing, NOT_TESTABLE, _scope(e.scope, [e.decay_task]))
     hits = [_better(e.decay_task, d.loc[m, "ExpDecay"], d.loc[m, "constant"]) for m in d.index]
