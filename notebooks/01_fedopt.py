@@ -269,7 +269,7 @@ variant_table = pd.DataFrame({variant: {method: history.final("test_accuracy") f
 variant_table.round(4)
 
 # %%
-figure, axes = plt.subplots(1, 3, figsize=(14, 3.8), layout="constrained", sharey=True)
+figure, axes = plt.subplots(1, 3, figsize=(14, 3.8), layout="constrained", sharey=True, dpi=64)
 for ax, method in zip(axes, variant_table.index):
     plots.compare({variant: runs[method] for variant, runs in variants.items() if method in runs},
                   "test_accuracy", ax=ax)
@@ -353,7 +353,7 @@ with pd.option_context("display.max_colwidth", None):
     display(pd.Series(unreachable, name="not run here").to_frame())
 
 # %%
-figure, axes = plt.subplots(1, len(histories), figsize=(5 * len(histories), 3.8), layout="constrained")
+figure, axes = plt.subplots(1, len(histories), figsize=(5 * len(histories), 3.8), layout="constrained", dpi=64)
 for ax, (name, runs) in zip(axes, histories.items()):
     metric = tasks[name].metric
     plots.compare(runs, metric, ax=ax, legend=False, logy=metric == "test_loss")
