@@ -229,13 +229,16 @@ def test_beat_fedavg_claim():
     assert _assess(0, table1=table[["FedAvg"]])[1] == UNTESTABLE and _assess(0)[1] == UNTESTABLE
 
 
-def test_near_best_claim_needs_most_tasks():
-    table = pd.DataFrame({"FedAdam": [80.0, 60.0, 1.0], "FedYogi": [79.0, 57.0, 1.2], "FedAvgM": [80.4, 61.0, 0.4]},
+def test_near_best_claim_needs_both_methods_on_most_tasks():
+    table = pd.DataFrame({"FedAdam": [80.0, 60.0, 1.0], "FedYogi": [80.1, 59.8, 1.2], "FedAvgM": [80.4, 61.0, 0.4]},
                          index=["emnist_cr", "shakespeare", "emnist_ae"])
-    ours, judged = _assess(1, table1=table)
-    assert judged == PARTLY and ours.startswith("emnist_cr: 0.40 from the best; shakespeare: 1.00")
+    ours, judged = _assess(1, table1=table)  # only emnist_cr has both within 0.5 of the best
+    assert judged == PARTLY
+    assert ours.startswith("emnist_cr: FedAdam 0.40, FedYogi 0.30 from the best; shakespeare: FedAdam 1.00, FedYogi")
     assert _assess(1, table1=table.assign(FedAvgM=[80.4, 60.2, 0.9]))[1] == HOLDS
     assert _assess(1, table1=table.assign(FedAvgM=[81.0, 61.0, 0.1]))[1] == NO
+    one_close = table.assign(FedYogi=[79.0, 59.8, 1.2], FedAvgM=[80.4, 60.2, 0.9])  # emnist_cr fails on FedYogi
+    assert "FedYogi 1.40" in _assess(1, table1=one_close)[0] and _assess(1, table1=one_close)[1] == HOLDS  # 2 of 3
 
 
 def test_table1_runs_cifar_at_paper_scale_only():
@@ -419,11 +422,11 @@ def test_cifar_code_path_on_generated_tensors_of_the_same_shape(task, classes, m
 def test_tasks_where_every_method_ties_are_left_out_of_the_table1_claims():
     """A task on which every method scores the same (all at a trivial baseline) says nothing about their order."""
     methods = list(paper.METHODS)
-    tied = pd.DataFrame([[18.3] * 5, [60.0, 65.0, 66.0, 61.0, 62.0]], index=["shakespeare", "emnist_cr"],
+    tied = pd.DataFrame([[18.3] * 5, [60.0, 65.6, 66.0, 61.0, 62.0]], index=["shakespeare", "emnist_cr"],
                         columns=methods)
     table = paper.claims_table(paper.Evidence(table1=tied))
     assert "shakespeare" not in table.loc[0, "ours"] and table.loc[0, "verdict"] == HOLDS
-    assert table.loc[1, "verdict"] == HOLDS  # FedYogi is the best on the one informative task
+    assert table.loc[1, "verdict"] == HOLDS  # FedYogi is the best, FedAdam within 0.5, on the one informative task
     everything_tied = paper.claims_table(paper.Evidence(table1=tied.iloc[:1]))
     assert list(everything_tied["verdict"][:2]) == [UNTESTABLE, UNTESTABLE]
 
@@ -432,7 +435,7 @@ def test_tasks_still_at_their_trivial_baseline_are_left_out_of_the_table1_claims
     """Shakespeare with every method at or below the most-frequent-character share (two below it: noise), the
     autoencoder within 0.5 of the mean image's MSE: neither says which method is better; EMNIST CR does."""
     methods = list(paper.METHODS)
-    table = pd.DataFrame([[18.3, 17.6, 17.0, 18.3, 18.3], [60.0, 65.0, 66.0, 61.0, 62.0],
+    table = pd.DataFrame([[18.3, 17.6, 17.0, 18.3, 18.3], [60.0, 65.6, 66.0, 61.0, 62.0],
                           [90.7, 91.0, 91.2, 92.0, 92.5]], index=["shakespeare", "emnist_cr", "emnist_ae"],
                          columns=methods)
     evidence = paper.Evidence(table1=table, baselines={"shakespeare": 18.3, "emnist_cr": 10.0, "emnist_ae": 91.0})

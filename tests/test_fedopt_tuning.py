@@ -111,7 +111,7 @@ def test_cells_near_best_and_summary_on_a_hand_made_grid() -> None:
     assert tuning.cells_near_best(grid, 0.02) == 3 and tuning.cells_near_best(grid, 0.0) == 1
     summary = tuning.tuning_summary({"FedAdam": grid})
     assert summary.loc["FedAdam", "best client lr"] == 0.01 and summary.loc["FedAdam", "best server lr"] == 1.0
-    assert summary.loc["FedAdam", "cells within 0.02 of best"] == 3 and summary.loc["FedAdam", "cells"] == 6
+    assert summary.loc["FedAdam", "cells within 2 points of best"] == 3 and summary.loc["FedAdam", "cells"] == 6
     assert summary.loc["FedAdam", "best on the grid's edge"]  # server 1.0 is the top row
     inner = pd.DataFrame(np.full((3, 3), 0.5), index=[1.0, 0.1, 0.01], columns=[0.01, 0.1, 1.0])
     inner.iloc[1, 1] = 0.9

@@ -27,7 +27,7 @@ from fedcore.checks import check_number
 from fedcore.experiments.common import near_best
 from fedcore.experiments.fedopt.theory import PREDICTED_EXPONENT, fitted_exponent
 from fedcore.experiments.fedopt.tuning import NEAR_BEST
-from fedcore.plots import grid_heatmap
+from fedcore.plots import grid_heatmap, run_style
 from fedcore.results import History
 
 
@@ -70,11 +70,13 @@ class ScalingDisplay:
                 table = named[name]
                 x, y = table.index.to_numpy(dtype=float), table[self.column].to_numpy(dtype=float)
                 label = f"{method} (slope {self.slopes.loc[method, name]:.2f})" if several else method
-                ax.loglog(x, y, "o-", color=f"C{index}", label=label)
+                style = run_style(index, len(self.tables), len(x)) if several else {"marker": "o"}
+                ax.loglog(x, y, label=label, **style)
                 if index == 0:
                     ax.loglog(x, y[0] * (x / x[0]) ** self.predicted, "--", color="grey",
                               label=f"slope {self.predicted:g}")
-                    ax.set_xticks(x, [f"{value:g}" for value in x])  # the measured points, no crowded minor labels
+            x = next(iter(self.tables.values()))[name].index.to_numpy(dtype=float)
+            ax.set_xticks(x, [f"{value:g}" for value in x])  # the measured points, no crowded minor labels
             ax.xaxis.set_minor_formatter(NullFormatter())
             ax.set_xlabel(name)
             ax.set_ylabel(self.column)

@@ -238,15 +238,17 @@ def _beat_fedavg(e: Evidence) -> Judgement:
 
 
 def _near_best(e: Evidence) -> Judgement:
-    """Per informative task, FedAdam or FedYogi within :data:`WITHIN` of the best method: most tasks must pass."""
+    """Per informative task, FedAdam and FedYogi (each that ran) within :data:`WITHIN` of the best method: most
+    tasks must pass."""
     t = None if e.table1 is None else _informative(e.table1, e.baselines)
     if t is None or t.empty or not {"FedAdam", "FedYogi"} & set(t.columns):
         return Judgement(f"{NOTHING_LEARNED}, or no FedAdam/FedYogi runs", NOT_TESTABLE, _scope(e.scope, []))
     pair = [m for m in ("FedAdam", "FedYogi") if m in t]
-    gaps = {task: ((t.loc[task, pair] - t.loc[task].min()).min() if task in LOWER_IS_BETTER
-                   else (t.loc[task].max() - t.loc[task, pair]).min()) for task in t.index}
-    ours = "; ".join(f"{task}: {_number(gap)} from the best" for task, gap in gaps.items())
-    return Judgement(ours, verdict(sum(bool(gap <= WITHIN) for gap in gaps.values()), len(gaps), most=True),
+    gaps = {task: (t.loc[task, pair] - t.loc[task].min() if task in LOWER_IS_BETTER
+                   else t.loc[task].max() - t.loc[task, pair]) for task in t.index}
+    ours = "; ".join(f"{task}: " + ", ".join(f"{m} {_number(gap[m])}" for m in pair) + " from the best"
+                     for task, gap in gaps.items())
+    return Judgement(ours, verdict(sum(bool(gap.max() <= WITHIN) for gap in gaps.values()), len(gaps), most=True),
                      _scope(e.scope, list(t.index)))
 
 
@@ -261,7 +263,7 @@ def _decay_helps(e: Evidence) -> Judgement:
     if not gains.empty and gains.median() > PLATEAU:
         climbing = (f"not testable at this scale: the constant-rate runs still gained {gains.min():.1f} to "
                     f"{gains.max():.1f} points after the first cut (median {gains.median():.2f} > {PLATEAU:g}), "
-                    f"so a cut of the client rate slows runs that are still learning ({ours})")
+                    f"so what the cut does cannot be told from what the runs still learn ({ours})")
         return Judgement(climbing, NOT_TESTABLE, _scope(e.scope, [e.decay_task]))
     hits = [_better(e.decay_task, d.loc[m, "ExpDecay"], d.loc[m, "constant"]) for m in d.index]
     return Judgement(ours, verdict(sum(hits), len(hits)), _scope(e.scope, [e.decay_task]))
@@ -278,7 +280,8 @@ def _easier_to_tune(e: Evidence) -> Judgement:
                          _scope(e.tuning_scope, []))
     share = {m: good_share(grid) for m, grid in grids.items()}
     hits = sum(share[a] > share[p] for a in adaptive for p in plain)
-    ours = ", ".join(f"{m} {share[m]:.0%}" for m in grids) + f" of cells within {NEAR_BEST:g} of the best"
+    ours = ", ".join(f"{m} {share[m]:.0%}" for m in grids) + \
+        f" of cells within {100 * NEAR_BEST:g} accuracy points of the method's best"
     return Judgement(ours, verdict(int(hits), len(adaptive) * len(plain)), e.tuning_scope or UNSTATED)
 
 

@@ -136,5 +136,6 @@ def tuning_summary(grids: dict[str, pd.DataFrame], within: float = NEAR_BEST) ->
         edge = client_lr in (grid.columns[0], grid.columns[-1]) or server_lr in (grid.index[0], grid.index[-1])
         rows[method] = {"best accuracy": value, "best client lr": client_lr, "best server lr": server_lr,
                         "best on the grid's edge": edge,
-                        f"cells within {within:g} of best": cells_near_best(grid, within), "cells": grid.size}
+                        f"cells within {100 * within:g} points of best": cells_near_best(grid, within),
+                        "cells": grid.size}
     return pd.DataFrame(rows).T
