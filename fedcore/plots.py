@@ -231,11 +231,13 @@ def fedopt_panels(runs: Mapping[str, History], title: str = "") -> Figure:
 
 def grid_heatmap(table: Any, ax: Axes | None = None, label: str = "", log: bool = False,
                  outline: Any = None, fmt: str = "{:.2g}", origin: str = "lower",
-                 limits: tuple[float, float] | None = None) -> Axes:
-    """A table (rows x columns of a grid of runs) as a heat map with every cell printed (``fmt``), a colour
-    bar named ``label`` (log scale with ``log``; the colour range ``limits``, default the table's own), and
-    the cells where the boolean table ``outline`` is True outlined in red.  NaN cells (diverged runs) are
-    blank and print ``nan``; numeric axis labels have two significant digits."""
+                 limits: tuple[float, float] | None = None, colorbar: bool = True,
+                 fontsize: str | float = "x-small") -> Axes:
+    """A table (rows x columns of a grid of runs) as a heat map with every cell printed (``fmt``, at
+    ``fontsize``), a colour bar named ``label`` (log scale with ``log``; the colour range ``limits``, default the
+    table's own; ``colorbar=False`` leaves it to the caller, e.g. one for several maps on one range), and the
+    cells where the boolean table ``outline`` is True outlined in red.  NaN cells (diverged runs) are blank and
+    print ``nan``; numeric axis labels have two significant digits."""
     import pandas as pd
     from matplotlib.colors import LogNorm
     from matplotlib.patches import Rectangle
@@ -259,7 +261,7 @@ def grid_heatmap(table: Any, ax: Axes | None = None, label: str = "", log: bool 
     middle = np.sqrt(low * max(high, low)) if log else (low + high) / 2
     marked = np.zeros(values.shape, bool) if outline is None else np.asarray(outline, bool)
     for (row, column), value in np.ndenumerate(table.to_numpy(dtype=float)):
-        ax.text(column, row, fmt.format(value), ha="center", va="center", fontsize="x-small",
+        ax.text(column, row, fmt.format(value), ha="center", va="center", fontsize=fontsize,
                 color="white" if not value >= middle else "black")
         if marked[row, column]:
             ax.add_patch(Rectangle((column - 0.5, row - 0.5), 1, 1, fill=False, edgecolor="red", linewidth=1.5))
@@ -267,7 +269,8 @@ def grid_heatmap(table: Any, ax: Axes | None = None, label: str = "", log: bool 
     ax.set_yticks(range(len(table.index)), [f"{r:.2g}" if isinstance(r, float) else str(r) for r in table.index])
     ax.set_xlabel(str(table.columns.name or ""))
     ax.set_ylabel(str(table.index.name or ""))
-    ax.figure.colorbar(image, ax=ax, label=label)
+    if check_bool("colorbar", colorbar):
+        ax.figure.colorbar(image, ax=ax, label=label)
     return ax
 
 

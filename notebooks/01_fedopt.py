@@ -475,8 +475,8 @@ grids = grids_by_tau[TAU]
 plots.savefig(figures.tuning_heatmaps(grids), "01_tuning_heatmaps.png", FIGURES)
 
 # %% [markdown]
-# Red outlines mark the cells within two points of the method's best; all five grids share one colour
-# scale. Counted (a best cell on the grid's edge means the good region may extend beyond the grid, and the
+# Each cell prints its accuracy in points; red outlines mark the cells within two points of the method's best;
+# all five grids share one colour scale and its one colour bar. Counted (a best cell on the grid's edge means the good region may extend beyond the grid, and the
 # count is then a lower bound):
 
 # %%

@@ -120,9 +120,11 @@ def test_cells_near_best_and_summary_on_a_hand_made_grid() -> None:
     assert len(ax.patches) == 3 and len(ax.texts) == 6
     assert figures.grid_limits({"FedAdam": grid, "FedAvg": inner}) == (0.5, 0.9)
     figure = figures.tuning_heatmaps({"FedAdam": grid, "FedAvg": inner})
-    maps = [ax for ax in figure.axes if ax.images]  # the colour bars are axes too
+    maps = [ax for ax in figure.axes if ax.get_title()]  # the colour bar is an axes too, without a title
     assert [ax.get_title() for ax in maps] == ["FedAdam", "FedAvg"]
-    assert all(ax.images[0].get_clim() == (0.5, 0.9) for ax in maps)  # one colour scale
+    assert all(ax.images[0].get_clim() == pytest.approx((50.0, 90.0)) for ax in maps)  # one scale, in points
+    assert len(figure.axes) == len(maps) + 1  # one colour bar for all
+    assert "90.0" in [text.get_text() for text in maps[1].texts]  # cells printed in accuracy points
     with pytest.raises(TypeError, match="must be a non-empty"):
         figures.grid_limits({})
 
@@ -173,7 +175,7 @@ def test_tuning_explorer_outlines_the_chosen_cell_and_draws_its_curve() -> None:
     black = [p for p in left.patches if p.get_edgecolor()[:3] == (0.0, 0.0, 0.0)]
     assert len(black) == 1 and black[0].get_xy() == (0.5, 0.5)  # column of 0.1, row of 0.01 (second from the top)
     shown = left.images[0].get_array()
-    assert np.allclose(shown, grids[1e-1]["FedAdam"].to_numpy(), equal_nan=True)  # the chosen tau's grid
+    assert np.allclose(shown, 100 * grids[1e-1]["FedAdam"].to_numpy(), equal_nan=True)  # the chosen tau's grid (points)
     with pytest.raises(ValueError, match="is not a cell of the grid"):
         explore.explore_tuning("FedAdam", 1e-3, 0.5, 0.01, grids, curve)
     with pytest.raises(ValueError, match="method='FedYogi' has no grid at tau=0.001"):

@@ -88,6 +88,9 @@ class ScalingDisplay:
         return self
 
 
+ACCURACY_LABEL = "test accuracy (%), mean over the last third of the rounds"
+
+
 @dataclass
 class TuningDisplay:
     """A learning-rate ``grid`` (rows: server learning rates, largest on top; columns: client learning rates, as
@@ -107,11 +110,13 @@ class TuningDisplay:
         return cls(grid, float(within), near_best(grid.to_numpy(dtype=float), within))
 
     def plot(self, ax: Axes | None = None, title: str = "", limits: tuple[float, float] | None = None,
-             chosen: tuple[float, float] | None = None) -> TuningDisplay:
-        """The heat map (:func:`fedcore.plots.grid_heatmap`, colour range ``limits``: one for several grids) with
-        the near-best cells outlined in red and the cell ``chosen = (client_lr, server_lr)`` in black."""
-        ax = grid_heatmap(self.grid, ax, "accuracy (mean of the last rounds)", outline=self.near_best, fmt="{:.3f}",
-                          origin="upper", limits=limits)
+             chosen: tuple[float, float] | None = None, colorbar: bool = True) -> TuningDisplay:
+        """The heat map in accuracy points (:func:`fedcore.plots.grid_heatmap`; colour range ``limits``, as
+        fractions: one for several grids, whose colour bar the caller draws with ``colorbar=False``) with the
+        near-best cells outlined in red and the cell ``chosen = (client_lr, server_lr)`` in black."""
+        low_high = None if limits is None else (100 * limits[0], 100 * limits[1])
+        ax = grid_heatmap(100 * self.grid, ax, ACCURACY_LABEL, outline=self.near_best, fmt="{:.1f}",
+                          origin="upper", limits=low_high, colorbar=colorbar, fontsize="small")
         if chosen is not None:
             row, column = list(self.grid.index).index(chosen[1]), list(self.grid.columns).index(chosen[0])
             ax.add_patch(Rectangle((column - 0.5, row - 0.5), 1, 1, fill=False, edgecolor="black", linewidth=2.5))
@@ -133,11 +138,13 @@ def grid_limits(grids: Mapping[str, pd.DataFrame]) -> tuple[float, float]:
 
 def tuning_heatmaps(grids: Mapping[str, pd.DataFrame], within: float = NEAR_BEST) -> Figure:
     """One heat map per method of ``grids`` (:class:`TuningDisplay`, the cells within ``within`` of each grid's
-    best outlined), side by side on one colour scale (:func:`grid_limits`): Figures 2 and 6 as we ran them."""
+    best outlined), side by side on one colour scale (:func:`grid_limits`) with one colour bar: Figures 2 and 6 as
+    we ran them."""
     limits = grid_limits(grids)
-    figure, axes = plt.subplots(1, len(grids), figsize=(4.2 * len(grids), 3.8), layout="constrained", squeeze=False)
+    figure, axes = plt.subplots(1, len(grids), figsize=(4.4 * len(grids), 4.2), layout="constrained", squeeze=False)
     for ax, (method, grid) in zip(axes[0], grids.items()):
-        TuningDisplay.from_grid(grid, within).plot(ax, title=method, limits=limits)
+        TuningDisplay.from_grid(grid, within).plot(ax, title=method, limits=limits, colorbar=False)
+    figure.colorbar(axes[0][0].images[0], ax=list(axes[0]), label=ACCURACY_LABEL, shrink=0.9)
     return figure
 
 
