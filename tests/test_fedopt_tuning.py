@@ -134,8 +134,9 @@ def test_grid_axes_and_grid_builders() -> None:
     from fedcore.experiments.fedopt import paper
 
     client_lrs, server_lrs, rounds = tuning.grid_axes("small")
-    assert len(client_lrs) == 6 and len(server_lrs) == 6 and rounds == 30
+    assert len(client_lrs) == 6 and len(server_lrs) == 7 and rounds == 30
     assert np.allclose(client_lrs, [10 ** (k / 2) for k in range(-5, 1)])
+    assert np.allclose(server_lrs, [10 ** (k / 2) for k in range(-5, 2)])  # past 1: FedAvg's best was on the edge
     with pytest.raises(ValueError, match="SCALE='huge' not one of"):
         tuning.grid_axes("huge")
     builders = fedopt.grid_builders(tau=1e-3)
