@@ -30,6 +30,7 @@ from torch import Tensor, nn
 
 from fedcore.checks import check_choice, check_int, check_number, check_positive, check_range, check_seed, check_seeds
 from fedcore.data.federated import FederatedData
+from fedcore.experiments.claims import Scope
 from fedcore.problem import Problem
 from fedcore.results import History
 from fedcore.run import simulate_runs, sweep
@@ -73,6 +74,15 @@ class Task:
     def initial(self, seeds: Sequence[int]) -> dict[int, Tensor]:
         """``{seed: initial parameters}``: the model drawn from each seed."""
         return {seed: self.problem(seed).x0() for seed in seeds}
+
+
+def scope(tasks: Mapping[str, Task], scale: str, seeds: Sequence[int], model: str = "") -> Scope:
+    """What a verdict on runs of ``tasks`` (``{name: Task}``) at ``scale`` from ``seeds`` rests on: the tasks, each
+    one's rounds (one number where they agree), the seeds and ``model`` where it is not the paper's."""
+    if not isinstance(tasks, Mapping) or not tasks or not all(isinstance(t, Task) for t in tasks.values()):
+        raise ValueError(f"tasks={tasks!r} must be a non-empty {{name: Task}}")
+    rounds = {name: int(task.settings["rounds"]) for name, task in tasks.items()}
+    return Scope(tuple(tasks), scale, rounds, tuple(check_seeds("seeds", seeds)), model)
 
 
 def run_seeds(task: Task, algorithms: Mapping[str, Any], seeds: Sequence[int], *, store: Store | None = None,

@@ -163,8 +163,7 @@ def scopes(tasks: Mapping[str, Task], scale: str, seeds: Sequence[int]) -> dict[
     """Per task, what a verdict on its runs rests on: the task, the scale, its rounds, the ``seeds`` and its model
     where it is not the paper's (:class:`fedcore.experiments.claims.Scope`)."""
     _scale(scale)
-    return {name: Scope((name,), scale, int(task.settings["rounds"]), tuple(seeds), task.model_label)
-            for name, task in tasks.items()}
+    return {name: common.scope({name: task}, scale, seeds, task.model_label) for name, task in tasks.items()}
 
 
 _BASELINES: dict[str, Callable[..., Any]] = {

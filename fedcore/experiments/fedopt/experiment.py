@@ -40,9 +40,10 @@ from torch import nn
 
 from fedcore import algorithms, models
 from fedcore.algorithms.base import exp_decay
-from fedcore.checks import check_choice, check_int, check_positive, check_scale, check_seed, check_seeds
+from fedcore.checks import check_choice, check_int, check_positive, check_scale, check_seed
 from fedcore.data import FederatedData, load_fashion_mnist, load_shakespeare, load_torchvision
 from fedcore.data.sources import cifar100_coarse
+from fedcore.experiments import common
 from fedcore.experiments.claims import Scope, trivial_baseline
 from fedcore.experiments.common import ROUND_SETTINGS, Task, last_rounds_average
 from fedcore.experiments.fedopt.paper import (
@@ -199,11 +200,8 @@ def tasks(scale: str, partition_seed: int = 0, device: str = "cpu",
 def scope(tasks: Mapping[str, Task], scale: str, seeds: Sequence[int], model: str = "") -> Scope:
     """The :class:`~fedcore.experiments.claims.Scope` of runs on ``tasks`` (``{name: Task}``) at ``scale`` from
     ``seeds``: each task's rounds, and ``model`` where it is not the paper's."""
-    if not isinstance(tasks, Mapping) or not tasks or not all(isinstance(t, Task) for t in tasks.values()):
-        raise ValueError(f"tasks={tasks!r} must be a non-empty {{name: Task}}")
     _scale(scale)
-    rounds = {name: int(task.settings["rounds"]) for name, task in tasks.items()}
-    return Scope(tuple(tasks), scale, rounds, tuple(check_seeds("seeds", seeds)), model)
+    return common.scope(tasks, scale, seeds, model)
 
 
 def run(tasks: Mapping[str, Task], seed: int = 0, *, decay: bool = False, store: Store | None = None,
