@@ -9,7 +9,8 @@
 - :func:`mlp`: dense layers with ReLU.
 - :func:`linear_regression`: ``y = <a, x>`` with no bias, for the federated quadratics.
 - :func:`char_lstm`: the Shakespeare char-LSTM of Reddi et al. (embedding 8, 2 LSTM layers of
-  256, dense over the vocabulary), on :class:`BatchableLSTM` so ``torch.func.vmap`` can batch it.
+  256, dense over the vocabulary), on :class:`BatchableLSTM` so ``torch.func.vmap`` can batch it;
+  the last step's logits, or every step's (``all_steps=True``, for TFF's sequence targets).
 - :func:`resnet18_gn`: the CIFAR ResNet-18 of Reddi et al. with GroupNorm in place of BatchNorm
   (after Hsieh et al., ICML 2020), 11,173,962 parameters for 10 classes.
 - :func:`autoencoder`: the EMNIST autoencoder of Reddi et al. (after Hinton & Salakhutdinov,
@@ -196,26 +197,40 @@ class BatchableLSTM(nn.Module):
 
 
 class CharLSTM(nn.Module):
-    """Embedding -> LSTM -> dense on the last step's output: ``[B, T]`` characters -> ``[B, classes]``."""
+    """Embedding -> LSTM -> dense: ``[B, T]`` characters -> ``[B, classes]`` logits from the last step's
+    output, or ``[B, T, classes]`` from every step's with ``all_steps=True``."""
 
-    def __init__(self, embedding: nn.Embedding, lstm: nn.Module, dense: nn.Linear) -> None:
+    def __init__(self, embedding: nn.Embedding, lstm: nn.Module, dense: nn.Linear, all_steps: bool = False) -> None:
         super().__init__()
         self.embedding, self.lstm, self.dense = embedding, lstm, dense
+        self.all_steps = check_bool("all_steps", all_steps)
 
     def forward(self, inputs: Tensor) -> Tensor:
         outputs, _ = self.lstm(self.embedding(inputs.long()))  # data sets may keep ids as uint8
-        return self.dense(outputs[:, -1])
+        return self.dense(outputs if self.all_steps else outputs[:, -1])
+
+    def extra_repr(self) -> str:
+        # only when set: the default's repr (a stored run's architecture, fedcore.identity) stays as it was
+        return "all_steps=True" if self.all_steps else ""
 
 
 def char_lstm(
     input_shape: Sequence[int] = (80,), num_classes: int = SHAKESPEARE_VOCAB, embedding_dim: int = 8,
-    hidden_size: int = 256, num_layers: int = 2, fused: bool = False,
+    hidden_size: int = 256, num_layers: int = 2, fused: bool = False, all_steps: bool = False,
 ) -> nn.Module:
     """Reddi et al.'s Shakespeare char-LSTM (ICLR 2021, Table 3 of the appendix): embedding 8,
     2 LSTM layers of 256 units, dense over the vocabulary; input and output share the vocabulary
     of ``num_classes`` characters.  Inputs are int64 ``[B, T]`` (T = ``input_shape[0]`` = 80),
     outputs ``[B, num_classes]``: the logits of the character after the sequence, from the last
-    step's output, so targets ``[B]`` and the ``cross_entropy`` loss apply.
+    step's output, so targets ``[B]`` and the ``cross_entropy`` loss apply (LEAF's samples,
+    ``load_shakespeare(targets="next")``).
+
+    ``all_steps=True`` applies the dense layer to every step's output: outputs
+    ``[B, T, num_classes]``, the logits of each position's next character, for targets ``[B, T]``
+    (TFF's samples, which Reddi et al. train on: ``load_shakespeare(targets="sequence")``); the
+    ``cross_entropy`` loss then averages over all ``B T`` targets and the accuracy scores each.  The
+    option changes only the forward: the same parameters and, for a given seed, the same
+    initialization, and the last step's logits equal those of ``all_steps=False``.
 
     Parameters: ``V E + sum_l (4 H (in_l + H) + 8 H) + (H + 1) V`` with ``in_0 = E``,
     ``in_l = H`` after; with E=8, H=256, 2 layers that is ``798,720 + 265 V``:
@@ -232,13 +247,14 @@ def char_lstm(
     check_int("hidden_size", hidden_size)
     check_int("num_layers", num_layers)
     check_bool("fused", fused)
+    check_bool("all_steps", all_steps)
     _shape(input_shape, ("sequence_length",))
     embedding = nn.Embedding(num_classes, embedding_dim)
     if fused:
         lstm: nn.Module = nn.LSTM(embedding_dim, hidden_size, num_layers, batch_first=True)
     else:
         lstm = BatchableLSTM(embedding_dim, hidden_size, num_layers)
-    return CharLSTM(embedding, lstm, nn.Linear(hidden_size, num_classes))
+    return CharLSTM(embedding, lstm, nn.Linear(hidden_size, num_classes), all_steps)
 
 
 RESNET18_WIDTHS = (64, 128, 256, 512)  # the channels of the four stages (the stem has the first)

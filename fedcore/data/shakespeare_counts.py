@@ -12,8 +12,14 @@ from torch import Tensor
 
 from fedcore.checks import check_int
 from fedcore.data.federated import FederatedData
-from fedcore.data.shakespeare_corpus import DEFAULT_MIN_LINES, check_selection, load_corpus, select_roles
-from fedcore.data.shakespeare_windows import count_windows
+from fedcore.data.shakespeare_corpus import (
+    DEFAULT_MIN_LINES,
+    check_selection,
+    check_targets,
+    load_corpus,
+    select_roles,
+)
+from fedcore.data.shakespeare_windows import count_chunks, count_windows
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -45,16 +51,22 @@ def summary(data: FederatedData) -> dict[str, Any]:
 def describe(
     seq_len: int = 80, min_lines: int = DEFAULT_MIN_LINES, test_fraction: float = 0.2, *,
     plays: str | Sequence[str] | None = None, stride: int = 1, root: str | Path | None = None,
-    download: bool = True,
+    download: bool = True, targets: str = "next",
 ) -> dict[str, Any]:
     """:func:`summary` of ``load_shakespeare(seq_len=..., ...)`` (all clients) without building
-    the windows: counted from the cached corpus in milliseconds."""
+    the samples: counted from the cached corpus in milliseconds.  With ``targets="sequence"`` the
+    "windows" are the chunks of ``seq_len + 1`` characters."""
     check_selection(None, seq_len, min_lines, test_fraction, stride, 0, plays)
+    check_targets(targets, stride)
     corpus = load_corpus(root, download)
     kept, cuts = select_roles(corpus, None, seq_len, min_lines, test_fraction, plays, 0)
     lengths = (corpus["offsets"][1:] - corpus["offsets"][:-1]).tolist()
-    train = torch.tensor([count_windows(cut, seq_len, stride) for cut in cuts])
-    test = torch.tensor([count_windows(lengths[i] - cut, seq_len, stride) for i, cut in zip(kept, cuts)])
+
+    def count(length: int) -> int:
+        return count_chunks(length, seq_len) if targets == "sequence" else count_windows(length, seq_len, stride)
+
+    train = torch.tensor([count(cut) for cut in cuts])
+    test = torch.tensor([count(lengths[i] - cut) for i, cut in zip(kept, cuts)])
     return _summarize(len({corpus["clients"][i][0] for i in kept}), train, test)
 
 
