@@ -8,7 +8,7 @@ VENV    := .venv
 VPY     := $(VENV)/bin/python
 STAMP   := $(VENV)/.setup-stamp
 
-# notebook scale for `make run`: smoke | small | paper (medium: 04_fafed only so far)
+# notebook scale for `make run`: smoke | small | paper (medium: 01_fedopt and 04_fafed only so far)
 SCALE   ?= small
 # seconds allowed per notebook cell: papermill (`make run`) and nbval (`make test`)
 TIMEOUT ?= 3600

@@ -153,18 +153,25 @@ def fedopt_algorithm(method: str, client_lr: float, server_lr: float, tau: float
 
 def explore_fedopt(method: str = "fedadam", client_lr: float = 0.1, server_lr: float = 0.01, tau: float = 1e-3,
                    beta1: float = 0.9, beta2: float = 0.99, rounds: int = 30, problem: Problem | None = None,
-                   store: Store | None = None) -> None:
-    """The FedOpt explorer: a small federated run of ``method`` with the sliders' values beside FedAvg with the
+                   store: Store | None = None, settings: Mapping[str, Any] | None = None,
+                   smooth: int = 1) -> None:
+    """The FedOpt explorer: a federated run of ``method`` with the sliders' values beside FedAvg with the
     same client learning rate (server step 1), both from the same start and minibatches; draws their test
-    accuracy and training loss (:func:`fedcore.plots.compare`).  ``problem`` defaults to :func:`live_problem`;
-    with ``store`` a setting run before is read back."""
+    accuracy and training loss (:func:`fedcore.plots.fedopt_panels`, the loss's running mean over ``smooth``
+    rounds).  ``problem`` defaults to :func:`live_problem` and its round options to :data:`LIVE_RUN`, which
+    ``settings`` (``clients_per_round``, ``local_steps``, ``batch_size``, ``eval_every``, ``weighting``, e.g. a
+    task's) replace; with ``store`` a setting run before is read back."""
     algorithm = fedopt_algorithm(method, client_lr, server_lr, tau, beta1, beta2)
-    problem, options = _live_run(problem, rounds=_check_steps("rounds", rounds), store=store)
+    extra = {} if settings is None else dict(settings)
+    unknown = sorted(set(extra) - {"clients_per_round", "local_steps", "batch_size", "eval_every", "weighting"})
+    if unknown:
+        raise ValueError(f"settings has {unknown}: it takes clients_per_round, local_steps, batch_size, eval_every "
+                         "and weighting (the rounds come from rounds=)")
+    problem, options = _live_run(problem, **extra, rounds=_check_steps("rounds", rounds), store=store)
     runs = {method: simulate(problem, algorithm, **options),
             "fedavg (server lr 1)": simulate(problem, algorithms.fedavg(client_lr), **options)}
     plots.fedopt_panels(runs, title=f"{method}: client lr {client_lr:g}, server lr {server_lr:g}" +
-                        (f", tau {tau:g}" if "tau" in FEDOPT_METHODS[method] else ""))
-
+                        (f", tau {tau:g}" if "tau" in FEDOPT_METHODS[method] else ""), smooth=smooth)
 
 
 def explore_tuning(method: str, tau: float, client_lr: float, server_lr: float, grids: Mapping[float, Any],
@@ -172,7 +179,8 @@ def explore_tuning(method: str, tau: float, client_lr: float, server_lr: float, 
     """The tuning-grid explorer: ``grids[tau][method]`` as a heat map (Reddi et al., Figures 2 and 6) with the
     chosen cell outlined in black, and that cell's learning curve, ``curve(method, tau, client_lr, server_lr)``
     (a :class:`fedcore.History`; with the results store the grid's runs are read back, not rerun).  One colour
-    scale for every grid of ``grids``."""
+    scale for every grid of ``grids``; the good cells (outlined in red) are those at or above the threshold of
+    ``grids[tau]`` (:func:`fedcore.experiments.fedopt.tuning.good_threshold`)."""
     if not isinstance(grids, Mapping) or not all(isinstance(by_method, Mapping) for by_method in grids.values()):
         raise TypeError(f"grids must be {{tau: {{method: grid}}}} (tuning_grid's tables), got {type(grids).__name__}")
     if tau not in grids:
@@ -189,8 +197,10 @@ def explore_tuning(method: str, tau: float, client_lr: float, server_lr: float, 
     limits = (min(float(g.min().min()) for g in every), max(float(g.max().max()) for g in every))
     title = f"{method}, tau {tau:g}" if "tau" in FEDOPT_METHODS.get(method.lower(), ()) else method
     from fedcore.experiments.fedopt.figures import tuning_panels
+    from fedcore.experiments.fedopt.tuning import good_threshold
 
-    tuning_panels(grid, curve(method, tau, client_lr, server_lr), client_lr, server_lr, title, limits)
+    tuning_panels(grid, curve(method, tau, client_lr, server_lr), client_lr, server_lr, title,
+                  good_threshold(grids[tau]), limits)
 
 
 def explore_padamfed(clients_per_round: int = 5, local_steps: int = 5, rounds: int = 30, multiplier: float = 1.0,

@@ -113,14 +113,15 @@ def plain_log_scale(ax: Axes) -> None:
 
 def compare(
     histories: Mapping[str, History] | Sequence[History], metric: str = "test_accuracy",
-    ax: Axes | None = None, logy: bool = False, legend: bool = True,
+    ax: Axes | None = None, logy: bool = False, legend: bool = True, smooth: int = 1,
 ) -> Axes:
     """``metric`` of several runs against communication rounds on one Axes.
 
     ``histories`` is ``{label: History}`` or a list (labelled by each run's algorithm).  Each run has its
     own colour, line style and marker (a few per line, at shifted rounds), so runs that coincide stay
     visible; ``legend=False`` leaves the legend to the caller (one per figure:
-    ``figure.legend(*ax.get_legend_handles_labels())``).
+    ``figure.legend(*ax.get_legend_handles_labels())``); ``smooth`` > 1 draws each run's running mean over that
+    many recorded values (``History.plot``).
     """
     if isinstance(histories, (str, bytes)) or not isinstance(histories, (Mapping, Sequence)):
         raise TypeError(f"histories={histories!r} must be {{label: History}} or a list of History, "
@@ -137,7 +138,7 @@ def compare(
         _, ax = plt.subplots(figsize=(5, 3.5))
     for index, (label, history) in enumerate(items):
         points = history.frame[metric].notna().sum() if metric in history.frame else 1
-        history.plot(metric, ax=ax, label=label, **run_style(index, len(items), points))
+        history.plot(metric, ax=ax, label=label, smooth=smooth, **run_style(index, len(items), points))
     if logy:
         plain_log_scale(ax)
     if legend:
@@ -213,8 +214,9 @@ def server_optimizer_panels(path: ServerPath, reference: ServerPath | None = Non
     return figure
 
 
-def fedopt_panels(runs: Mapping[str, History], title: str = "") -> Figure:
-    """The explorers' figure: test accuracy and training loss (log scale) of ``runs`` against rounds, ``title``
+def fedopt_panels(runs: Mapping[str, History], title: str = "", smooth: int = 1) -> Figure:
+    """The explorers' figure: test accuracy and training loss (log scale; with ``smooth`` > 1 its running mean over
+    that many rounds, since one round's loss is that round's few clients') of ``runs`` against rounds, ``title``
     above, one legend to the right of both panels with each run's final test accuracy."""
     if not isinstance(runs, Mapping) or not runs:
         raise TypeError(f"runs={runs!r} must be a non-empty {{label: History}}")
@@ -222,7 +224,7 @@ def fedopt_panels(runs: Mapping[str, History], title: str = "") -> Figure:
     labelled = {f"{label}: {history.final('test_accuracy'):.3f}" if "test_accuracy" in history.frame else label:
                 history for label, history in runs.items()}
     compare(labelled, "test_accuracy", ax=left, legend=False)
-    compare(labelled, "train_loss", ax=right, logy=True, legend=False)
+    compare(labelled, "train_loss", ax=right, logy=True, legend=False, smooth=smooth)
     figure.legend(*left.get_legend_handles_labels(), loc="outside right center", fontsize="small",
                   title="final test accuracy", title_fontsize="small")
     figure.suptitle(title, fontsize="medium")

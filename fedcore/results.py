@@ -45,8 +45,11 @@ class History:
         column = self.frame[metric].dropna()
         return float(column.iloc[-1]) if len(column) else math.nan
 
-    def plot(self, metric: str = "train_loss", ax: Any = None, label: str | None = None, **style: Any) -> Any:
-        """``metric`` against communication rounds on ``ax`` (a new figure if None)."""
+    def plot(self, metric: str = "train_loss", ax: Any = None, label: str | None = None, smooth: int = 1,
+             **style: Any) -> Any:
+        """``metric`` against communication rounds on ``ax`` (a new figure if None); with ``smooth`` > 1, its
+        running mean over the last ``smooth`` recorded values (a per-round quantity: the last ``smooth``
+        rounds), which the y label says."""
         import matplotlib.pyplot as plt
 
         if metric not in self.frame:
@@ -55,10 +58,14 @@ class History:
             _, ax = plt.subplots(figsize=(5, 3.5))
         elif not callable(getattr(ax, "plot", None)):
             raise TypeError(f"ax={ax!r} must be a matplotlib Axes, or None for a new figure")
+        if isinstance(smooth, bool) or not isinstance(smooth, int) or smooth < 1:
+            raise ValueError(f"smooth={smooth!r} must be an int >= 1 (1: no smoothing)")
         column = self.frame[metric].dropna()
+        if smooth > 1:
+            column = column.rolling(smooth, min_periods=1).mean()
         ax.plot(column.index, column.values, label=label or self.algorithm, **style)
         ax.set_xlabel("communication round")
-        ax.set_ylabel(metric.replace("_", " "))
+        ax.set_ylabel(metric.replace("_", " ") + (f", mean of the last {smooth}" if smooth > 1 else ""))
         if self.diverged:
             ax.axvline(self.diverged_round, color="grey", linestyle=":", linewidth=1)
         return ax

@@ -27,23 +27,27 @@
 # 1. states the algorithms beside the fedcore code that runs them, and puts the convergence rate to the
 #    test on a federated least-squares problem;
 # 2. shows that "FedAdam" is not one optimizer: the paper, the authors' code, Flower and TFF differ;
-# 3. runs the rows of Table 1 that can run here, on stand-in data where the paper's is not reachable;
+# 3. runs the rows of Table 1 that can run here, on stand-in data where the paper's is not reachable, three seeds
+#    each, and reads the slides' "faster convergence" on the same runs;
 # 4. reruns Table 11: centralized training against federated, a constant client learning rate against ExpDecay;
 # 5. measures the claim that adaptive methods are easier to tune (Figures 2 and 6) on learning-rate grids;
 # 6. lets you move the learning rates of a live run;
 # 7. sets the paper's claims beside our results, with verdicts, and says what differs.
 #
 # **Parameters.** `SCALE` is `smoke` (CI, about a minute), `small` (a 2-core CPU, at most 15 minutes: what you
-# see here) or `paper` (the paper's settings, for a GPU and the original data). Rerun with, e.g.,
-# `papermill 01_fedopt.ipynb out.ipynb -p SCALE small -p SEED 1`. Finished runs are kept in the results store
+# see here, with lighter models than the paper's for Table 1), `medium` (`small` and Shakespeare's row: about an
+# hour more on a CPU) or `paper` (the paper's models and settings, for a GPU and the original data). Every trained result is repeated
+# over three seeds and judged on the paired differences. Rerun with, e.g.,
+# `papermill 01_fedopt.ipynb out.ipynb -p SCALE small -y "SEEDS: [3, 4, 5]"`. Finished runs are kept in the results store
 # (`fedcore.store`), so a rerun recomputes only what changed; `-p STORE off` recomputes everything.
 
 # %% tags=["parameters"]
 import os
 
-SCALE = os.environ.get("FEDCORE_SCALE", "small")  # smoke | small | paper
+SCALE = os.environ.get("FEDCORE_SCALE", "small")  # smoke | small | medium | paper
 DEVICE = "cpu"  # "cuda" on a GPU
-SEED = 0  # data partition, model initialization, client sampling and minibatches
+PARTITION_SEED = 0  # the data partitions and the kept test samples: the tasks', the same for every run
+SEEDS = None  # None: the scale's seeds (0, 1, 2); each seed draws a run's initial model, client sampling, minibatches
 TAU = 1e-3  # tau of the learning-rate heat maps (the paper's Figures 2 and 6)
 TAUS = [1e-3, 1e-2, 1e-1]  # the taus whose grids the tuning explorer offers (TAU is added if missing)
 PROGRESS = False  # tqdm progress bars during training
@@ -67,6 +71,7 @@ from IPython.display import display
 import fedcore
 from fedcore import explore, objectives, plots, server_opt
 from fedcore.experiments import common
+from fedcore.experiments import figures as common_figures
 from fedcore.experiments.fedopt import experiment, figures, paper, theory, tuning
 from fedcore.store import default_store
 
@@ -99,7 +104,7 @@ print(f"SCALE={SCALE}: {experiment.SCALES[SCALE]}")
 # `tau_inside_sqrt=True` gives the slides'); and the paper averages the clients' updates with $1/|S|$, where
 # fedcore weights each client by its number of samples (`weighting="samples"`; `"uniform"` is the paper's
 # $1/|S|$): the same on the Table 1 stand-ins of Fashion-MNIST, whose clients hold 120 images each, not on
-# Shakespeare's roles, which differ in length, nor on the 20-client live task of sections 2, 5 and 6 (a
+# Shakespeare's roles, which differ in length, nor on the 20-client live task of sections 2 and 5 (a
 # Dirichlet split, whose clients differ in size). In fedcore one class runs all five (`fedcore.algorithms.FedOpt`: the shared
 # client loop, then the server optimizer), and the server rule is the paper's lines:
 
@@ -234,7 +239,7 @@ for name, table in tradeoffs.items():
     slopes = ", ".join(f"{theory.fitted_exponent(table, level):+.2f}" for level in table)
     reach = theory.largest_constant_below(table, 1e-3)
     print(f"{name}: slope in c per heterogeneity level {list(table.columns)}: {slopes}; largest c reaching "
-          f"||grad f||^2 <= 1e-3: " + ", ".join(f"{value:.3g}" for value in reach))
+          f"||grad f||^2 <= 1e-3 (nan: none does): " + ", ".join(f"{value:.3g}" for value in reach))
 
 # %% [markdown]
 # Read the left panel along a line: a smaller client constant (with the server constant growing to match)
@@ -274,9 +279,9 @@ variant_options = dict(explore.LIVE_RUN, rounds=tuning.grid_axes(SCALE)[2], prog
 variants = {variant: {method: fedcore.simulate(live, build(), **variant_options)
                       for method, build in experiment.variant_builders("emnist_cr", variant).items()}
             for variant in paper.VARIANTS}
-variant_table = pd.DataFrame({variant: {method: history.final("test_accuracy") for method, history in runs.items()}
-                              for variant, runs in variants.items()})
-variant_table.round(4)
+variant_table = pd.DataFrame({variant: {method: 100 * common.window_score(history, "test_accuracy")
+                                        for method, history in runs.items()} for variant, runs in variants.items()})
+variant_table.round(2)
 
 # %%
 figure, axes = plt.subplots(1, 3, figsize=(14, 3.8), layout="constrained", sharey=True, dpi=64)
@@ -285,11 +290,13 @@ for ax, method in zip(axes, variant_table.index):
                   "test_accuracy", ax=ax)
     ax.set_title(method)
 plots.savefig(figure, "01_fedadam_variants.png", FIGURES)
-print(f"largest spread between readings of one method: {(variant_table.max(axis=1) - variant_table.min(axis=1)).max():.4f}")
+print("largest spread between readings of one method (accuracy points): "
+      f"{(variant_table.max(axis=1) - variant_table.min(axis=1)).max():.2f}")
 
 # %% [markdown]
-# Same names, same learning rates, different optimizers: the table is the final test accuracy after the
-# same rounds, one run each (one seed); FedAdagrad has three distinct readings (Keras' and Flower's agree,
+# Same names, same learning rates, different optimizers: the table is the test accuracy in % by the notebook's one
+# window rule (the mean of a run's last 4 evaluations: section 3), one run each (an illustration on one seed, not
+# a verdict); FedAdagrad has three distinct readings (Keras' and Flower's agree,
 # and their curves coincide; `tau_inside` exists for Adagrad only, hence the empty cells). Where they differ:
 # bias correction divides the first steps' $m_t$ by $1 - \beta_1^{t+1}$ and $v_t$ by $1 - \beta_2^{t+1}$
 # (Flower counts from $t = 2$), $v_{-1} = 0$ against the paper's $\tau^2$ changes how large the first
@@ -303,89 +310,131 @@ print(f"largest spread between readings of one method: {(variant_table.max(axis=
 # Reddi et al. report the average validation performance over the last 100 rounds on seven tasks. Here:
 #
 # - **Shakespeare** runs on its own data (one client per play and speaking role, from the Gutenberg texts:
-#   `fedcore.data.load_shakespeare`), with the paper's char-LSTM, batch 4 and learning rates;
+#   `fedcore.data.load_shakespeare`), cut as TFF cuts it for the paper (non-overlapping 80-character chunks, every
+#   next character predicted), with the paper's batch 4 and learning rates, at `SCALE=medium` and `paper`: one
+#   epoch of a char-LSTM is too costly for `small`'s budget (the reason is printed below);
 # - **EMNIST CR** and **EMNIST AE** run on **Fashion-MNIST as a stand-in** (EMNIST cannot be fetched here):
-#   500 clients of 120 images holding 2 classes each, the paper's CNN (with dropout) and bottleneck
-#   autoencoder (MSE on pixels in $[0, 1]$), the paper's EMNIST learning rates;
+#   500 clients of 120 images holding 2 classes each, the paper's EMNIST learning rates;
 # - **CIFAR-10/100** run at `SCALE=paper` where torchvision has the files (ResNet-18 with GroupNorm);
 # - **Stack Overflow** is not reachable: no copy, no network.
 #
-# The settings per task and scale beside the paper's (one local epoch becomes a fixed number $K$ of local steps,
-# capped at `small`), seed `SEED`; the metric: the mean over the evaluations in the last third of the rounds at
-# `small` (the paper's last 100 rounds are 1/12 to 1/30 of its runs; so small a share of 30 rounds would hold a
-# single evaluation; at `paper` the last 100 rounds):
+# At `small` the models are ours, lighter than the paper's, so that the methods learn within the budget of a
+# 2-core CPU: an MLP for EMNIST CR (the paper's CNN costs about 55 times as much per round), a one-layer
+# autoencoder for EMNIST AE (the paper's deep sigmoid network did not beat the mean image in 30 rounds of 5
+# clients, all the budget held for it) and,
+# at `medium`, a one-layer char-LSTM of 128 for Shakespeare; `paper` trains the paper's models. The paper's
+# settings beside ours: 10 clients per round as in the paper, one local epoch as $K$ (each Fashion-MNIST
+# client's 120 images are 6 steps of 20), the paper's batch sizes, and 300 rounds against the paper's 1500-3000:
 
 # %%
-tasks = experiment.tasks(SCALE, SEED, DEVICE)  # {name: common.Task}: data, model(seed), round settings, metric
-histories = experiment.run(tasks, SEED, store=store, progress=PROGRESS)  # {task: {method: History}}
-experiment.settings_beside(tasks)
+tasks = experiment.tasks(SCALE, PARTITION_SEED, DEVICE)  # {name: common.Task}: data, model(seed), settings, metric
+seeds = experiment.seeds_at(SCALE, SEEDS)  # every run below is repeated over these seeds
+histories = experiment.run(tasks, seeds, store=store, progress=PROGRESS)  # {task: {method: [History per seed]}}
+with pd.option_context("display.max_colwidth", None):
+    display(experiment.settings_beside(tasks))
 
 # %% [markdown]
-# The learning rates and $\tau$ of every run below: the paper's best values per task (Table 1's runs; log10 as
-# the paper reports them, and the value):
+# **One window rule for the whole notebook**: a run's score is the mean of its last 4 evaluations on the full
+# test set (`fedcore.experiments.common.window_score`). Evaluated every 25 rounds, that is the paper's own window
+# at `small` and at `paper`, the last 100 rounds (a fifteenth to a thirtieth of the paper's runs of these tasks, a
+# third of ours). The same rule scores every trained run below, and the readings of section 2 (section 1's
+# quadratics record the gradient norm, the bound's own quantity):
+
+# %%
+for name, task in tasks.items():
+    print(f"{name}: {common.window_rounds(task.settings)}, {task.data.test_targets.shape[0]:,} test samples")
+
+# %% [markdown]
+# The learning rates and $\tau$ of every run: the paper's best values per task (Table 1's runs; log10 as the
+# paper reports them, and the value), found on the paper's data and models, not tuned on ours:
 
 # %%
 experiment.hyperparameter_table(list(tasks))
 
 # %% [markdown]
-# Table 1 beside ours, the methods in the paper's order, with what a model that learned nothing scores on our
-# test set (`trivial baseline`: the most frequent class or next character; for the autoencoder, predicting the
-# mean image):
+# Table 1 beside ours (columns `fedcore`), the methods in the paper's order, each row in Table 1's unit (% accuracy;
+# for the autoencoder the MSE x1000, lower is better): ours the mean ± standard deviation over the seeds, with
+# what a model that learned nothing scores on our test set (`trivial baseline`: the most frequent class or next
+# character; for the autoencoder, predicting the mean image):
 
 # %%
-ours = experiment.results_table(histories, SCALE)[list(paper.METHODS)]
+scores = experiment.score_table(histories, seeds)  # (task, method) x seed, Table 1's units
 baselines = {name: task.baseline for name, task in tasks.items()}  # in Table 1's units
-paper_rows = paper.TABLE1.loc[list(ours.index)]
-beside = pd.concat({"paper": paper_rows, "fedcore": ours}, axis=1).swaplevel(axis=1)
-beside = beside[[(method, source) for method in paper.METHODS for source in ("paper", "fedcore")]]
-beside[("trivial baseline", "fedcore")] = [baselines[task] for task in beside.index]
-beside.index = [f"{paper.PAPER_TASKS[t]['name']} ({paper.TABLE1_METRIC[t]}; ours: "
-                f"{experiment.STAND_INS[t]['data']})" for t in beside.index]
-beside.round(2)
+experiment.table1_beside(scores, baselines)
 
 # %% [markdown]
-# Shakespeare's column is worth a second look: a model that always predicts the most frequent next character
-# scores
+# Every seed's score (dots) and their mean (ticks): how far apart the methods are, beside how far one method
+# moves with the seed.
 
 # %%
-print(f"{baselines['shakespeare']:.2f}% of the test windows (the most frequent character); ours after "
-      f"{tasks['shakespeare'].settings['rounds']} rounds: {ours.loc['shakespeare'].round(2).to_dict()}")
+shown = common_figures.ScoresDisplay.from_scores(scores.rename(index=lambda t: paper.PAPER_TASKS.get(t, {}).get(
+    "name", t), level="task"), "score in Table 1's units").plot(
+    baselines={paper.PAPER_TASKS[t]["name"]: b for t, b in baselines.items()}, baseline_label="trivial baseline")
+plots.savefig(shown.figure_, "01_table1_seeds.png", FIGURES)
 
 # %% [markdown]
-# Where a method's number equals that share, its char-LSTM has not yet learned more than the most frequent
-# character: at `small` the runs are far too short for this task (the paper trains 1200 rounds). The paper's
-# rows we cannot run, with the reason:
+# Each method against FedAvg on the same seeds (the same initial model, clients and minibatches): the mean paired
+# difference ± 2 standard errors, positive when the method is better (lower MSE for the autoencoder); `tie` when
+# the difference is within that noise:
 
 # %%
-unreachable = {paper.PAPER_TASKS[t]["name"]: "needs the CIFAR files (torchvision) and a GPU: SCALE=paper"
-               for t in experiment.CIFAR if t not in tasks}
-unreachable |= {paper.PAPER_TASKS[t]["name"]: reason for t, reason in paper.UNREACHABLE.items()}
+experiment.paired_table(scores)
+
+# %% [markdown]
+# The autoencoder's MSE as a share of the mean image's (our trivial baseline), to read its scale: the paper's
+# EMNIST numbers cannot be put on it, since EMNIST's mean-image MSE cannot be computed here.
+
+# %%
+if "emnist_ae" in tasks:
+    relative = 100 * experiment.results_table(scores).loc["emnist_ae"] / baselines["emnist_ae"]
+    print("EMNIST AE stand-in, MSE as % of the mean image's:", relative.round(1).to_dict())
+
+# %% [markdown]
+# The rows of the paper not run here, with the reason:
+
+# %%
 with pd.option_context("display.max_colwidth", None):
-    display(pd.Series(unreachable, name="not run here").to_frame())
+    display(pd.Series(experiment.not_run(SCALE), name=f"not run at SCALE={SCALE}").to_frame())
+
+# %% [markdown]
+# The curves in Table 1's units (accuracy in %, the autoencoder's MSE x1000): the mean over the seeds with a band
+# of one standard deviation, and the trivial baseline dashed.
 
 # %%
-figure, axes = plt.subplots(1, len(histories), figsize=(5 * len(histories), 3.8), layout="constrained", dpi=64)
-for ax, (name, runs) in zip(axes, histories.items()):
+figure, axes = plt.subplots(1, len(histories), figsize=(5 * len(histories), 3.6), layout="constrained", dpi=64,
+                            squeeze=False)
+for ax, (name, runs) in zip(axes[0], histories.items()):
     metric = tasks[name].metric
-    plots.compare(runs, metric, ax=ax, legend=False, logy=metric == "test_loss")
-    ax.axhline(experiment.from_paper_units(name, baselines[name]), color="grey", linestyle="--",
-               label="trivial baseline")
-    if ax is axes[-1]:
-        ax.legend(fontsize="small")
-    ax.set_title(f"{paper.PAPER_TASKS[name]['name']}" + ("" if name == "shakespeare" else " (Fashion-MNIST)"),
-                 fontsize="small")
-    if metric == "test_loss":
-        ax.set_ylabel("test loss: half the MSE (Table 1: 2000 x this)")
+    curves = common_figures.CurvesDisplay.from_results({paper.PAPER_TASKS[name]["name"]: runs}, metric,
+                                                       scale=experiment.to_paper_units(name, 1.0),
+                                                       start=tasks[name].settings["eval_every"])
+    curves.plot([ax], logy=metric == "test_loss", legend=ax is axes[0][-1], label=paper.TABLE1_METRIC[name])
+    ax.axhline(baselines[name], color="grey", linestyle="--", label="trivial baseline")
 plots.savefig(figure, "01_table1_curves.png", FIGURES)
 
 # %% [markdown]
-# This section's verdicts, by the rules of section 7 (a task where no method beats its trivial baseline is left
-# out; one run per cell):
+# **Faster convergence** (the slides' summary) is read on the same runs: per task, the rounds each run needs to
+# first reach a target that every method holds on average, the worst of the methods' mean scores (the lowest
+# accuracy, the highest MSE; a run that never reaches it counts one evaluation period past its end, in its
+# favour). Rounds are counted at the evaluations, every 25 rounds; the table gives the mean ± standard deviation
+# over the seeds. A method that ends better tends to cross the target earlier, so this claim is not independent of
+# the first; FedAvgM on EMNIST CR shows they can differ:
 
 # %%
-scope = experiment.scope(tasks, SCALE, [SEED])
+convergence, targets = experiment.convergence_table(histories, scores)
+print("targets in Table 1's units:", {task: round(value, 2) for task, value in targets.items()})
+common.mean_sd(convergence, digits=0).reindex(list(paper.METHODS)).rename(
+    columns=lambda task: paper.PAPER_TASKS[task]["name"])
+
+# %% [markdown]
+# This section's verdicts, by the rules of section 7 (a task on which most methods do not beat the trivial
+# baseline is left out; every check a paired comparison over the seeds):
+
+# %%
+scope = experiment.scope(tasks, SCALE, seeds)  # tasks, scale, models, rounds, seeds
+table1_evidence = paper.Evidence(table1=scores, baselines=baselines, convergence=convergence, scope=scope)
 with pd.option_context("display.max_colwidth", None):
-    display(paper.claims_table(paper.Evidence(table1=ours, baselines=baselines, scope=scope), paper.CLAIMS[:2]))
+    display(paper.claims_table(table1_evidence, paper.CLAIMS[:3]))
 
 # %% [markdown]
 # ## 4. Table 11: centralized training, and ExpDecay
@@ -398,61 +447,55 @@ with pd.option_context("display.max_colwidth", None):
 # for SGD and SGD with momentum that is `torch.optim.SGD`, for Adagrad, Adam and Yogi it is *not* torch's
 # optimizers, which need other options (fedcore checks that with them it is: tests/test_fedopt_experiment.py,
 # Adagrad without momentum and $v_{-1} = 0$ to 1e-12; Adam with Keras' bias correction and $v_{-1} = 0$ to
-# 2e-7 over six steps, the gap being where $\epsilon$ is added). The table names each row's rule. Here each
-# centralized run sees as many minibatches of the same
-# size as the federated run of section 3 (rounds x clients per round x local steps), on the EMNIST CR
-# stand-in; the centralized learning rates are ours (the paper does not report them): Adagrad 0.01,
-# Adam and Yogi 0.001, SGD with momentum 0.01, SGD 0.1. The centralized runs see the data as one pool, the
-# federated ones two-class clients: the gap mixes federation and heterogeneity, as the paper's does.
+# 2e-7 over six steps, the gap being where $\epsilon$ is added). The table names each row's rule. Each
+# centralized run sees as many samples as a federated run of section 3, on the EMNIST CR stand-in: one step per
+# federated local step, of a minibatch as large as the round's 10 clients' together (rounds x K steps of 200);
+# the centralized learning rates are ours (the paper does not report them): Adagrad 0.01, Adam and Yogi 0.001,
+# SGD with momentum 0.01, SGD 0.1. The centralized runs see the data as one pool, the federated ones two-class
+# clients: the gap mixes federation and heterogeneity, as the paper's does.
 #
 # **ExpDecay** multiplies the client rate by 0.1 every 500 of the paper's 1500 rounds (as a reproduction of
-# the paper's runs reads it; the paper's own sentence was not found); here every third of the run, the same
-# fraction. In the paper the cuts come where the constant-rate runs have levelled off; a cut in a run that is
-# still climbing slows it, so the claim is judged only where the constant-rate runs have plateaued: their median
-# gain from the first cut to the end of the run at most 1 point (`paper.PLATEAU`; measured below).
+# the paper's runs reads it; the paper's own sentence was not found), where the constant-rate runs have
+# levelled off. A 300-round run is still climbing at a third of its rounds, and a cut there only slows it, so
+# here the rate is cut once, late: at two thirds of the run (the paper's second cut). Whether the runs had
+# levelled off by then is measured below (the constant-rate runs' median gain from the cut to the end, against 1
+# point: `paper.PLATEAU`). Where they had not, a cut that fails to help is not held against the claim (it came
+# too early: not testable at this scale), while a cut that helps every method beyond the noise counts for it.
 
 # %%
 cr_task = tasks["emnist_cr"]
-central = experiment.run_centralized(cr_task, SEED, store=store, progress=PROGRESS)  # one client, one step a round
-decayed = experiment.run({"emnist_cr": cr_task}, SEED, decay=True, store=store, progress=PROGRESS)["emnist_cr"]
-window = experiment.window(SCALE)
-table11 = pd.DataFrame({
-    "centralized": {m: 100 * common.last_rounds_average(h, "test_accuracy", window) for m, h in central.items()},
-    "constant": ours.loc["emnist_cr"],
-    "ExpDecay": {m: 100 * common.last_rounds_average(h, "test_accuracy", window) for m, h in decayed.items()},
-})
+central = experiment.run_centralized(cr_task, seeds, store=store, progress=PROGRESS)  # one client, one step a round
+decayed = experiment.run({"emnist_cr": cr_task}, seeds, decay=True, store=store, progress=PROGRESS)["emnist_cr"]
+decay_scores = pd.concat({"constant": scores.loc["emnist_cr"],
+                          "ExpDecay": experiment.score_table({"emnist_cr": decayed}, seeds).loc["emnist_cr"]})
+central_scores = experiment.score_table({"emnist_cr": central}, seeds).loc["emnist_cr"]
+table11 = pd.DataFrame({"centralized": central_scores.mean(axis=1), "constant": decay_scores.loc["constant"].mean(
+    axis=1), "ExpDecay": decay_scores.loc["ExpDecay"].mean(axis=1)})
 table11_beside = pd.concat({"paper": paper.TABLE11.set_axis(["centralized", "constant", "ExpDecay"], axis=1),
-                            "fedcore": table11}, axis=1)
+                            "fedcore (mean over the seeds)": table11}, axis=1)
 table11_beside.index = [f"{m} (centrally: {paper.CENTRALIZED_NAMES[m]})" for m in table11_beside.index]
 display(table11_beside.round(2))
 with pd.option_context("display.max_colwidth", None):
     display(pd.Series(experiment.CENTRALIZED_RULES, name="what the centralized row runs here").to_frame())
-first_cut = experiment.decay_every("emnist_cr", cr_task.settings["rounds"])  # the schedule's first cut
-after_cut = 1 - first_cut / cr_task.settings["rounds"]  # the share of the run after it
-decay_gain = {m: 100 * common.late_gain(h, "test_accuracy", after_cut) for m, h in histories["emnist_cr"].items()}
-print(f"what the constant-rate runs gained from round {first_cut} (the first cut) to the end (points):",
-      {m: round(g, 1) for m, g in decay_gain.items()})
+first_cut = experiment.decay_every("emnist_cr", cr_task.settings["rounds"], cr_task.info["decay"])
+after_cut = 1 - first_cut / cr_task.settings["rounds"]  # the share of the run after the cut
+decay_gain = {m: 100 * float(pd.Series([common.late_gain(h, "test_accuracy", after_cut) for h in runs]).mean())
+              for m, runs in histories["emnist_cr"].items()}
+print(f"what the constant-rate runs gained from round {first_cut} (the cut) to the end (points, mean over the "
+      "seeds):", {m: round(g, 1) for m, g in decay_gain.items()})
 
 # %%
 gap = table11["centralized"] - table11["constant"]
 paper_gap = paper.TABLE11.iloc[:, 0] - paper.TABLE11.iloc[:, 1]
-helped = [m for m in table11.index if table11.loc[m, "ExpDecay"] > table11.loc[m, "constant"]]
 print(f"centralized minus federated (constant rate): {gap.min():.1f} to {gap.max():.1f} points here, "
-      f"{paper_gap.min():.1f} to {paper_gap.max():.1f} in the paper; ExpDecay raised the number of "
-      f"{len(helped)} of {len(table11)} methods ({', '.join(helped) or 'none'})")
+      f"{paper_gap.min():.1f} to {paper_gap.max():.1f} in the paper")
 
 # %%
 with pd.option_context("display.max_colwidth", None):  # this section's verdict, by the rules of section 7
-    display(paper.claims_table(paper.Evidence(decay=table11[["constant", "ExpDecay"]], decay_gain=decay_gain,
-                                              scope=scope), paper.CLAIMS[2:3]))
+    display(paper.claims_table(paper.Evidence(decay=decay_scores, decay_gain=decay_gain, scope=scope),
+                               paper.CLAIMS[3:4]))
 
 # %% [markdown]
-# The paper's federated runs come within a few points of centralized training after 1500 rounds; ours are
-# early-training numbers on two-class clients, where the federated runs still trail by far. The same
-# shortness leaves ExpDecay untestable here: the first cut comes while the runs still climb, so what the cut
-# does cannot be told from what they still learn (four of the five methods ended lower with it, FedAvgM higher;
-# see "What differs" below).
-#
 # ## 5. Ease of tuning (Figures 2 and 6)
 #
 # The paper's heat maps show validation accuracy over a grid of client and server learning rates
@@ -461,61 +504,86 @@ with pd.option_context("display.max_colwidth", None):  # this section's verdict,
 # Fashion-MNIST task of section 2 (a logistic regression on 20 clients: a convex model, so every
 # method's landscape is kinder than a ResNet's or an LSTM's), in half-decades (6 client rates up to 1, 7 server
 # rates up to $10^{0.5}$, where FedAvg's best lies in the paper's CIFAR-100 grid), through the grid search every
-# notebook shares (`fedcore.experiments.common.tune`, every run through the results store), each cell scored by
-# the mean test accuracy over the last third of its rounds. The heat maps are at the figures' $\tau$; the grids
-# are also run at the other values of `TAUS` for the explorer below:
+# notebook shares (`fedcore.experiments.common.tune`, every run through the results store), every cell over three
+# seeds, each run scored by the notebook's window rule (its last 4 evaluations: rounds 19-30). **A good cell** is
+# one whose score reaches a threshold shared by every method: the best mean cell of all the grids minus two
+# points. The heat maps are at the figures' $\tau$; the grids are also run at the other values of `TAUS` for the
+# explorer below:
 
 # %%
 client_lrs, server_lrs, grid_rounds = tuning.grid_axes(SCALE)
 grid_task = tuning.grid_task(SCALE, live.data)  # the live task of section 2 as a common.Task
+grid_seeds = tuning.grid_seeds(SCALE)
 taus = sorted({TAU, *TAUS})
 builders = {tau: experiment.grid_builders(tau) for tau in taus}  # FedAvg's and FedAvgM's runs ignore tau: stored once
-tunings = {tau: tuning.tune(grid_task, builders[tau], client_lrs, server_lrs, [SEED], store=store) for tau in taus}
-grids_by_tau = {tau: tuning.tuning_grids(tunings[tau]) for tau in taus}  # each method's table as a heat map
+tunings = {tau: tuning.tune(grid_task, builders[tau], client_lrs, server_lrs, grid_seeds, store=store) for tau in taus}
+grids_by_tau = {tau: tuning.tuning_grids(tunings[tau]) for tau in taus}  # each method's mean table as a heat map
 grids = grids_by_tau[TAU]
-plots.savefig(figures.tuning_heatmaps(grids), "01_tuning_heatmaps.png", FIGURES)
+threshold = tuning.good_threshold(grids)  # one threshold for every method
+plots.savefig(figures.tuning_heatmaps(grids, threshold), "01_tuning_heatmaps.png", FIGURES)
 
 # %% [markdown]
-# Each cell prints its accuracy in points; red outlines mark the cells within two points of the method's best;
-# all five grids share one colour scale and its one colour bar. Counted (a best cell on the grid's edge means the good region may extend beyond the grid, and the
-# count is then a lower bound):
+# Each cell prints its accuracy in % (the mean over the seeds); red outlines mark the good cells; all five
+# grids share one colour scale and its one colour bar, which spans FedAvg's worst cells, so the adaptive grids'
+# differences show in the printed numbers more than in the colours. Counted on the means (a best cell on the grid's edge means
+# the good region may extend beyond the grid):
 
 # %%
-tuning.tuning_summary(grids)
+print(f"good cell: accuracy at least {100 * threshold:.2f}% (the best mean cell of all grids minus "
+      f"{100 * tuning.NEAR_BEST:g} points)")
+tuning.tuning_summary(grids, threshold)
 
 # %% [markdown]
-# How $\tau$ moves the good region of the adaptive methods (FedAvg and FedAvgM do not use it): cells within
-# two points of each grid's own best, and that best, per $\tau$:
+# Where "good" starts is a choice: the count of good cells per method (of 42) as the margin below the best cell
+# of all grids grows; a count that grows fast has many cells just below the best, a flat landscape (the verdict
+# below uses 2 points, on each seed):
+
+# %%
+tuning.good_cells_by_margin(grids, [0.01, 0.02, 0.05, 0.1])
+
+# %% [markdown]
+# And per seed: the share of each method's cells that reach the threshold on that seed, the numbers the claim
+# compares (paired by seed):
+
+# %%
+shares = pd.DataFrame({method: tuning.good_shares(table, threshold) for method, table in tunings[TAU].tables.items()})
+(100 * shares.T).round(1).rename(columns=lambda seed: f"seed {seed} (%)")
+
+# %% [markdown]
+# How $\tau$ moves the adaptive methods (FedAvg and FedAvgM do not use it): each grid's best mean cell, where it
+# lies, and the grid's good cells against the threshold of the $\tau = 10^{-3}$ grids above:
 
 # %%
 adaptive = [method for method in grids if method in paper.ADAPTIVE]
-pd.concat({f"tau {tau:g}": tuning.tuning_summary({method: grids_by_tau[tau][method] for method in adaptive})
-           [["best accuracy", f"cells within {100 * tuning.NEAR_BEST:g} points of best"]] for tau in taus}, axis=1)
+by_tau = pd.concat({f"tau {tau:g}": tuning.tuning_summary({method: grids_by_tau[tau][method] for method in adaptive},
+                                                          threshold)[["best accuracy (%)", "best client lr",
+                                                                      "best server lr", "good cells"]]
+                    for tau in taus}, axis=1)
+by_tau
 
 
 # %% [markdown]
 # $\tau$ is the floor under the adaptive denominator $\sqrt{v_t} + \tau$: once $\tau$ dominates $\sqrt{v_t}$,
 # the server step tends to $\eta\, m_t / \tau$, server momentum SGD (at rate $\eta (1 - \beta_1) / \tau$ in
-# FedAvgM's form), and
-# the method loses what made it adaptive. Read the table with that in mind: at `small`, the larger $\tau$
-# widened FedAdam's and FedYogi's good region (more cells within two points of their best) and lowered their
-# best accuracy, by about as much as that two-point band: a wider region around a lower peak.
+# FedAvgM's form), and the method loses what made it adaptive; its best server rate then grows with $\tau$,
+# which a grid of fixed range can push off its edge. Read the best server rates above with that in mind.
 
 # %%
-tuning_scope = experiment.scope({grid_task.name: grid_task}, SCALE, [SEED], model=grid_task.model_label)
+tuning_scope = experiment.scope({grid_task.name: grid_task}, SCALE, grid_seeds, model=grid_task.model_label)
 with pd.option_context("display.max_colwidth", None):  # this section's verdict, by the rules of section 7
-    display(paper.claims_table(paper.Evidence(grids=grids, tuning_scope=tuning_scope), paper.CLAIMS[3:]))
+    display(paper.claims_table(paper.Evidence(tuning=tunings[TAU].tables, tuning_scope=tuning_scope),
+                               paper.CLAIMS[4:]))
 
 # %% [markdown]
-# Pick a method, a $\tau$ and a cell to see its heat map (the chosen cell outlined in black, the cells within
-# two points of that grid's best in red) and the cell's learning curve (the runs are read back from the
+# Pick a method, a $\tau$ and a cell to see its heat map (the chosen cell outlined in black, the good cells of
+# that $\tau$'s grids in red) and the cell's learning curve on the first seed (the runs are read back from the
 # store): once headless, then behind widgets, which need a running kernel (a saved notebook shows only their
 # description).
 
 # %%
 def grid_curve(method, tau, client_lr, server_lr):
-    return fedcore.simulate(grid_task.problem(SEED), builders[tau][method](client_lr, server_lr), seed=SEED,
-                            store=store, progress=False, **grid_task.settings)
+    return fedcore.simulate(grid_task.problem(grid_seeds[0]), builders[tau][method](client_lr, server_lr),
+                            seed=grid_seeds[0], store=store, progress=False, **grid_task.settings)
 
 
 explore.explore_tuning("FedAdam", TAU, client_lrs[-2], server_lrs[1], grids_by_tau, grid_curve)
@@ -536,49 +604,60 @@ display(cell_explorer)
 # ## 6. Explorer: a live run
 #
 # `fedcore.explore.explore_fedopt` runs a method with the sliders' learning rates, $\tau$ and $\beta$s on the
-# same small task (30 rounds, a couple of seconds on 2 CPU cores) beside FedAvg with the same client rate;
-# each legend entry ends with that run's final test accuracy; sliders a method does not use are greyed out.
-# Once headless, then live (with a running kernel):
+# EMNIST CR stand-in of section 3 (the MLP, 10 of its 500 two-class clients per round, 6 local steps of 20) for
+# 60 rounds (a few seconds on 2 CPU cores), beside FedAvg with the same client rate (not FedAvg's own best, which
+# the paper puts at $10^{-1}$ for EMNIST CR: move the slider to see it), from the first seed; the
+# loss panel shows the training loss's running mean over 10 rounds (one round's loss is its 10 clients'); each
+# legend entry ends with that run's final test accuracy; sliders a method does not use are greyed out. It starts
+# at FedAdam's best values for EMNIST CR in the paper. Once headless, then live (with a running kernel):
 
 # %%
-explore.explore_fedopt("fedadam", client_lr=0.1, server_lr=0.01, tau=1e-3, beta1=0.9, beta2=0.99, store=store)
+live_cr = dict(problem=cr_task.problem(seeds[0]), rounds=60, smooth=10, store=store,
+               settings={**{k: v for k, v in cr_task.settings.items() if k != "rounds"}, "eval_every": 5})
+explore.explore_fedopt("fedadam", client_lr=10**-1.5, server_lr=10**-2.5, tau=1e-4, beta1=0.9, beta2=0.99, **live_cr)
 plots.savefig(plt.gcf(), "01_live_run.png", FIGURES)
 
 # %%
 live_explorer = widgets.interactive(
     explore.explore_fedopt,
     method=widgets.Dropdown(options=list(explore.FEDOPT_METHODS), value="fedadam", description="method"),
-    client_lr=widgets.FloatLogSlider(value=0.1, base=10, min=-3, max=0.5, step=0.5, description="client lr"),
-    server_lr=widgets.FloatLogSlider(value=0.01, base=10, min=-3, max=0.5, step=0.5, description="server lr"),
-    tau=widgets.FloatLogSlider(value=1e-3, base=10, min=-5, max=0, step=0.5, description="τ"),
+    client_lr=widgets.FloatLogSlider(value=10**-1.5, base=10, min=-3, max=0.5, step=0.5, description="client lr"),
+    server_lr=widgets.FloatLogSlider(value=10**-2.5, base=10, min=-3, max=0.5, step=0.5, description="server lr"),
+    tau=widgets.FloatLogSlider(value=1e-4, base=10, min=-5, max=0, step=0.5, description="τ"),
     beta1=widgets.FloatSlider(value=0.9, min=0.0, max=0.99, step=0.01, description="β₁"),
     beta2=widgets.FloatSlider(value=0.99, min=0.5, max=0.999, step=0.001, description="β₂"),
-    rounds=widgets.fixed(30), problem=widgets.fixed(None), store=widgets.fixed(store),
+    **{name: widgets.fixed(value) for name, value in live_cr.items()},
 )
 display(explore.disable_unused(live_explorer, explore.FEDOPT_METHODS, chooser="method"))
 
 # %% [markdown]
 # ## 7. The paper's claims beside ours
 #
-# Each verdict is computed from the tables above (`paper.CLAIMS`), over a set of checks: **holds** if
-# every check passes, **partly** if some do, **does not hold** if none does, **not testable here** if a gate
-# leaves no check (every task at its trivial baseline; ExpDecay's runs still climbing at the first cut). Each
-# claim quotes the slides and says how we read it. The checks: per task, the best adaptive method beats FedAvg
-# (in Table 1's units; lower MSE for the autoencoder); per task, FedAdam and FedYogi are both within 0.5 of the
-# best, in Table 1's units (accuracy points, MSE x1000; this one holds if more than half the tasks pass, the
-# paper's "most"); per method, ExpDecay improves its EMNIST CR number (judged only where the constant-rate runs
-# had plateaued at the first cut, section 4); per pair of an adaptive and a non-adaptive method, the adaptive one
-# has the larger share of good cells in its grid ("What differs" below says why one seed cannot settle it).
-# Tasks on which no method beats a trivial baseline by more than 0.5 (a model that learned nothing: the most
-# frequent class or character, the mean image; printed below) are left out of the first two: there the order
-# of the methods is noise. Each row says its scope: the tasks it judged, the scale, the rounds of a run and the
-# seed (one run per cell, so each check is a single comparison without a noise estimate).
-# The paper's own Tables 1 and 11 give "holds" for the first three.
+# Each verdict is computed from the tables above (`paper.CLAIMS`) by the rules every notebook shares
+# (`fedcore.experiments.claims`). Every check compares two methods **on the same seeds** (the same initial
+# model, client sampling and minibatches): it is *confirmed* when the mean paired difference exceeds what the
+# claim asks by more than two standard errors, *contradicted* when it falls short by more, and *within the
+# noise* otherwise. A claim **holds** if every check is confirmed (for "most tasks": more than half of the tasks,
+# a task counting when both of its checks are confirmed),
+# **does not hold** if none is and some are contradicted (for "most": too few can still pass), is
+# **inconclusive** if none is decided, **partly** otherwise, and is **not testable here** where a gate leaves
+# no check (most methods at a task's trivial baseline; ExpDecay not helping runs that still climb). Each claim
+# quotes the slides and says how we read it. The checks: per task, the best adaptive method against FedAvg
+# (Table 1's units; lower MSE for the autoencoder); per task, FedAdam and FedYogi each within 0.5% of the best
+# method (0.5 points of accuracy; 0.5% of the best MSE, the reading that gives the paper's own bold marks); per
+# task, the fastest adaptive method against FedAvg in rounds to the task's target; per method,
+# ExpDecay against the constant client rate; per pair of an adaptive and a non-adaptive method, the share of
+# good grid cells. Tasks on which most methods do not beat a trivial baseline by more than 0.5 (a model that
+# learned nothing: the most frequent class or character, the mean image; printed below) are left out of the
+# Table 1 claims: there the order of the methods is noise. Each row says its scope: the tasks it judged, the
+# scale, the model, the rounds of a run and the seeds. The paper's own Tables 1 and 11 give "holds" for the
+# first and the fourth and "partly" for the second: by its own bold marks FedYogi is within 0.5% of the best on 6
+# of the 7 tasks but FedAdam on 3 (tests/test_fedopt_experiment.py).
 
 # %%
 print("trivial baselines in Table 1's units:", {task: round(value, 2) for task, value in baselines.items()})
-evidence = paper.Evidence(table1=ours, decay=table11[["constant", "ExpDecay"]], grids=grids, baselines=baselines,
-                          decay_gain=decay_gain, scope=scope, tuning_scope=tuning_scope)
+evidence = paper.Evidence(table1=scores, baselines=baselines, convergence=convergence, decay=decay_scores,
+                          decay_gain=decay_gain, tuning=tunings[TAU].tables, scope=scope, tuning_scope=tuning_scope)
 with pd.option_context("display.max_colwidth", None):
     display(paper.claims_table(evidence))
 
@@ -587,24 +666,30 @@ with pd.option_context("display.max_colwidth", None):
 #
 # - **Data.** EMNIST CR and AE run on Fashion-MNIST split into 500 two-class clients: harsher label skew than
 #   EMNIST's writers, clothing instead of characters, 10 classes instead of 62. Shakespeare runs on its own
-#   texts but with our parser and client counts (705 roles with the defaults; the paper has 715), and at
-#   `small` on 100 of them. CIFAR and Stack Overflow do not run here.
-# - **Scale.** At `small` every Table 1 run is 30 rounds of 5 clients with at most 3 local steps, against the
-#   paper's 1200-3000 rounds of 10 clients (for these three tasks) and a full local epoch (sections 2, 5 and 6 run the 30-round live
-#   task: 5 of 20 clients, 5 local steps of 32): the numbers are early-training numbers, and
-#   rankings between methods within a point or two of each other are not meaningful. The metric is the mean
-#   over the last third of the rounds (the paper: the last 100 rounds).
-# - **ExpDecay.** At `small` it cuts the client rate at a third and at two thirds of a 30-round run, while
-#   section 3's curves are still rising; the paper cuts at rounds 500 and 1000 of 1500. The claim is judged only
-#   where the constant-rate runs had plateaued at the first cut (section 4 prints what they gained after it).
-# - **The autoencoder** has not learned yet at `small`: every method's MSE is far above the paper's and no
-#   better than predicting the mean image (the trivial baseline printed in section 7), so its Table 1 row says
-#   nothing about the methods; a deep sigmoid network needs many more rounds.
-# - **Hyperparameters.** The paper's best values for each task, found on the paper's data and runs; on the
-#   stand-ins they are not tuned, which favours no method in particular but may hurt any.
-# - **Seeds.** One seed per run (the paper: its best run per configuration). Rerun with `-p SEED 1`.
+#   texts but with our parser and client counts (705 roles with the defaults; the paper has 715), at `medium`
+#   on 100 of them, chunked per role rather than per line and without TFF's begin and end tokens. 500 stand-in
+#   clients against EMNIST's 3,400 writers.
+# - **Models.** At `small` and `medium` ours, lighter than the paper's (section 3); `paper` trains the paper's
+#   CNN, deep autoencoder and two-layer char-LSTM. A verdict at `small` is about these methods on these models.
+# - **Scale.** At `small` every Table 1 run is 300 rounds of 10 clients with one local epoch, against the
+#   paper's 1500-3000 rounds for these tasks: late early-training numbers, EMNIST CR still climbing (the curves).
+# - **Metric.** Test accuracy (and MSE) on the full test set, the mean of the last 4 evaluations, every 25
+#   rounds: the paper's window of 100 rounds, on the test set where the paper reports validation performance.
+# - **Weighting.** Clients are weighted by their samples where the paper's Algorithm 1 writes $1/|S|$: the same
+#   on the Fashion-MNIST stand-ins (120 images each), not on the 20-client task of sections 2 and 5.
+# - **ExpDecay.** At `small` one cut, at two thirds of the run, where the paper cuts at a third and at two
+#   thirds of 1500 rounds, in runs that had levelled off; our constant-rate runs were still gaining after the
+#   cut (section 4 prints how much), so the verdict says what a late cut does to runs that are still learning.
+# - **Centralized rows.** Algorithm 2's rules on one client (not torch's Adagrad and Adam), at learning rates
+#   we chose (the paper reports none), on the same pool of data: the gap to federated training in section 4
+#   carries these choices too.
+# - **Our readings.** Where the paper gives no rule, the rules are ours and stated where used: "good" cells
+#   (2 points below the best cell of all grids), the target of "faster convergence" (the worst method's mean
+#   score), "within 0.5%" (points of accuracy, a relative 0.5% of the MSE).
+# - **Hyperparameters.** The paper's best values for each task, found on the paper's data, models and runs; on
+#   the stand-ins they are not tuned, and may suit some methods better than others.
+# - **Seeds.** Three seeds per run, compared in pairs (the paper reports one number per configuration).
+#   Rerun with other seeds: `-y "SEEDS: [3, 4, 5]"`.
 # - **Tuning grids.** Figures 2 and 6 are on Stack Overflow and CIFAR-100 with deep models; ours is a convex
-#   model on Fashion-MNIST, where every method has an easier landscape. One seed per cell: counts that differ
-#   by a cell or two of 42 are within what another seed moves, so a verdict on ease of tuning that rests on
-#   such a margin (read the counts in section 5) is not established by this run, whichever way it reads; a
-#   best cell on the grid's edge makes its count a lower bound.
+#   model on Fashion-MNIST, where every method has an easier landscape, with 30-round runs; a best cell on the
+#   grid's edge makes the good region a lower bound.

@@ -32,7 +32,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
 BUILD = ROOT / "build"
-SCALES = ("smoke", "small", "medium", "paper")  # medium: 04_fafed so far (the others: smoke, small, paper)
+SCALES = ("smoke", "small", "medium", "paper")  # medium: 01_fedopt and 04_fafed so far
 REFRESH_SCALE = "small"
 
 

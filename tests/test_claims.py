@@ -83,6 +83,19 @@ def test_judge_gives_every_verdict(outcomes, expected) -> None:
     assert judge(outcomes) == expected
 
 
+@pytest.mark.parametrize(("outcomes", "expected"), [
+    ([CONFIRMED, CONFIRMED, WITHIN_NOISE], HOLDS),  # 2 of 3 confirmed: most
+    ([CONFIRMED, WITHIN_NOISE, CONTRADICTED], PARTLY),  # one more could still make it most
+    ([CONFIRMED, CONTRADICTED, CONTRADICTED], DOES_NOT_HOLD),  # at most 1 of 3 can pass
+    ([CONFIRMED, CONFIRMED, CONTRADICTED, CONTRADICTED], DOES_NOT_HOLD),  # half is not most
+    ([WITHIN_NOISE, WITHIN_NOISE, CONTRADICTED], INCONCLUSIVE),  # 2 of 3 undecided: nothing confirmed yet
+    ([WITHIN_NOISE, WITHIN_NOISE], INCONCLUSIVE),
+    ([], NOT_TESTABLE),
+])
+def test_judge_on_most_checks(outcomes, expected) -> None:
+    assert judge(outcomes, most=True) == expected
+
+
 def test_judge_refuses_an_unknown_outcome() -> None:
     with pytest.raises(ValueError, match="not among"):
         judge(["yes"])

@@ -13,6 +13,7 @@ from fedcore import algorithms, models, server_opt
 from fedcore.data import FederatedData, federated_quadratic
 from fedcore.experiments import common
 from fedcore.experiments.fafed import experiment as fafed_experiment
+from fedcore.experiments.fedopt import tuning as fedopt_tuning
 from fedcore.params import FlatModel, GradientOracle
 from fedcore.run import Problem, simulate
 
@@ -364,6 +365,12 @@ def _partition(scheme: str):
     return (lambda tmp: fedcore.data.partition.partition(_labels(), scheme, 10), lambda made, tmp: len(made) == 10)
 
 
+def _grid():
+    import pandas as pd
+
+    return pd.DataFrame([[0.8, 0.7], [0.6, 0.75]], index=[1.0, 0.1], columns=[0.01, 0.1])
+
+
 EXAMPLE_CASES = [  # (the bad call, what the example is used for); the example is evaluated first
     (lambda tmp: simulate_with(checkpoint=tmp), lambda path, tmp: simulate_with(checkpoint=path)),
     *[_partition(scheme) for scheme in ("dirichlet", "shards", "similarity", "lda", "pachinko")],
@@ -387,10 +394,12 @@ EXAMPLE_CASES = [  # (the bad call, what the example is used for); the example i
      lambda seeds, tmp: fafed_experiment.scale_settings("small", seeds=seeds)),
     (lambda tmp: common.run_seeds(quadratic_task(), {"FedAvg": algorithms.fedavg(0.1)}, seeds=[]),
      lambda seeds, tmp: common.run_seeds(quadratic_task(), {"FedAvg": algorithms.fedavg(0.1)}, seeds=seeds)),
+    (lambda tmp: fedopt_tuning.good_cells_by_margin({"A": _grid()}, 0.02),
+     lambda margins, tmp: fedopt_tuning.good_cells_by_margin({"A": _grid()}, margins)),
 ]
 SMALL = dict(rounds=1, clients_per_round=2, local_steps=1, batch_size=2, progress=False)
 EXAMPLES_PER_FILE = {"files.py": 1, "partition.py": 1, "shakespeare_corpus.py": 1, "run.py": 2, "checks.py": 1,
-                     "counterexample.py": 1, "models.py": 4, "fafed.py": 1}
+                     "counterexample.py": 1, "models.py": 4, "fafed.py": 1, "tuning.py": 1}
 
 
 @pytest.mark.parametrize("case", range(len(EXAMPLE_CASES)))

@@ -235,6 +235,36 @@ def test_fedopt_explorer_runs_headless_against_fedavg() -> None:
     plt.close("all")
 
 
+def test_fedopt_explorer_takes_a_tasks_settings_and_smooths_the_loss() -> None:
+    """``settings`` replace the live run's round options (the run equals simulate with them); ``smooth`` draws the
+    training loss's running mean over that many rounds, and the axis says so."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+    import pandas as pd
+
+    from fedcore import explore
+
+    problem, settings = _blobs_problem(), {"clients_per_round": 3, "local_steps": 2, "batch_size": 10,
+                                           "eval_every": 2, "weighting": "uniform"}
+    explore.explore_fedopt("fedadam", rounds=6, problem=problem, settings=settings, smooth=3)
+    right = plt.gcf().axes[1]
+    assert right.get_ylabel() == "train loss, mean of the last 3"
+    run = fedcore.simulate(problem, explore.fedopt_algorithm("fedadam", 0.1, 0.01), 6, progress=False, **settings)
+    expected = run.frame["train_loss"].dropna().rolling(3, min_periods=1).mean()
+    drawn = right.get_lines()[0]
+    np.testing.assert_allclose(drawn.get_ydata(), expected.to_numpy(), rtol=1e-6)
+    assert list(drawn.get_xdata()) == list(expected.index)
+    assert pd.Series(run.frame["test_accuracy"].dropna().index).tolist() == [0, 2, 4, 6]  # eval_every came through
+    plt.close("all")
+    with pytest.raises(ValueError, match="settings has \\['rounds'\\]"):
+        explore.explore_fedopt("fedadam", rounds=6, problem=problem, settings={"rounds": 3})
+    with pytest.raises(ValueError, match="smooth=0 must be an int >= 1"):
+        explore.explore_fedopt("fedadam", rounds=2, problem=problem, smooth=0)
+
+
 def test_explorers_read_a_setting_drawn_before_from_the_store(tmp_path) -> None:
     """With ``store`` an explorer keeps its runs, and drawing the same setting again reads them back (the same
     figure, nothing recomputed); another slider value adds its own runs."""

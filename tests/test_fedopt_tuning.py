@@ -63,7 +63,7 @@ def test_last_rounds_average_averages_the_evaluations_in_the_last_fraction() -> 
 
 def test_tuning_grid_is_the_runs_metric_server_rates_on_top() -> None:
     """One tune (common.tune) serves the heat map: each cell is the grid score (the mean test accuracy of the last
-    third of the rounds) of the run simulate gives for that cell, from the seed's model and minibatches."""
+    4 evaluations) of the run simulate gives for that cell, from the seed's model and minibatches."""
     task, build = blobs_task(), fedadam_grid()["FedAdam"]
     tuned = tuning.tune(task, fedadam_grid(), [0.01, 0.1], [0.01, 0.1], seeds=[1])
     assert isinstance(tuned, common.Tuning) and list(tuned.tables) == ["FedAdam"]
@@ -71,7 +71,9 @@ def test_tuning_grid_is_the_runs_metric_server_rates_on_top() -> None:
     assert list(grid.index) == [0.1, 0.01] and list(grid.columns) == [0.01, 0.1]
     assert (grid.index.name, grid.columns.name) == ("server_lr", "client_lr")
     run = simulate(task.problem(1), build(0.1, 0.01), seed=1, progress=False, **task.settings)
-    assert grid.loc[0.01, 0.1] == common.last_rounds_average(run, "test_accuracy", 1 / 3) == tuning.grid_score(run)
+    assert grid.loc[0.01, 0.1] == common.window_score(run, "test_accuracy") == tuning.grid_score(run)
+    evaluated = run.frame["test_accuracy"].dropna()
+    assert tuning.grid_score(run) == pytest.approx(evaluated[evaluated.index > 0].iloc[-4:].mean())
     assert tuned.chosen["FedAdam"] == dict(zip(("client_lr", "server_lr"), grid.stack().idxmax()[::-1]))
     assert list(tuning.tuning_grids(tuned)) == ["FedAdam"]
     with pytest.raises(ValueError, match="table must be a table of tune"):
@@ -85,7 +87,7 @@ def test_a_point_the_builder_refuses_is_nan_in_the_heat_map_and_never_near_the_b
     build = {"FedAvg": lambda client_lr, server_lr: algorithms.fedavg(client_lr, server_lr=server_lr)}
     grid = tuning.tuning_grid(tuning.tune(task, build, [-0.1, 0.1], [1.0], seeds=[0]).tables["FedAvg"])
     assert list(grid.columns) == [-0.1, 0.1] and math.isnan(grid.loc[1.0, -0.1]) and math.isfinite(grid.loc[1.0, 0.1])
-    assert tuning.cells_near_best(grid) == 1
+    assert tuning.tuning_summary({"FedAvg": grid}, 0.0).loc["FedAvg", "good cells"] == 1  # NaN never counts
 
 
 def test_grid_task_is_the_live_run_of_the_explorer() -> None:
@@ -97,7 +99,9 @@ def test_grid_task_is_the_live_run_of_the_explorer() -> None:
     task = tuning.grid_task("small")
     assert torch.equal(task.data.inputs, live.data.inputs) and torch.equal(task.data.sizes, live.data.sizes)
     assert torch.equal(task.problem(0).x0(), live.x0()) and not torch.equal(task.problem(1).x0(), live.x0())
-    assert dict(task.settings) == {**explore.LIVE_RUN, "weighting": "samples", "rounds": 30}
+    assert dict(task.settings) == {**explore.LIVE_RUN, "weighting": "samples", "rounds": 30, "eval_every": 3}
+    assert common.window_rounds(task.settings) == "rounds 19-30, the last 4 evaluations"
+    assert tuning.grid_seeds("small") == [0, 1, 2]
     assert task.name == "Fashion-MNIST on 20 clients" and task.model_label == "logistic regression"
     assert tuning.grid_task("smoke", live.data).data is live.data and tuning.grid_task("smoke").settings["rounds"] == 3
     assert task.baseline == pytest.approx(trivial_baseline(live.data))
@@ -105,28 +109,40 @@ def test_grid_task_is_the_live_run_of_the_explorer() -> None:
         tuning.grid_task("smoke", blobs())
 
 
-def test_cells_near_best_and_summary_on_a_hand_made_grid() -> None:
+def test_good_cells_against_one_threshold_and_the_summary_on_a_hand_made_grid() -> None:
     grid = pd.DataFrame([[0.80, 0.79, np.nan], [0.70, 0.785, 0.5]], index=pd.Index([1.0, 0.1], name="server_lr"),
                         columns=pd.Index([0.01, 0.1, 1.0], name="client_lr"))
-    assert tuning.cells_near_best(grid, 0.02) == 3 and tuning.cells_near_best(grid, 0.0) == 1
-    summary = tuning.tuning_summary({"FedAdam": grid})
-    assert summary.loc["FedAdam", "best client lr"] == 0.01 and summary.loc["FedAdam", "best server lr"] == 1.0
-    assert summary.loc["FedAdam", "cells within 2 points of best"] == 3 and summary.loc["FedAdam", "cells"] == 6
-    assert summary.loc["FedAdam", "best on the grid's edge"]  # server 1.0 is the top row
     inner = pd.DataFrame(np.full((3, 3), 0.5), index=[1.0, 0.1, 0.01], columns=[0.01, 0.1, 1.0])
     inner.iloc[1, 1] = 0.9
-    assert not tuning.tuning_summary({"FedAvg": inner}).loc["FedAvg", "best on the grid's edge"]
-    ax = figures.TuningDisplay.from_grid(grid, within=0.02).plot().ax_
+    assert tuning.good_threshold({"FedAdam": grid}) == pytest.approx(0.78)
+    threshold = tuning.good_threshold({"FedAdam": grid, "FedAvg": inner})  # the best of both: 0.9 - 0.02
+    assert threshold == pytest.approx(0.88)
+    summary = tuning.tuning_summary({"FedAdam": grid}, 0.78)
+    assert summary.loc["FedAdam", "best client lr"] == 0.01 and summary.loc["FedAdam", "best server lr"] == 1.0
+    assert summary.loc["FedAdam", "good cells"] == 3 and summary.loc["FedAdam", "cells"] == 6
+    assert summary.loc["FedAdam", "best accuracy (%)"] == 80.0
+    margins = tuning.good_cells_by_margin({"FedAdam": grid, "FedAvg": inner}, [0.0, 0.02, 0.15, 0.5])
+    assert list(margins.columns) == ["within 0 points", "within 2 points", "within 15 points", "within 50 points"]
+    assert margins.loc["FedAdam"].tolist() == [0, 0, 3, 5] and margins.loc["FedAvg"].tolist() == [1, 1, 1, 9]
+    with pytest.raises(ValueError, match="margins=0.02 must be a non-empty list"):
+        tuning.good_cells_by_margin({"FedAdam": grid}, 0.02)
+    assert summary.loc["FedAdam", "best on the grid's edge"]  # server 1.0 is the top row
+    assert tuning.tuning_summary({"FedAdam": grid}, threshold).loc["FedAdam", "good cells"] == 0
+    assert not tuning.tuning_summary({"FedAvg": inner}, threshold).loc["FedAvg", "best on the grid's edge"]
+    ax = figures.TuningDisplay.from_grid(grid, 0.78).plot().ax_
     assert len(ax.patches) == 3 and len(ax.texts) == 6
     assert figures.grid_limits({"FedAdam": grid, "FedAvg": inner}) == (0.5, 0.9)
-    figure = figures.tuning_heatmaps({"FedAdam": grid, "FedAvg": inner})
+    figure = figures.tuning_heatmaps({"FedAdam": grid, "FedAvg": inner}, threshold)
     maps = [ax for ax in figure.axes if ax.get_title()]  # the colour bar is an axes too, without a title
     assert [ax.get_title() for ax in maps] == ["FedAdam", "FedAvg"]
+    assert [len(ax.patches) for ax in maps] == [0, 1]  # one threshold: only FedAvg's 0.9 is good
     assert all(ax.images[0].get_clim() == pytest.approx((50.0, 90.0)) for ax in maps)  # one scale, in points
     assert len(figure.axes) == len(maps) + 1  # one colour bar for all
     assert "90.0" in [text.get_text() for text in maps[1].texts]  # cells printed in accuracy points
     with pytest.raises(TypeError, match="must be a non-empty"):
         figures.grid_limits({})
+    with pytest.raises(ValueError, match="every cell of every grid diverged"):
+        tuning.good_threshold({"FedAdam": grid * np.nan})
 
 
 def test_grid_axes_and_grid_builders() -> None:
@@ -151,7 +167,7 @@ def test_grid_axes_and_grid_builders() -> None:
 def test_centralized_rounds_see_as_many_minibatches() -> None:
     from fedcore.experiments.fedopt import experiment as fedopt
 
-    assert fedopt.centralized_rounds({"rounds": 30, "clients_per_round": 5, "local_steps": 3}) == 450
+    assert fedopt.centralized_rounds({"rounds": 30, "clients_per_round": 5, "local_steps": 3}) == 90  # of 5 B each
 
 
 def test_tuning_explorer_outlines_the_chosen_cell_and_draws_its_curve() -> None:

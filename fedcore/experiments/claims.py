@@ -134,14 +134,23 @@ def compare(a: Sequence[float], b: Sequence[float], higher_is_better: bool = Tru
     return comparison.outcome(margin), comparison.describe(scale, digits)
 
 
-def judge(outcomes: Sequence[str]) -> str:
-    """The verdict of a claim from its checks' outcomes (each one of :data:`OUTCOMES`): see the module's rules."""
+def judge(outcomes: Sequence[str], most: bool = False) -> str:
+    """The verdict of a claim from its checks' outcomes (each one of :data:`OUTCOMES`): see the module's rules.
+    With ``most`` the claim asks more than half of its checks to pass: it holds when more than half are
+    confirmed, does not hold when the confirmed and the undecided together are at most half, is inconclusive when
+    none is confirmed otherwise, partly when some are."""
     unknown = [o for o in outcomes if o not in OUTCOMES]
     if unknown:
         raise ValueError(f"outcomes {unknown} are not among {list(OUTCOMES)}")
     if not outcomes:
         return NOT_TESTABLE
     confirmed, contradicted = outcomes.count(CONFIRMED), outcomes.count(CONTRADICTED)
+    if most:
+        if 2 * confirmed > len(outcomes):
+            return HOLDS
+        if 2 * (len(outcomes) - contradicted) <= len(outcomes):
+            return DOES_NOT_HOLD
+        return PARTLY if confirmed else INCONCLUSIVE
     if confirmed == len(outcomes):
         return HOLDS
     if confirmed == 0:
@@ -180,19 +189,22 @@ def seed_list(seeds: Sequence[int]) -> str:
 class Scope:
     """What a verdict rests on: the tasks (settings) it judged, the scale, the rounds per run (one number, or
     ``{task: rounds}`` where the tasks run different horizons; None for an exact computation), the seeds and, where
-    the scale trains another model than the paper's, which."""
+    the scale trains another model than the paper's, which (one label, or ``{task: label}``, narrowed with the
+    tasks)."""
 
     tasks: tuple[str, ...]
     scale: str
     rounds: int | Mapping[str, int] | None
     seeds: tuple[int, ...]
-    model: str = ""
+    model: str | Mapping[str, str] = ""
 
     def __post_init__(self) -> None:
         if isinstance(self.rounds, Mapping):  # one horizon for every task is one number
             counts = {task: int(rounds) for task, rounds in self.rounds.items()}
             object.__setattr__(self, "rounds", next(iter(counts.values())) if len(set(counts.values())) == 1
                                else counts)
+        if isinstance(self.model, Mapping):
+            object.__setattr__(self, "model", dict(self.model))
 
     def _rounds(self) -> str:
         if self.rounds is None:
@@ -201,18 +213,25 @@ class Scope:
             return f"{self.rounds} rounds"
         return "rounds: " + ", ".join(f"{task} {count}" for task, count in self.rounds.items())
 
+    def _model(self) -> str:
+        if isinstance(self.model, Mapping):
+            return "; ".join(f"{task}: {label}" for task, label in self.model.items())
+        return self.model
+
     def __str__(self) -> str:
         tasks = ", ".join(self.tasks) if self.tasks else "no task"
         seeds = f"{len(self.seeds)} seed{'s' * (len(self.seeds) != 1)} ({seed_list(self.seeds)})" if self.seeds \
             else "deterministic"
-        model = f" ({self.model})" if self.model and self.rounds is not None else ""
+        model = f" ({self._model()})" if self._model() and self.rounds is not None else ""
         return f"{tasks}; {self.scale}{model}; {self._rounds()}; {seeds}"
 
     def narrowed(self, tasks: Sequence[str]) -> Scope:
         """The same scope on ``tasks`` only (those a claim could judge)."""
         rounds = {task: self.rounds[task] for task in tasks if task in self.rounds} \
             if isinstance(self.rounds, Mapping) else self.rounds
-        return Scope(tuple(tasks), self.scale, rounds, self.seeds, self.model)
+        model = {task: self.model[task] for task in tasks if task in self.model} \
+            if isinstance(self.model, Mapping) else self.model
+        return Scope(tuple(tasks), self.scale, rounds, self.seeds, model)
 
 
 @dataclass(frozen=True)

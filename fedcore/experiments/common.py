@@ -76,9 +76,11 @@ class Task:
         return {seed: self.problem(seed).x0() for seed in seeds}
 
 
-def scope(tasks: Mapping[str, Task], scale: str, seeds: Sequence[int], model: str = "") -> Scope:
+def scope(tasks: Mapping[str, Task], scale: str, seeds: Sequence[int],
+          model: str | Mapping[str, str] = "") -> Scope:
     """What a verdict on runs of ``tasks`` (``{name: Task}``) at ``scale`` from ``seeds`` rests on: the tasks, each
-    one's rounds (one number where they agree), the seeds and ``model`` where it is not the paper's."""
+    one's rounds (one number where they agree), the seeds and ``model`` where it is not the paper's (one label,
+    or one per task)."""
     if not isinstance(tasks, Mapping) or not tasks or not all(isinstance(t, Task) for t in tasks.values()):
         raise ValueError(f"tasks={tasks!r} must be a non-empty {{name: Task}}")
     rounds = {name: int(task.settings["rounds"]) for name, task in tasks.items()}

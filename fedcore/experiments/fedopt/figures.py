@@ -24,9 +24,7 @@ from matplotlib.patches import Rectangle
 from matplotlib.ticker import NullFormatter
 
 from fedcore.checks import check_number
-from fedcore.experiments.common import near_best
 from fedcore.experiments.fedopt.theory import PREDICTED_EXPONENT, fitted_exponent
-from fedcore.experiments.fedopt.tuning import NEAR_BEST
 from fedcore.plots import grid_heatmap, run_style
 from fedcore.results import History
 
@@ -88,34 +86,35 @@ class ScalingDisplay:
         return self
 
 
-ACCURACY_LABEL = "test accuracy (%), mean over the last third of the rounds"
+ACCURACY_LABEL = "test accuracy (%), mean of the last 4 evaluations and the seeds"
 
 
 @dataclass
 class TuningDisplay:
     """A learning-rate ``grid`` (rows: server learning rates, largest on top; columns: client learning rates, as
     :func:`fedcore.experiments.fedopt.tuning.tuning_grid` pivots out of a tuning table) and the mask of its
-    cells within ``within``
-    of the best (:func:`fedcore.experiments.common.near_best`)."""
+    good cells: at least ``threshold`` (:func:`fedcore.experiments.fedopt.tuning.good_threshold`, one for every
+    method)."""
 
     grid: pd.DataFrame
-    within: float
-    near_best: np.ndarray
+    threshold: float
+    good: np.ndarray
     ax_: Axes | None = field(default=None, repr=False)
 
     @classmethod
-    def from_grid(cls, grid: pd.DataFrame, within: float = NEAR_BEST) -> TuningDisplay:
+    def from_grid(cls, grid: pd.DataFrame, threshold: float) -> TuningDisplay:
         if not isinstance(grid, pd.DataFrame):
             raise TypeError(f"grid={type(grid).__name__} must be a DataFrame (tuning_grid's table)")
-        return cls(grid, float(within), near_best(grid.to_numpy(dtype=float), within))
+        threshold = check_number("threshold", threshold)
+        return cls(grid, threshold, grid.fillna(-np.inf).to_numpy(dtype=float) >= threshold)
 
     def plot(self, ax: Axes | None = None, title: str = "", limits: tuple[float, float] | None = None,
              chosen: tuple[float, float] | None = None, colorbar: bool = True) -> TuningDisplay:
         """The heat map in accuracy points (:func:`fedcore.plots.grid_heatmap`; colour range ``limits``, as
         fractions: one for several grids, whose colour bar the caller draws with ``colorbar=False``) with the
-        near-best cells outlined in red and the cell ``chosen = (client_lr, server_lr)`` in black."""
+        good cells outlined in red and the cell ``chosen = (client_lr, server_lr)`` in black."""
         low_high = None if limits is None else (100 * limits[0], 100 * limits[1])
-        ax = grid_heatmap(100 * self.grid, ax, ACCURACY_LABEL, outline=self.near_best, fmt="{:.1f}",
+        ax = grid_heatmap(100 * self.grid, ax, ACCURACY_LABEL, outline=self.good, fmt="{:.1f}",
                           origin="upper", limits=low_high, colorbar=colorbar, fontsize="small")
         if chosen is not None:
             row, column = list(self.grid.index).index(chosen[1]), list(self.grid.columns).index(chosen[0])
@@ -136,27 +135,28 @@ def grid_limits(grids: Mapping[str, pd.DataFrame]) -> tuple[float, float]:
             max(float(grid.max().max()) for grid in grids.values()))
 
 
-def tuning_heatmaps(grids: Mapping[str, pd.DataFrame], within: float = NEAR_BEST) -> Figure:
-    """One heat map per method of ``grids`` (:class:`TuningDisplay`, the cells within ``within`` of each grid's
-    best outlined), side by side on one colour scale (:func:`grid_limits`) with one colour bar: Figures 2 and 6 as
-    we ran them."""
+def tuning_heatmaps(grids: Mapping[str, pd.DataFrame], threshold: float) -> Figure:
+    """One heat map per method of ``grids`` (:class:`TuningDisplay`, the cells at or above ``threshold``
+    outlined), side by side on one colour scale (:func:`grid_limits`) with one colour bar: Figures 2 and 6 as we
+    ran them."""
     limits = grid_limits(grids)
     figure, axes = plt.subplots(1, len(grids), figsize=(4.4 * len(grids), 4.2), layout="constrained", squeeze=False)
     for ax, (method, grid) in zip(axes[0], grids.items()):
-        TuningDisplay.from_grid(grid, within).plot(ax, title=method, limits=limits, colorbar=False)
+        TuningDisplay.from_grid(grid, threshold).plot(ax, title=method, limits=limits, colorbar=False)
     figure.colorbar(axes[0][0].images[0], ax=list(axes[0]), label=ACCURACY_LABEL, shrink=0.9)
     return figure
 
 
 def tuning_panels(grid: pd.DataFrame, history: History, client_lr: float, server_lr: float, method: str,
-                  limits: tuple[float, float] | None = None) -> Figure:
-    """The tuning explorer's figure: the grid (:class:`TuningDisplay`, colour range ``limits``) with the cell
-    ``(client_lr, server_lr)`` outlined in black, and that run's test accuracy against rounds."""
+                  threshold: float, limits: tuple[float, float] | None = None) -> Figure:
+    """The tuning explorer's figure: the grid (:class:`TuningDisplay`, the cells at or above ``threshold``
+    outlined in red, colour range ``limits``) with the cell ``(client_lr, server_lr)`` outlined in black, and that
+    run's test accuracy against rounds."""
     if not isinstance(history, History):
         raise TypeError(f"history={type(history).__name__} must be a fedcore History")
     figure, (left, right) = plt.subplots(1, 2, figsize=(11, 4), layout="constrained")
-    TuningDisplay.from_grid(grid).plot(left, f"{method}: mean accuracy of the last rounds", limits,
-                                       chosen=(client_lr, server_lr))
+    TuningDisplay.from_grid(grid, threshold).plot(left, f"{method}: mean accuracy of the last evaluations", limits,
+                                                  chosen=(client_lr, server_lr))
     history.plot("test_accuracy", ax=right, label=f"client lr {client_lr:.3g}, server lr {server_lr:.3g}")
     right.set_ylim(0, 1)
     right.grid(alpha=0.3)

@@ -8,9 +8,10 @@ points the paper reports lie on half-decades, so :func:`~fedcore.experiments.com
 grid (:func:`grid_axes`).  The grid runs on a small task (:func:`grid_task`: Fashion-MNIST on 20 clients, a
 logistic regression, the notebook's live task) through the one grid search of every paper,
 :func:`fedcore.experiments.common.tune` (:func:`tune`: batched passes, the results store, so a rerun reuses the
-runs), scored by the paper's metric (the mean accuracy over the last rounds, :func:`grid_score`);
-:func:`tuning_grid` pivots a method's table into the heat map, and :func:`cells_near_best` counts the cells
-within a few points of each method's best: the claim, measured.
+runs), scored by the notebook's one window rule (the mean accuracy of the last 4 evaluations, :func:`grid_score`), each
+cell over several seeds (:func:`grid_seeds`); :func:`tuning_grid` pivots a method's table into the heat map (the
+mean over the seeds), and :func:`good_shares` counts per seed the cells at or above one threshold shared by every
+method (:func:`good_threshold`): the claim, measured.
 """
 
 from __future__ import annotations
@@ -25,28 +26,29 @@ from fedcore.checks import check_int, check_scale
 from fedcore.data import FederatedData, load_fashion_mnist
 from fedcore.experiments import common
 from fedcore.experiments.claims import trivial_baseline
-from fedcore.experiments.common import Builder, Task, Tuning, half_decades, last_rounds_average, near_best
+from fedcore.experiments.common import Builder, Task, Tuning, half_decades, window_score
 from fedcore.results import History
 
 if TYPE_CHECKING:
     from fedcore.store import Store
 
-METRIC = "last rounds accuracy"
+METRIC = "mean test accuracy of the last 4 evaluations"
 GRIDS: dict[str, dict[str, Any]] = {
-    "smoke": {"client": (-1.0, -0.5), "server": (-1.0, -0.5), "rounds": 3},
-    "small": {"client": (-2.5, 0.0), "server": (-2.5, 0.5), "rounds": 30},
-    "paper": {"client": (-3.0, 0.5), "server": (-3.0, 0.5), "rounds": 100},
+    "smoke": {"client": (-1.0, -0.5), "server": (-1.0, -0.5), "rounds": 3, "eval_every": 1, "seeds": 2},
+    "small": {"client": (-2.5, 0.0), "server": (-2.5, 0.5), "rounds": 30, "eval_every": 3, "seeds": 3},
+    "medium": {"client": (-2.5, 0.0), "server": (-2.5, 0.5), "rounds": 100, "eval_every": 10, "seeds": 3},
+    "paper": {"client": (-3.0, 0.5), "server": (-3.0, 0.5), "rounds": 100, "eval_every": 10, "seeds": 3},
 }
 """Per scale: the log10 ranges of the client and server learning rates (half-decades: 6 client x 7 server rates
 at small; the server axis reaches 10^0.5, where FedAvg's best lies in the paper's CIFAR-100 grid and past our
-FedAvg's best at 1) and the rounds per run; tau = 1e-3 as in the paper's figures."""
+FedAvg's best at 1), the rounds per run, the evaluation period (a run's score is the mean of its last 4
+evaluations: rounds 19-30 at small) and how many seeds each cell runs; tau = 1e-3 as in the paper's figures."""
 TAU = 1e-3
 NEAR_BEST = 0.02
-"""'Good' learning rates: final accuracy within this of the method's best cell (two points)."""
-GRID_WINDOW = 1 / 3
-"""A grid run's score averages its test accuracy over the evaluations in the last third of its rounds."""
+"""'Good' learning rates: a cell whose score on a seed is at least the best mean cell of all the grids minus
+this (two points): one threshold for every method and seed (:func:`good_threshold`)."""
 GRID_CLIENTS, GRID_PARTITION = 20, {"partition": "dirichlet", "alpha": 0.5}
-GRID_RUN = {"clients_per_round": 5, "local_steps": 5, "batch_size": 32, "eval_every": 5, "weighting": "samples"}
+GRID_RUN = {"clients_per_round": 5, "local_steps": 5, "batch_size": 32, "weighting": "samples"}
 """The grid's task: Fashion-MNIST dealt to 20 clients by Dirichlet(0.5) label skew, 5 clients per round, 5 local
 steps of 32 samples, clients weighted by their samples (``fedcore.explore``'s live run)."""
 
@@ -57,26 +59,31 @@ def grid_axes(scale: str) -> tuple[list[float], list[float], int]:
     return half_decades(*spec["client"]), half_decades(*spec["server"]), spec["rounds"]
 
 
+def grid_seeds(scale: str) -> list[int]:
+    """The seeds every cell of the grid runs at ``scale`` (:data:`GRIDS`): ``0, 1, ...``."""
+    return list(range(check_scale(scale, GRIDS)["seeds"]))
+
+
 def grid_task(scale: str, data: FederatedData | None = None) -> Task:
     """The task the grids run on at ``scale``: ``data`` (by default Fashion-MNIST on :data:`GRID_CLIENTS` clients,
     :data:`GRID_PARTITION`, the partition drawn from seed 0: ``fedcore.explore.live_problem``'s data), a logistic
     regression drawn from a seed, :data:`GRID_RUN` for the scale's rounds (:data:`GRIDS`), test accuracy with the
     most frequent class's share in % as its trivial baseline."""
-    rounds = grid_axes(scale)[2]
+    rounds, every = grid_axes(scale)[2], GRIDS[scale]["eval_every"]
     data = load_fashion_mnist(GRID_CLIENTS, seed=0, **GRID_PARTITION) if data is None else data
     if not isinstance(data, FederatedData) or data.num_classes is None:
         raise TypeError(f"data={type(data).__name__} must be a classification FederatedData (or None)")
     shape, classes = tuple(data.inputs.shape[1:]), data.num_classes
     return Task(f"Fashion-MNIST on {data.num_clients} clients", data,
                 lambda seed: models.make("logistic_regression", shape, classes, seed=seed),
-                {"rounds": rounds, **GRID_RUN}, baseline=trivial_baseline(data),
+                {"rounds": rounds, "eval_every": every, **GRID_RUN}, baseline=trivial_baseline(data),
                 model_label="logistic regression")
 
 
 def grid_score(history: History) -> float:
-    """:data:`METRIC` of a grid run: its test accuracy averaged over the last :data:`GRID_WINDOW` of its rounds
-    (:func:`~fedcore.experiments.common.last_rounds_average`, the paper's metric over a short run)."""
-    return last_rounds_average(history, "test_accuracy", GRID_WINDOW)
+    """:data:`METRIC` of a grid run: its test accuracy averaged over its last 4 evaluations
+    (:func:`~fedcore.experiments.common.window_score`, the notebook's one window rule)."""
+    return window_score(history, "test_accuracy")
 
 
 def tune(task: Task, builders: Mapping[str, Builder], client_lrs: Sequence[float], server_lrs: Sequence[float],
@@ -109,14 +116,21 @@ def tuning_grids(tuning: Tuning) -> dict[str, pd.DataFrame]:
     return {method: tuning_grid(table) for method, table in tuning.tables.items()}
 
 
-def cells_near_best(grid: pd.DataFrame, within: float = NEAR_BEST) -> int:
-    """How many cells of ``grid`` lie within ``within`` of its best cell (diverged cells never do)."""
-    return int(near_best(grid.to_numpy(dtype=float).ravel(), within).sum())
+def good_threshold(grids: Mapping[str, pd.DataFrame], within: float = NEAR_BEST) -> float:
+    """The one threshold of a good cell for every method and seed: the best cell of all the heat maps ``grids``
+    (``{method: grid}`` of :func:`tuning_grid`, means over the seeds) minus ``within``."""
+    best = [float(grid.max().max()) for grid in grids.values() if grid.notna().any().any()]
+    if not best:
+        raise ValueError("every cell of every grid diverged: no best cell to measure good cells from")
+    return max(best) - within
 
 
-def good_share(grid: pd.DataFrame, within: float = NEAR_BEST) -> float:
-    """The share of ``grid``'s cells within ``within`` of its best cell (:func:`cells_near_best` / cells)."""
-    return cells_near_best(grid, within) / grid.size
+def good_shares(table: pd.DataFrame, threshold: float) -> pd.Series:
+    """Per seed (a column of :func:`tune`'s ``table``), the share of the grid's cells that score at least
+    ``threshold`` on that seed (a diverged cell never does)."""
+    seeds = [column for column in table.columns if column != "score"]
+    return pd.Series({seed: float((table[seed].fillna(-float("inf")) >= threshold).mean()) for seed in seeds},
+                     name="good share")
 
 
 def best_cell(grid: pd.DataFrame) -> tuple[float, float, float]:
@@ -128,15 +142,30 @@ def best_cell(grid: pd.DataFrame) -> tuple[float, float, float]:
     return float(client_lr), float(server_lr), float(stacked.max())
 
 
-def tuning_summary(grids: dict[str, pd.DataFrame], within: float = NEAR_BEST) -> pd.DataFrame:
-    """Per method: its best cell, and how many cells (of how many) lie within ``within`` of it."""
+def tuning_summary(grids: dict[str, pd.DataFrame], threshold: float) -> pd.DataFrame:
+    """Per method: its best cell (mean over the seeds; accuracy in points), and how many of its cells (of how many)
+    score at least ``threshold`` on average (:func:`good_threshold`)."""
     check_int("methods", len(grids))
     rows = {}
     for method, grid in grids.items():
         client_lr, server_lr, value = best_cell(grid)
         edge = client_lr in (grid.columns[0], grid.columns[-1]) or server_lr in (grid.index[0], grid.index[-1])
-        rows[method] = {"best accuracy": value, "best client lr": client_lr, "best server lr": server_lr,
-                        "best on the grid's edge": edge,
-                        f"cells within {100 * within:g} points of best": cells_near_best(grid, within),
+        rows[method] = {"best accuracy (%)": round(100 * value, 2), "best client lr": client_lr,
+                        "best server lr": server_lr, "best on the grid's edge": edge,
+                        "good cells": int((grid.fillna(-float("inf")) >= threshold).to_numpy().sum()),
                         "cells": grid.size}
     return pd.DataFrame(rows).T
+
+
+def good_cells_by_margin(grids: Mapping[str, pd.DataFrame], margins: Sequence[float]) -> pd.DataFrame:
+    """Methods by ``margins`` (accuracy, as fractions): how many cells of each method's mean grid reach the best
+    cell of all the grids minus the margin (:func:`good_threshold` at each margin): how the count of good cells,
+    and the order of the methods, depend on where "good" starts."""
+    if isinstance(margins, (str, bytes)) or not isinstance(margins, Sequence) or not margins:
+        raise ValueError(f"margins={margins!r} must be a non-empty list of accuracy margins, e.g. [0.01, 0.02, 0.05]")
+    columns = {}
+    for margin in margins:
+        threshold = good_threshold(grids, margin)
+        columns[f"within {100 * margin:g} points"] = {
+            method: int((grid.fillna(-float("inf")) >= threshold).to_numpy().sum()) for method, grid in grids.items()}
+    return pd.DataFrame(columns)
