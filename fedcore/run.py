@@ -489,7 +489,7 @@ def sample_round(
     sizes = data.sizes[clients].to(dtype)
     weights = sizes / sizes.sum() if weighting == "samples" else torch.full_like(sizes, 1 / clients_per_round)
     rows = data.sample_indices(clients, local_steps, batch_size, batch_generator)
-    return RoundBatch(t, clients, weights, rows, data.inputs, data.targets, data.num_clients)
+    return RoundBatch(t, clients, weights, rows, data.inputs, data.targets, data.num_clients, sizes=data.sizes)
 
 
 def _per_run(metrics: dict[str, Any], runs: int) -> dict[str, list[float]]:
@@ -596,7 +596,8 @@ class _Pass:
             one = parts[0]
             return one if self.trace is None else replace(one, trace=[])
         return RoundBatch(self.round, torch.cat([p.clients for p in parts]), torch.cat([p.weights for p in parts]),
-                          torch.cat([p.rows for p in parts]), data.inputs, data.targets, data.num_clients)
+                          torch.cat([p.rows for p in parts]), data.inputs, data.targets, data.num_clients,
+                          sizes=data.sizes)
 
     def recorded(self) -> list[dict[str, float]]:
         """Each live run's ``record`` of its server model (see :func:`simulate`), or nothing."""

@@ -308,7 +308,7 @@ def test_scaffold_m_converges_to_the_optimum(variant: str) -> None:
     (algorithms.scaffold_m, dict(eta=0.1, gamma=0.0, beta=0.5), ValueError, "gamma=0.0 must be > 0"),
     (algorithms.scaffold_m_vr, dict(eta=float("nan"), gamma=0.5, beta=0.5), ValueError, "eta=nan must be finite"),
     (algorithms.scaffold_m_vr, dict(eta=0.1, gamma=0.5, beta=0.5, initialization="random"), ValueError,
-     r"initialization='random' not one of \['gradients', 'zeros'\]"),
+     r"initialization='random' not one of \['every_client', 'gradients', 'zeros'\]"),
     (algorithms.PAdaMFed, dict(eta=0.1, gamma=0.1, beta=0.5, clients_per_round=3), TypeError,
      "local_steps=None must be an int"),
     (algorithms.theory_hyperparameters, dict(variant="fedavg", clients_per_round=1, local_steps=1, rounds=1),
@@ -325,3 +325,99 @@ def test_make_names_unknown_and_missing_arguments() -> None:
     with pytest.raises(TypeError, match=r"make\('scaffold_m'\) needs argument\(s\) \['beta'\]"):
         algorithms.make("scaffold_m", eta=0.1, gamma=0.5)
     assert math.isclose(algorithms.make("padamfed_vr", clients_per_round=2, local_steps=2, rounds=4).eta, 1 / 8)
+
+
+# ---- line 1 for every client ---------------------------------------------------------------------------------
+
+
+def _after_line_1(variant: str, data, clients, initialization: str) -> dict:
+    """The state after line 1 (``_initialize``) for a round-0 batch of ``clients``, K = 2 steps of B = 3."""
+    generator = torch.Generator().manual_seed(0)
+    rows = data.sample_indices(torch.tensor(clients), 2, 3, generator)
+    weights = torch.full((len(clients),), 1 / len(clients), dtype=torch.float64)
+    batch = RoundBatch(0, torch.tensor(clients), weights, rows, data.inputs, data.targets, data.num_clients,
+                       sizes=data.sizes)
+    algorithm = build(variant, **HAND_SET, initialization=initialization)
+    x0 = torch.tensor([0.3, -0.2, 0.5], dtype=torch.float64)
+    return algorithm._initialize(algorithm.init(x0, data.num_clients), batch, GradientOracle(problem_of(data).model))
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_line_1_for_every_client_is_each_clients_full_gradient_at_theta_0(variant) -> None:
+    """``initialization="every_client"``: c_i^{-1} is client i's gradient at theta^0 on all its samples, for all N
+    (not only the sampled ones), c^{-1} their mean (1/N, line 15's weighting) and g^{-1} = c^{-1}; computed here
+    with the closed form A^T (A w - y) / n, client by client."""
+    data = least_squares(num_clients=5, samples=7)
+    state = _after_line_1(variant, data, [1, 3], "every_client")
+    x0 = torch.tensor([0.3, -0.2, 0.5], dtype=torch.float64)
+    expected = torch.stack([gradient(x0, *data.client(i)[:2]) for i in range(data.num_clients)])
+    torch.testing.assert_close(state["c_i"][0], expected, rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(state["c"][0, 0], expected.mean(0), rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(state["g"], state["c"], rtol=0, atol=0)
+    first_round = _after_line_1(variant, data, [1, 3], "gradients")  # the others get c^{-1}: their rows agree
+    assert torch.equal(first_round["c_i"][0, 0], first_round["c"][0, 0])
+    assert not torch.allclose(first_round["c"], state["c"])  # 2 of 5 clients' minibatches vs all 5 clients
+
+
+def test_line_1_for_every_client_equals_the_first_round_clients_when_they_are_everyone_on_all_their_data() -> None:
+    """With every client sampled (S = N) and one local step of the whole client (B = n_i), the first round's
+    clients compute exactly every client's full gradient: the two readings give the same run."""
+    data = least_squares(num_clients=4, samples=6)
+    settings = dict(rounds=3, clients_per_round=4, local_steps=1, batch_size=6, progress=False)
+    problem = problem_of(data)  # one model: one theta^0
+    runs = {init: simulate(problem, algorithms.padamfed(**HAND_SET, initialization=init), **settings)
+            for init in ("every_client", "gradients")}
+    torch.testing.assert_close(runs["every_client"].final_state["x"], runs["gradients"].final_state["x"],
+                               rtol=1e-12, atol=1e-14)
+    partial = dict(settings, clients_per_round=2)  # 2 of 4 clients: the readings part
+    x = {init: simulate(problem, algorithms.padamfed(**HAND_SET, initialization=init), **partial)
+         .final_state["x"] for init in ("every_client", "gradients")}
+    assert not torch.allclose(x["every_client"], x["gradients"])
+
+
+def test_line_1_for_every_client_runs_in_a_pass_of_several_runs_as_alone() -> None:
+    """Runs batched in one pass (their own seeds and starts) equal each run alone: every client's gradient is
+    taken at its own run's theta^0."""
+    data = least_squares(num_clients=6, samples=5)
+    settings = dict(rounds=2, clients_per_round=3, local_steps=2, batch_size=2, progress=False)
+    algorithm = algorithms.padamfed_vr(**HAND_SET, initialization="every_client")
+    problem = problem_of(data)
+    starts = [torch.tensor([0.3, -0.2, 0.5], dtype=torch.float64), torch.tensor([-1.0, 2.0, 0.1], dtype=torch.float64)]
+    together = simulate_runs(problem, [algorithm] * 2, seeds=[0, 1], x0=starts, **settings)  # its own theta^0 each
+    for seed, start, history in zip([0, 1], starts, together):
+        alone = simulate(problem, algorithm, seed=seed, x0=start, **settings)
+        torch.testing.assert_close(history.final_state["x"], alone.final_state["x"], rtol=1e-10, atol=1e-12)
+
+
+def test_line_1_for_every_client_needs_the_clients_sizes() -> None:
+    data = least_squares(num_clients=3, samples=4)
+    inputs, targets = data.sample_batches(torch.tensor([0, 1]), 1, 2, torch.Generator().manual_seed(0))
+    batch = RoundBatch.of(0, torch.tensor([0, 1]), torch.tensor([0.5, 0.5], dtype=torch.float64), inputs, targets,
+                          data.num_clients)  # built by hand: no sizes
+    algorithm = algorithms.padamfed(**HAND_SET, initialization="every_client")
+    with pytest.raises(ValueError, match="batch.sizes is None"):
+        algorithm.round(algorithm.init(torch.zeros(3, dtype=torch.float64), 3), batch,
+                        GradientOracle(problem_of(data).model))
+    with pytest.raises(ValueError, match="initialization='all' not one of"):
+        algorithms.padamfed(**HAND_SET, initialization="all")
+
+
+@pytest.mark.parametrize("group", [1, 2, 64])
+def test_every_client_gradient_on_clients_of_different_sizes(group) -> None:
+    """Clients of sizes 3, 5, 4, 5 (grouped by size, ``group`` at a time): each row is that client's closed-form
+    gradient on its own rows, for each run's model."""
+    from fedcore.algorithms.base import every_client_gradient
+    from fedcore.data import FederatedData
+
+    generator = torch.Generator().manual_seed(1)
+    inputs = torch.randn(17, 3, generator=generator, dtype=torch.float64)
+    targets = torch.randn(17, generator=generator, dtype=torch.float64)
+    data = FederatedData(inputs, targets, torch.tensor([3, 5, 4, 5]), inputs[:2], targets[:2], None, "uneven")
+    X = torch.randn(2, 1, 3, generator=generator, dtype=torch.float64)  # two runs' models
+    batch = RoundBatch(0, torch.tensor([[0, 2], [1, 3]]), torch.full((2, 2), 0.5, dtype=torch.float64),
+                       data.sample_indices(torch.tensor([0, 2, 1, 3]), 1, 2).view(2, 2, 1, 2), data.inputs,
+                       data.targets, data.num_clients, sizes=data.sizes)
+    got = every_client_gradient(X, batch, GradientOracle(problem_of(data).model), group=group)
+    for r in range(2):
+        for i in range(4):
+            torch.testing.assert_close(got[r, i], gradient(X[r, 0], *data.client(i)), rtol=1e-12, atol=1e-12)

@@ -53,6 +53,10 @@ class RoundBatch:
     Build one from minibatches already gathered with :meth:`of`.  When ``trace`` is a list, the algorithm
     appends the clients' models ``[R, S, d]`` after each local step (:meth:`record`).
 
+    ``sizes [N]`` (when the simulator gives it) is every client's number of samples, its rows of the pool
+    ``offsets[i] : offsets[i] + sizes[i]`` in client order: what an algorithm that visits every client reads
+    (:func:`every_client_gradient`).
+
     Per-client state (SCAFFOLD's ``c_i``, one ``[R, N, d]`` matrix) is read with :meth:`rows_of` and written
     in place, the S sampled rows only, with :meth:`write_rows`, which keeps the rows it overwrote so that the
     simulator can take a diverged run back to the round before (:meth:`undo`).
@@ -66,6 +70,7 @@ class RoundBatch:
     pool_targets: Tensor
     num_clients: int
     trace: list[Tensor] | None = None
+    sizes: Tensor | None = None
     written: list[tuple[Tensor, Tensor]] = field(default_factory=list, repr=False)
 
     def __post_init__(self) -> None:
@@ -214,6 +219,30 @@ def round_gradient(x: Tensor, batch: RoundBatch, oracle: GradientOracle) -> Tens
     inputs, targets = batch.inputs.flatten(1, 2), batch.targets.flatten(1, 2)
     X = x.expand(-1, batch.clients_per_round, -1)
     return oracle(X.reshape(-1, X.shape[-1]), inputs, targets)[1].view(X.shape)
+
+
+def every_client_gradient(x: Tensor, batch: RoundBatch, oracle: GradientOracle, group: int = 64) -> Tensor:
+    """Every client's gradient at the server model ``x [R, 1, d]`` on all its samples (the mean loss over them),
+    ``[R, N, d]``: PAdaMFed's line 1 for all N clients.  Client i's samples are the rows
+    ``offsets[i] : offsets[i] + sizes[i]`` of the pool (``batch.sizes``, which the simulator gives); clients of one
+    size go through the oracle together, at most ``group`` at a time."""
+    if batch.sizes is None:
+        raise ValueError("batch.sizes is None: this round's batch does not say where each client's samples are; "
+                         "fedcore.simulate gives it, a batch built by hand needs sizes=data.sizes")
+    sizes = batch.sizes.to(batch.rows.device)
+    if sizes.numel() != batch.num_clients:
+        raise ValueError(f"batch.sizes has {sizes.numel()} clients, the batch num_clients={batch.num_clients}")
+    offsets = torch.cumsum(sizes, 0) - sizes
+    R, d = x.shape[0], x.shape[-1]
+    gradients = x.new_zeros(R, batch.num_clients, d)
+    for size in sizes.unique().tolist():
+        ids = (sizes == size).nonzero().flatten()
+        for chunk in ids.split(check_int("group", group)):
+            rows = (offsets[chunk].view(-1, 1) + torch.arange(size, device=sizes.device)).repeat(R, 1)
+            inputs, targets = batch._gather(batch.pool_inputs, rows), batch._gather(batch.pool_targets, rows)
+            X = x.expand(R, len(chunk), d).reshape(-1, d)
+            gradients[:, chunk] = oracle(X, inputs, targets)[1].view(R, len(chunk), d)
+    return gradients
 
 
 def server_step(

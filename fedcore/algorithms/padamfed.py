@@ -27,11 +27,13 @@ Choices where the text is open (no official code exists: this is a reconstructio
   per-step ``g_i^{t,k-1}``, and line 17 sends the clients ``beta c + (1 - beta) g``): no recursion over k.
 - The extraction's "nSK" in line 13 is read as ``eta S K``: ``g_bar`` is the mean normalized direction,
   ``||g_bar|| <= 1``, and the server moves at most ``gamma`` per round.  ``c^{t-1}`` in line 16 is c before line 15.
-- Line 1 needs ``c_i^{-1} = (1/K) sum_k grad F(theta^0; xi_i^{-1,k})`` for all N clients; an algorithm sees only the
-  round's S.  In the first round the sampled clients compute it at ``theta^0`` on that round's K minibatches (one
-  oracle call on their K B samples), ``c^{-1}`` is their mean, every other client gets ``c_i^{-1} = c^{-1}`` (so c
-  stays the mean of the c_i), and ``g^{-1} = c^{-1}``: the paper's line 1 under full participation, with
-  ``xi^{-1} = xi^0``.  ``initialization="zeros"`` is SCAFFOLD's ``c = c_i = 0`` (and ``g = 0``) instead.
+- Line 1 needs ``c_i^{-1} = (1/K) sum_k grad F(theta^0; xi_i^{-1,k})`` for all N clients ("for any i").
+  ``initialization="every_client"`` computes it for every client, on all its samples (the expectation of the K
+  minibatches' mean, drawing no minibatches: one extra pass of all N clients before round 0, outside the
+  round's S), ``c^{-1}`` their mean.  ``"gradients"`` (today's default) uses the first round's sampled clients
+  only, at ``theta^0`` on that round's K minibatches, ``c^{-1}`` their mean and ``c_i^{-1} = c^{-1}`` for every
+  other client (so c stays the mean of the c_i): the text's line 1 under full participation, with
+  ``xi^{-1} = xi^0``.  Both set ``g^{-1} = c^{-1}``.  ``"zeros"`` is SCAFFOLD's ``c = c_i = 0`` (and ``g = 0``).
 - ``g_bar`` weights clients by the simulator's aggregation weights (``1/S`` in the paper: ``weighting="uniform"``);
   lines 15-16 keep the paper's uniform ``1/N`` and ``1/S``.
 - A zero direction takes no step (``||g|| = 0``: :func:`~fedcore.algorithms.client.normalize` leaves it at 0).
@@ -56,7 +58,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from fedcore.algorithms.base import Metrics, RoundBatch, State, as_runs, round_gradient
+from fedcore.algorithms.base import Metrics, RoundBatch, State, as_runs, every_client_gradient, round_gradient
 from fedcore.algorithms.client import (
     ClientRule,
     accumulate_gradients,
@@ -72,7 +74,7 @@ from fedcore.checks import check_bool, check_choice, check_int, check_positive, 
 from fedcore.params import GradientOracle
 
 VARIANTS = ("padamfed", "padamfed_vr")
-INITIALIZATIONS = ("gradients", "zeros")
+INITIALIZATIONS = ("gradients", "every_client", "zeros")
 
 
 def theory_hyperparameters(
@@ -141,7 +143,7 @@ class PAdaMFed:
     def round(self, state: State, batch: RoundBatch, oracle: GradientOracle) -> tuple[State, Metrics]:
         if self.rounds is not None:
             self.check_run(batch.clients_per_round, batch.local_steps, max(self.rounds, batch.t + 1))
-        if int(state["t"]) == 0 and self.initialization == "gradients":
+        if int(state["t"]) == 0 and self.initialization != "zeros":
             state = self._initialize(state, batch, oracle)
         x, c, g, K = state["x"], state["c"], state["g"], batch.local_steps
         c_i = batch.rows_of(state["c_i"])
@@ -156,8 +158,14 @@ class PAdaMFed:
         return new_state, {"train_loss": batch.weights @ run.mean_loss}
 
     def _initialize(self, state: State, batch: RoundBatch, oracle: GradientOracle) -> State:
-        """Line 1 for the sampled clients: ``c_i^{-1}`` = their mean gradient at theta^0 on the round's K minibatches,
-        ``c^{-1}`` = the mean of those, ``c_i^{-1} = c^{-1}`` for the others, ``g^{-1} = c^{-1}``."""
+        """Line 1.  ``"every_client"``: ``c_i^{-1}`` = each of the N clients' gradient at theta^0 on all its samples
+        (the expectation of the text's mean over K minibatches), ``c^{-1}`` their mean.  ``"gradients"``: the
+        sampled clients only, on the round's K minibatches, ``c_i^{-1} = c^{-1}`` (their mean) for the others.
+        Both: ``g^{-1} = c^{-1}``."""
+        if self.initialization == "every_client":
+            c_i = every_client_gradient(state["x"], batch, oracle)  # [R, N, d]
+            c = c_i.mean(1, keepdim=True)
+            return {**state, "c": c, "c_i": c_i, "g": c.clone()}
         c_i = round_gradient(state["x"], batch, oracle)  # (1/K) sum_k grad F(theta^0; xi_i^k) (mean loss)
         c = c_i.mean(1, keepdim=True)
         everyone = batch.write_rows(c.expand(-1, batch.num_clients, -1).clone(), c_i)
@@ -181,7 +189,7 @@ class PAdaMFed:
 
 def _parameter_free(
     variant: str, name: str, sizes: dict[str, int | None], multiplier: float, given: dict[str, float | None],
-    variance_reduction: bool,
+    variance_reduction: bool, initialization: str,
 ) -> PAdaMFed:
     """The theorem's step sizes from S, K, T (each overridden by a value in ``given``), or ``given`` alone."""
     known = [key for key, value in sizes.items() if value is not None]
@@ -195,30 +203,34 @@ def _parameter_free(
     theory = theory_hyperparameters(variant, **sizes) if known else {}
     values = {key: theory[key] if value is None else value for key, value in given.items()}
     values["eta"] = check_positive("multiplier", multiplier) * check_positive("eta", values["eta"])
-    return PAdaMFed(**values, variance_reduction=variance_reduction, **sizes, name=name)
+    return PAdaMFed(**values, variance_reduction=variance_reduction, initialization=initialization, **sizes, name=name)
 
 
 def padamfed(
     *, clients_per_round: int | None = None, local_steps: int | None = None, rounds: int | None = None,
     multiplier: float = 1.0, eta: float | None = None, gamma: float | None = None, beta: float | None = None,
+    initialization: str = "gradients",
 ) -> PAdaMFed:
     """PAdaMFed (Yan et al., Alg. 1): ``theta_i <- theta_i - eta g / ||g||``, ``g = beta (grad - c_i + c) +
     (1 - beta) g_prev``.  Step sizes from Theorem 1 for S = ``clients_per_round``, K = ``local_steps``,
-    T = ``rounds`` (each overridable by ``eta``, ``gamma``, ``beta``); ``multiplier`` scales ``eta``."""
+    T = ``rounds`` (each overridable by ``eta``, ``gamma``, ``beta``); ``multiplier`` scales ``eta``;
+    ``initialization`` is line 1's reading (:data:`INITIALIZATIONS`: ``"every_client"`` is the text's)."""
     sizes = {"clients_per_round": clients_per_round, "local_steps": local_steps, "rounds": rounds}
     return _parameter_free("padamfed", "PAdaMFed", sizes, multiplier, {"eta": eta, "gamma": gamma, "beta": beta},
-                           variance_reduction=False)
+                           variance_reduction=False, initialization=initialization)
 
 
 def padamfed_vr(
     *, clients_per_round: int | None = None, local_steps: int | None = None, rounds: int | None = None,
     multiplier: float = 1.0, eta: float | None = None, gamma: float | None = None, beta: float | None = None,
+    initialization: str = "gradients",
 ) -> PAdaMFed:
     """PAdaMFed-VR (Yan et al., Theorem 2): the normalized step on the STORM direction
     ``grad + beta (c - c_i) + (1 - beta) (g_prev - grad F(theta_prev; same xi))``; step sizes from Theorem 2."""
     sizes = {"clients_per_round": clients_per_round, "local_steps": local_steps, "rounds": rounds}
     return _parameter_free("padamfed_vr", "PAdaMFed-VR", sizes, multiplier,
-                           {"eta": eta, "gamma": gamma, "beta": beta}, variance_reduction=True)
+                           {"eta": eta, "gamma": gamma, "beta": beta}, variance_reduction=True,
+                           initialization=initialization)
 
 
 def scaffold_m(*, eta: float, gamma: float, beta: float, initialization: str = "gradients") -> PAdaMFed:
