@@ -14,6 +14,10 @@ from fedcore.params import GradientOracle
 from fedcore.run import Problem, simulate
 from fedcore.runs import run_state
 
+# every algorithm runs here on clients of different sizes with weighting="samples": the invariants hold under any
+# weighting, and PAdaMFed's warning about mixing them with its 1/S and 1/N is tested in test_padamfed.py
+pytestmark = pytest.mark.filterwarnings("ignore:.*non-uniform client weights:UserWarning")
+
 # Hyperparameters for the federated quadratic (10 clients, d = 5, full batch, full participation).
 ALGORITHMS = {
     "fedavg": dict(client_lr=0.1),

@@ -92,6 +92,10 @@ def two_rounds(data, K: int = 3, B: int = 4, trace: bool = False) -> list[RoundB
     return batches
 
 
+NON_UNIFORM = "ignore:.*non-uniform client weights:UserWarning"  # two_rounds' weights are unequal on purpose
+
+
+@pytest.mark.filterwarnings(NON_UNIFORM)
 @pytest.mark.parametrize("backend", ["loop", "vmap"])
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_two_rounds_match_an_independent_implementation(variant: str, backend: str) -> None:
@@ -119,6 +123,7 @@ def test_two_rounds_match_an_independent_implementation(variant: str, backend: s
 # ---- the normalized step ------------------------------------------------------------------------------------
 
 
+@pytest.mark.filterwarnings(NON_UNIFORM)
 @pytest.mark.parametrize("variant", ["padamfed", "padamfed_vr"])
 def test_every_normalized_local_step_has_norm_eta(variant: str) -> None:
     data = least_squares()
@@ -421,3 +426,26 @@ def test_every_client_gradient_on_clients_of_different_sizes(group) -> None:
     for r in range(2):
         for i in range(4):
             torch.testing.assert_close(got[r, i], gradient(X[r, 0], *data.client(i)), rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_non_uniform_client_weights_warn(variant) -> None:
+    """Line 13 with the simulator's weights and lines 15-16 with 1/N and 1/S agree only when the weights are
+    uniform: weighting="samples" on clients of different sizes warns (once, in the first round); uniform weights,
+    or samples on clients of one size, do not."""
+    import warnings
+
+    from fedcore.data import FederatedData
+
+    generator = torch.Generator().manual_seed(2)
+    inputs = torch.randn(18, 3, generator=generator, dtype=torch.float64)
+    targets = torch.randn(18, generator=generator, dtype=torch.float64)
+    uneven = FederatedData(inputs, targets, torch.tensor([3, 6, 4, 5]), inputs[:2], targets[:2], None, "uneven")
+    even = least_squares(num_clients=4, samples=5)
+    settings = dict(rounds=2, clients_per_round=3, local_steps=1, batch_size=2, progress=False)
+    with pytest.warns(UserWarning, match="non-uniform client weights .* run with weighting='uniform'"):
+        simulate(problem_of(uneven), build(variant, **HAND_SET), weighting="samples", **settings)
+    for data, weighting in ((uneven, "uniform"), (even, "samples")):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", UserWarning)
+            simulate(problem_of(data), build(variant, **HAND_SET), weighting=weighting, **settings)

@@ -16,6 +16,10 @@ from fedcore.algorithms.base import exp_decay
 from fedcore.run import Problem, _Pass, simulate, simulate_runs, sweep
 from fedcore.store import Store
 
+# every algorithm runs here on clients of different sizes with weighting="samples": the invariants hold under any
+# weighting, and PAdaMFed's warning about mixing them with its 1/S and 1/N is tested in test_padamfed.py
+pytestmark = pytest.mark.filterwarnings("ignore:.*non-uniform client weights:UserWarning")
+
 OPTIONS = dict(rounds=4, clients_per_round=3, local_steps=3, batch_size=4, progress=False)
 FACTORS = (1.0, 0.6, 0.8)  # each run of a pass scales the table's numbers by its factor
 SEEDS = (0, 1, 5)

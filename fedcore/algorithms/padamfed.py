@@ -35,7 +35,8 @@ Choices where the text is open (no official code exists: this is a reconstructio
   other client (so c stays the mean of the c_i): the text's line 1 under full participation, with
   ``xi^{-1} = xi^0``.  Both set ``g^{-1} = c^{-1}``.  ``"zeros"`` is SCAFFOLD's ``c = c_i = 0`` (and ``g = 0``).
 - ``g_bar`` weights clients by the simulator's aggregation weights (``1/S`` in the paper: ``weighting="uniform"``);
-  lines 15-16 keep the paper's uniform ``1/N`` and ``1/S``.
+  lines 15-16 keep the paper's uniform ``1/N`` and ``1/S``.  Non-uniform weights (``weighting="samples"`` on
+  clients of different sizes) mix the two, which the text never does: the first round warns.
 - A zero direction takes no step (``||g|| = 0``: :func:`~fedcore.algorithms.client.normalize` leaves it at 0).
 - PAdaMFed-VR: the slides give no server side of their own, so it is Algorithm 1's lines 13-17; in round 0 the
   previous model is ``theta^{-1} = theta^0`` (where ``g^{-1}`` was computed).
@@ -53,6 +54,7 @@ option II at server learning rate 1 (both set ``c_i`` to the mean of the client'
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass
 
 import torch
@@ -143,8 +145,10 @@ class PAdaMFed:
     def round(self, state: State, batch: RoundBatch, oracle: GradientOracle) -> tuple[State, Metrics]:
         if self.rounds is not None:
             self.check_run(batch.clients_per_round, batch.local_steps, max(self.rounds, batch.t + 1))
-        if int(state["t"]) == 0 and self.initialization != "zeros":
-            state = self._initialize(state, batch, oracle)
+        if int(state["t"]) == 0:
+            self._check_weights(batch)
+            if self.initialization != "zeros":
+                state = self._initialize(state, batch, oracle)
         x, c, g, K = state["x"], state["c"], state["g"], batch.local_steps
         c_i = batch.rows_of(state["c_i"])
         run = local_steps(x, batch, oracle, self.client_rule(c, c_i, g, state.get("x_prev")))
@@ -170,6 +174,17 @@ class PAdaMFed:
         c = c_i.mean(1, keepdim=True)
         everyone = batch.write_rows(c.expand(-1, batch.num_clients, -1).clone(), c_i)
         return {**state, "c": c, "c_i": everyone, "g": c.clone()}
+
+    def _check_weights(self, batch: RoundBatch) -> None:
+        """Warn when the round's client weights are not uniform: line 13's ``g_bar`` would weight the clients by
+        them while lines 15-16 average with ``1/N`` and ``1/S``, a mix Algorithm 1 never makes (it writes ``1/S``
+        throughout): ``weighting="uniform"`` runs the text."""
+        weights = batch.weights
+        if float((weights.amax(-1) - weights.amin(-1)).max()) > 1e-12 * float(weights.abs().max()):
+            warnings.warn(f"{self.name} got non-uniform client weights (weighting='samples' on clients of different "
+                          "sizes): line 13 then weights the clients by them while lines 15-16 use 1/N and 1/S, a mix "
+                          "Algorithm 1 does not make; run with weighting='uniform' (the paper's 1/S)", UserWarning,
+                          stacklevel=4)
 
     def check_run(self, clients_per_round: int, local_steps: int, rounds: int) -> None:
         """Refuse a run whose S, K or T is not the one the theorem's step sizes were computed for (either way:
@@ -214,7 +229,8 @@ def padamfed(
     """PAdaMFed (Yan et al., Alg. 1): ``theta_i <- theta_i - eta g / ||g||``, ``g = beta (grad - c_i + c) +
     (1 - beta) g_prev``.  Step sizes from Theorem 1 for S = ``clients_per_round``, K = ``local_steps``,
     T = ``rounds`` (each overridable by ``eta``, ``gamma``, ``beta``); ``multiplier`` scales ``eta``;
-    ``initialization`` is line 1's reading (:data:`INITIALIZATIONS`: ``"every_client"`` is the text's)."""
+    ``initialization`` is line 1's reading (:data:`INITIALIZATIONS`: ``"every_client"`` is the text's).  Run it
+    with ``weighting="uniform"``, Algorithm 1's ``1/S`` (non-uniform weights warn)."""
     sizes = {"clients_per_round": clients_per_round, "local_steps": local_steps, "rounds": rounds}
     return _parameter_free("padamfed", "PAdaMFed", sizes, multiplier, {"eta": eta, "gamma": gamma, "beta": beta},
                            variance_reduction=False, initialization=initialization)
@@ -226,7 +242,8 @@ def padamfed_vr(
     initialization: str = "gradients",
 ) -> PAdaMFed:
     """PAdaMFed-VR (Yan et al., Theorem 2): the normalized step on the STORM direction
-    ``grad + beta (c - c_i) + (1 - beta) (g_prev - grad F(theta_prev; same xi))``; step sizes from Theorem 2."""
+    ``grad + beta (c - c_i) + (1 - beta) (g_prev - grad F(theta_prev; same xi))``; step sizes from Theorem 2.
+    Run it with ``weighting="uniform"``, Algorithm 1's ``1/S`` (non-uniform weights warn)."""
     sizes = {"clients_per_round": clients_per_round, "local_steps": local_steps, "rounds": rounds}
     return _parameter_free("padamfed_vr", "PAdaMFed-VR", sizes, multiplier,
                            {"eta": eta, "gamma": gamma, "beta": beta}, variance_reduction=True,
@@ -235,11 +252,13 @@ def padamfed_vr(
 
 def scaffold_m(*, eta: float, gamma: float, beta: float, initialization: str = "gradients") -> PAdaMFed:
     """SCAFFOLD-M (Cheng et al., ICLR 2024; reconstructed): ``theta_i <- theta_i - eta (beta (grad - c_i + c) +
-    (1 - beta) g)``, server ``theta <- theta - gamma g_bar``; ``initialization="zeros"`` starts as SCAFFOLD."""
+    (1 - beta) g)``, server ``theta <- theta - gamma g_bar``; ``initialization="zeros"`` starts as SCAFFOLD.  Run
+    it with ``weighting="uniform"`` (non-uniform weights warn: lines 15-16 average with 1/N and 1/S)."""
     return PAdaMFed(eta, gamma, beta, normalized=False, initialization=initialization, name="SCAFFOLD-M")
 
 
 def scaffold_m_vr(*, eta: float, gamma: float, beta: float, initialization: str = "gradients") -> PAdaMFed:
-    """SCAFFOLD-M-VR (Cheng et al., ICLR 2024; reconstructed): SCAFFOLD-M's plain step on the STORM direction."""
+    """SCAFFOLD-M-VR (Cheng et al., ICLR 2024; reconstructed): SCAFFOLD-M's plain step on the STORM direction.
+    Run it with ``weighting="uniform"`` (non-uniform weights warn)."""
     return PAdaMFed(eta, gamma, beta, normalized=False, variance_reduction=True, initialization=initialization,
                     name="SCAFFOLD-M-VR")
