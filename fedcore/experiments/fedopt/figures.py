@@ -25,6 +25,7 @@ from matplotlib.ticker import NullFormatter
 
 from fedcore.checks import check_number
 from fedcore.experiments.fedopt.theory import PREDICTED_EXPONENT, fitted_exponent
+from fedcore.experiments.fedopt.tuning import is_good
 from fedcore.plots import grid_heatmap, run_style
 from fedcore.results import History
 
@@ -106,7 +107,7 @@ class TuningDisplay:
         if not isinstance(grid, pd.DataFrame):
             raise TypeError(f"grid={type(grid).__name__} must be a DataFrame (tuning_grid's table)")
         threshold = check_number("threshold", threshold)
-        return cls(grid, threshold, grid.fillna(-np.inf).to_numpy(dtype=float) >= threshold)
+        return cls(grid, threshold, is_good(grid, threshold).to_numpy())
 
     def plot(self, ax: Axes | None = None, title: str = "", limits: tuple[float, float] | None = None,
              chosen: tuple[float, float] | None = None, colorbar: bool = True) -> TuningDisplay:

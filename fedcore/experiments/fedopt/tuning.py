@@ -125,11 +125,17 @@ def good_threshold(grids: Mapping[str, pd.DataFrame], within: float = NEAR_BEST)
     return max(best) - within
 
 
+def is_good(scores: pd.DataFrame | pd.Series, threshold: float) -> pd.DataFrame | pd.Series:
+    """Which of ``scores`` (cells of a grid, or one seed's column of a table) reach ``threshold``: a boolean of the
+    same shape, False where a run diverged (NaN)."""
+    return scores.fillna(-float("inf")) >= threshold
+
+
 def good_shares(table: pd.DataFrame, threshold: float) -> pd.Series:
     """Per seed (a column of :func:`tune`'s ``table``), the share of the grid's cells that score at least
     ``threshold`` on that seed (a diverged cell never does)."""
     seeds = [column for column in table.columns if column != "score"]
-    return pd.Series({seed: float((table[seed].fillna(-float("inf")) >= threshold).mean()) for seed in seeds},
+    return pd.Series({seed: float(is_good(table[seed], threshold).mean()) for seed in seeds},
                      name="good share")
 
 
@@ -152,7 +158,7 @@ def tuning_summary(grids: dict[str, pd.DataFrame], threshold: float) -> pd.DataF
         edge = client_lr in (grid.columns[0], grid.columns[-1]) or server_lr in (grid.index[0], grid.index[-1])
         rows[method] = {"best accuracy (%)": round(100 * value, 2), "best client lr": client_lr,
                         "best server lr": server_lr, "best on the grid's edge": edge,
-                        "good cells": int((grid.fillna(-float("inf")) >= threshold).to_numpy().sum()),
+                        "good cells": int(is_good(grid, threshold).to_numpy().sum()),
                         "cells": grid.size}
     return pd.DataFrame(rows).T
 
@@ -167,5 +173,5 @@ def good_cells_by_margin(grids: Mapping[str, pd.DataFrame], margins: Sequence[fl
     for margin in margins:
         threshold = good_threshold(grids, margin)
         columns[f"within {100 * margin:g} points"] = {
-            method: int((grid.fillna(-float("inf")) >= threshold).to_numpy().sum()) for method, grid in grids.items()}
+            method: int(is_good(grid, threshold).to_numpy().sum()) for method, grid in grids.items()}
     return pd.DataFrame(columns)
