@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import pytest
@@ -40,25 +41,33 @@ def gradient(w: torch.Tensor, A: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     return A.T @ (A @ w - y) / len(y)
 
 
-def reference(variant: str, x0, batches, num_clients: int, eta: float, gamma: float, beta: float):
+def reference(variant: str, x0, batches, data, eta: float, gamma: float, beta: float,
+              initialization: str = "every_client", server_momentum: str = "line16"):
     """Yan et al.'s Algorithm 1 (and its STORM direction; SCAFFOLD-M: no normalization), with explicit loops over
-    rounds, clients and steps.  Line 1 in round 0 for the sampled clients, on that round's minibatches at theta^0;
-    the others get c_i = c.  Returns theta, c, every c_i and g after the rounds."""
+    rounds, clients and steps.  Line 1 as the text writes it ("for any i"): every one of the N clients' gradient at
+    theta^0, here on all its samples (the expectation of the mean over K minibatches), c^{-1} their mean
+    (``initialization="first_round"``: the round-0 clients on their minibatches, the others c_i = c).  Line 16's
+    server momentum, or (``server_momentum="mean_direction"``) the mean over clients and steps of the directions
+    g_i^{t,k}.  Returns theta, c, every c_i and g after the rounds."""
     normalized, storm = variant.startswith("padamfed"), variant.endswith("_vr")
+    num_clients = data.num_clients
     theta, theta_prev = x0.clone(), x0.clone()
     zero = torch.zeros_like(x0)
     c_i, c, g = [zero] * num_clients, zero, zero
     for t, batch in enumerate(batches):
         clients, K, S = batch.clients.reshape(-1).tolist(), batch.local_steps, batch.clients.numel()  # one run
         A, y = batch.inputs, batch.targets  # [S, K, B, d], [S, K, B]
-        if t == 0:
+        if t == 0 and initialization == "every_client":
+            c_i = [gradient(theta, *data.client(i)[:2]) for i in range(num_clients)]
+            c = g = sum(c_i) / num_clients
+        elif t == 0:
             first = [sum(gradient(theta, A[s, k], y[s, k]) for k in range(K)) / K for s in range(S)]
             c = sum(first) / S
             c_i = [c] * num_clients
             for s, i in enumerate(clients):
                 c_i[i] = first[s]
             g = c
-        finals, c_new = [], {}
+        finals, c_new, directions = [], {}, zero
         for s, i in enumerate(clients):
             w, total = theta.clone(), zero
             for k in range(K):
@@ -68,12 +77,14 @@ def reference(variant: str, x0, batches, num_clients: int, eta: float, gamma: fl
                     d = G + beta * (c - c_i[i]) + (1 - beta) * (g - gradient(theta_prev, A[s, k], y[s, k]))
                 else:
                     d = beta * (G - c_i[i] + c) + (1 - beta) * g
+                directions = directions + d / (S * K)
                 w = w - eta * (d / d.norm() if normalized else d)
             finals.append(w)
             c_new[i] = total / K
         g_bar = sum(float(batch.weights.reshape(-1)[s]) * (theta - finals[s]) for s in range(S)) / (eta * K)
         change = sum(c_new[i] - c_i[i] for i in clients)
-        c, g = c + change / num_clients, beta * (change / S + c) + (1 - beta) * g
+        line_16 = beta * (change / S + c) + (1 - beta) * g
+        c, g = c + change / num_clients, line_16 if server_momentum == "line16" else directions
         for i in clients:
             c_i[i] = c_new[i]
         theta_prev, theta = theta, theta - gamma * g_bar
@@ -87,33 +98,42 @@ def two_rounds(data, K: int = 3, B: int = 4, trace: bool = False) -> list[RoundB
     batches = []
     for t, clients in enumerate(([4, 0, 2], [1, 4, 5])):
         clients = torch.tensor(clients)
-        inputs, targets = data.sample_batches(clients, K, B, torch.Generator().manual_seed(10 + t))
-        batches.append(RoundBatch.of(t, clients, weights, inputs, targets, data.num_clients, [] if trace else None))
+        rows = data.sample_indices(clients, K, B, torch.Generator().manual_seed(10 + t))
+        batches.append(RoundBatch(t, clients, weights, rows, data.inputs, data.targets, data.num_clients,
+                                  [] if trace else None, sizes=data.sizes))
     return batches
 
 
 NON_UNIFORM = "ignore:.*non-uniform client weights:UserWarning"  # two_rounds' weights are unequal on purpose
 
 
+OPTIONS = [("every_client", "line16"), ("first_round", "line16"), ("every_client", "mean_direction")]
+
+
 @pytest.mark.filterwarnings(NON_UNIFORM)
 @pytest.mark.parametrize("backend", ["loop", "vmap"])
+@pytest.mark.parametrize("initialization, server_momentum", OPTIONS)
 @pytest.mark.parametrize("variant", VARIANTS)
-def test_two_rounds_match_an_independent_implementation(variant: str, backend: str) -> None:
+def test_two_rounds_match_an_independent_implementation(variant: str, initialization: str, server_momentum: str,
+                                                        backend: str) -> None:
     data = least_squares()
     oracle = GradientOracle(problem_of(data).model, backend)
     x0 = torch.tensor([0.5, -1.0, 2.0], dtype=torch.float64)
     batches = two_rounds(data)
-    algorithm = build(variant, **HAND_SET)
+    algorithm = algorithms.PAdaMFed(**HAND_SET, normalized=variant.startswith("padamfed"),
+                                    variance_reduction=variant.endswith("_vr"), initialization=initialization,
+                                    server_momentum=server_momentum)
     state = algorithm.init(x0, data.num_clients)
     for batch in batches:
         state, _ = algorithm.round(state, batch, oracle)
     state = run_state(state, 0)  # one run's state: x [d], c_i [N, d]
-    theta, c, c_i, g = reference(variant, x0, batches, data.num_clients, **HAND_SET)
+    theta, c, c_i, g = reference(variant, x0, batches, data, **HAND_SET, initialization=initialization,
+                                 server_momentum=server_momentum)
     for name, ours, expected in (("x", state["x"], theta), ("c", state["c"], c), ("c_i", state["c_i"], c_i),
                                  ("g", state["g"], g)):
         torch.testing.assert_close(ours, expected, rtol=1e-10, atol=1e-12, msg=lambda m, n=name: f"{n}: {m}")
     torch.testing.assert_close(state["c"], state["c_i"].mean(0))  # c stays the mean of the c_i (line 15)
-    assert not torch.allclose(state["c_i"][3], state["c"])  # client 3 was never sampled: it keeps c^{-1}, not c
+    assert not torch.allclose(state["c_i"][3], state["c"])  # client 3 was never sampled: it keeps c_3^{-1}, not c
     if variant.endswith("_vr"):
         assert "x_prev" in state  # theta^{t-1}: the model before the last round
         first = run_state(algorithm.round(algorithm.init(x0, 6), batches[0], oracle)[0], 0)
@@ -150,7 +170,7 @@ def test_a_zero_direction_takes_no_step() -> None:
     inputs, _ = data.sample_batches(torch.tensor([0, 1]), 2, 4, torch.Generator().manual_seed(0))
     batch = RoundBatch.of(0, torch.tensor([0, 1]), torch.tensor([0.5, 0.5], dtype=torch.float64), inputs,
                           torch.zeros(inputs.shape[:3], dtype=torch.float64), data.num_clients, trace=[])
-    algorithm = algorithms.padamfed(eta=0.1, gamma=0.1, beta=0.5)
+    algorithm = algorithms.padamfed(eta=0.1, gamma=0.1, beta=0.5, initialization="first_round")  # a batch by hand
     state, _ = algorithm.round(algorithm.init(torch.zeros(3, dtype=torch.float64), data.num_clients), batch,
                                GradientOracle(problem_of(data).model))
     assert torch.equal(state["x"], torch.zeros(1, 1, 3, dtype=torch.float64))  # one run: [R, 1, d]
@@ -245,13 +265,37 @@ def test_without_normalization_the_momentum_is_the_mean_client_direction() -> No
     data = least_squares()
     oracle = GradientOracle(problem_of(data).model)
     batches = two_rounds(data)
-    batches = [RoundBatch.of(b.t, b.clients[0], torch.full((3,), 1 / 3, dtype=torch.float64), b.inputs, b.targets,
-                             b.num_clients) for b in batches]
+    batches = [dataclasses.replace(b, weights=torch.full((3,), 1 / 3, dtype=torch.float64)) for b in batches]
     algorithm = algorithms.scaffold_m(**HAND_SET)
     state = algorithm.init(torch.tensor([0.5, -1.0, 2.0], dtype=torch.float64), data.num_clients)
     for batch in batches:
         x, (state, _) = state["x"], algorithm.round(state, batch, oracle)
         torch.testing.assert_close(state["g"], (x - state["x"]) / HAND_SET["gamma"])
+
+
+@pytest.mark.filterwarnings(NON_UNIFORM)
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_the_mean_direction_momentum_is_line_16_without_variance_reduction(variant: str) -> None:
+    """Line 7 averaged over the K steps and the S clients is line 16 (an identity of the recursion), so
+    ``server_momentum="mean_direction"`` changes nothing for PAdaMFed and SCAFFOLD-M; for the STORM direction the
+    two differ (the mean of grad F(theta^{t-1}; xi) over the steps is not a c_i)."""
+    data = least_squares()
+    oracle = GradientOracle(problem_of(data).model)
+    x0 = torch.tensor([0.5, -1.0, 2.0], dtype=torch.float64)
+    final = {}
+    for momentum in ("line16", "mean_direction"):
+        algorithm = algorithms.PAdaMFed(**HAND_SET, normalized=variant.startswith("padamfed"),
+                                        variance_reduction=variant.endswith("_vr"), server_momentum=momentum)
+        state = algorithm.init(x0, data.num_clients)
+        for batch in two_rounds(data):
+            state, _ = algorithm.round(state, batch, oracle)
+        final[momentum] = state
+    if variant.endswith("_vr"):
+        assert not torch.allclose(final["line16"]["g"], final["mean_direction"]["g"], rtol=1e-3)
+        assert not torch.allclose(final["line16"]["x"], final["mean_direction"]["x"], rtol=1e-6)
+    else:
+        for key in ("x", "g", "c"):
+            torch.testing.assert_close(final["line16"][key], final["mean_direction"][key], rtol=1e-12, atol=1e-14)
 
 
 # ---- convergence on the federated quadratic ---------------------------------------------------------------
@@ -313,7 +357,9 @@ def test_scaffold_m_converges_to_the_optimum(variant: str) -> None:
     (algorithms.scaffold_m, dict(eta=0.1, gamma=0.0, beta=0.5), ValueError, "gamma=0.0 must be > 0"),
     (algorithms.scaffold_m_vr, dict(eta=float("nan"), gamma=0.5, beta=0.5), ValueError, "eta=nan must be finite"),
     (algorithms.scaffold_m_vr, dict(eta=0.1, gamma=0.5, beta=0.5, initialization="random"), ValueError,
-     r"initialization='random' not one of \['every_client', 'gradients', 'zeros'\]"),
+     r"initialization='random' not one of \['every_client', 'first_round', 'zeros'\]"),
+    (algorithms.padamfed_vr, dict(eta=0.1, gamma=0.5, beta=0.5, server_momentum="storm"), ValueError,
+     r"server_momentum='storm' not one of \['line16', 'mean_direction'\]"),
     (algorithms.PAdaMFed, dict(eta=0.1, gamma=0.1, beta=0.5, clients_per_round=3), TypeError,
      "local_steps=None must be an int"),
     (algorithms.theory_hyperparameters, dict(variant="fedavg", clients_per_round=1, local_steps=1, rounds=1),
@@ -359,7 +405,7 @@ def test_line_1_for_every_client_is_each_clients_full_gradient_at_theta_0(varian
     torch.testing.assert_close(state["c_i"][0], expected, rtol=1e-12, atol=1e-12)
     torch.testing.assert_close(state["c"][0, 0], expected.mean(0), rtol=1e-12, atol=1e-12)
     torch.testing.assert_close(state["g"], state["c"], rtol=0, atol=0)
-    first_round = _after_line_1(variant, data, [1, 3], "gradients")  # the others get c^{-1}: their rows agree
+    first_round = _after_line_1(variant, data, [1, 3], "first_round")  # the others get c^{-1}: their rows agree
     assert torch.equal(first_round["c_i"][0, 0], first_round["c"][0, 0])
     assert not torch.allclose(first_round["c"], state["c"])  # 2 of 5 clients' minibatches vs all 5 clients
 
@@ -371,13 +417,13 @@ def test_line_1_for_every_client_equals_the_first_round_clients_when_they_are_ev
     settings = dict(rounds=3, clients_per_round=4, local_steps=1, batch_size=6, progress=False)
     problem = problem_of(data)  # one model: one theta^0
     runs = {init: simulate(problem, algorithms.padamfed(**HAND_SET, initialization=init), **settings)
-            for init in ("every_client", "gradients")}
-    torch.testing.assert_close(runs["every_client"].final_state["x"], runs["gradients"].final_state["x"],
+            for init in ("every_client", "first_round")}
+    torch.testing.assert_close(runs["every_client"].final_state["x"], runs["first_round"].final_state["x"],
                                rtol=1e-12, atol=1e-14)
     partial = dict(settings, clients_per_round=2)  # 2 of 4 clients: the readings part
     x = {init: simulate(problem, algorithms.padamfed(**HAND_SET, initialization=init), **partial)
-         .final_state["x"] for init in ("every_client", "gradients")}
-    assert not torch.allclose(x["every_client"], x["gradients"])
+         .final_state["x"] for init in ("every_client", "first_round")}
+    assert not torch.allclose(x["every_client"], x["first_round"])
 
 
 def test_line_1_for_every_client_runs_in_a_pass_of_several_runs_as_alone() -> None:

@@ -291,6 +291,16 @@ def accumulate_gradients() -> ClientRule:
     return ClientRule(torch.zeros_like, update)
 
 
+def accumulate_directions() -> ClientRule:
+    """``sum <- sum + D_k`` in the state, the direction unchanged (PAdaMFed's server momentum as the clients' mean
+    direction: ``sum / K``)."""
+
+    def update(u: Update, total: Tensor, step: Step) -> tuple[Update, Tensor]:
+        return u, total + u.direction
+
+    return ClientRule(torch.zeros_like, update)
+
+
 def armijo(
     c: float = 0.1, backtrack: float = 0.9, eta_max: float = 1.0, growth: float = 1.0,
     initial: Tensor | None = None, max_backtracks: int = 100,

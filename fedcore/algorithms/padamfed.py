@@ -28,18 +28,23 @@ Choices where the text is open (no official code exists: this is a reconstructio
 - The extraction's "nSK" in line 13 is read as ``eta S K``: ``g_bar`` is the mean normalized direction,
   ``||g_bar|| <= 1``, and the server moves at most ``gamma`` per round.  ``c^{t-1}`` in line 16 is c before line 15.
 - Line 1 needs ``c_i^{-1} = (1/K) sum_k grad F(theta^0; xi_i^{-1,k})`` for all N clients ("for any i").
-  ``initialization="every_client"`` computes it for every client, on all its samples (the expectation of the K
-  minibatches' mean, drawing no minibatches: one extra pass of all N clients before round 0, outside the
-  round's S), ``c^{-1}`` their mean.  ``"gradients"`` (today's default) uses the first round's sampled clients
-  only, at ``theta^0`` on that round's K minibatches, ``c^{-1}`` their mean and ``c_i^{-1} = c^{-1}`` for every
-  other client (so c stays the mean of the c_i): the text's line 1 under full participation, with
+  ``initialization="every_client"`` (the default) computes it for every client, on all its samples (the
+  expectation of the K minibatches' mean, drawing no minibatches: one extra pass of all N clients before round 0,
+  outside the round's S, N uploads of d numbers), ``c^{-1}`` their mean.  ``"first_round"`` uses the first
+  round's sampled clients only, at ``theta^0`` on that round's K minibatches, ``c^{-1}`` their mean and
+  ``c_i^{-1} = c^{-1}`` for every other client (so c stays the mean of the c_i): the text's line 1 under full
+  participation, with
   ``xi^{-1} = xi^0``.  Both set ``g^{-1} = c^{-1}``.  ``"zeros"`` is SCAFFOLD's ``c = c_i = 0`` (and ``g = 0``).
 - ``g_bar`` weights clients by the simulator's aggregation weights (``1/S`` in the paper: ``weighting="uniform"``);
   lines 15-16 keep the paper's uniform ``1/N`` and ``1/S``.  Non-uniform weights (``weighting="samples"`` on
   clients of different sizes) mix the two, which the text never does: the first round warns.
 - A zero direction takes no step (``||g|| = 0``: :func:`~fedcore.algorithms.client.normalize` leaves it at 0).
-- PAdaMFed-VR: the slides give no server side of their own, so it is Algorithm 1's lines 13-17; in round 0 the
-  previous model is ``theta^{-1} = theta^0`` (where ``g^{-1}`` was computed).
+- PAdaMFed-VR: the slides give no server side of their own, so it is Algorithm 1's lines 13-17 (line 16's
+  momentum, ``server_momentum="line16"``); in round 0 the previous model is ``theta^{-1} = theta^0`` (where
+  ``g^{-1}`` was computed).  ``server_momentum="mean_direction"`` sets instead
+  ``g^t = (1/S) sum_i (1/K) sum_k g_i^{t,k}``, the clients' mean direction before the normalization (the STORM
+  estimator carried over to the server).  Without variance reduction the two are one: line 7 averaged over k and
+  over the S clients is line 16.
 - Theory values: ``beta`` is capped at 1 where the formula exceeds it (``T < SK`` in Theorem 1, ``T^2 < SK`` in
   Theorem 2); ``gamma`` is a step size and is not capped.  ``multiplier`` scales ``eta`` only (the
   local learning rate): ``g_bar`` divides by ``eta``, so ``gamma`` (the server's largest step) stays the theorem's.
@@ -63,6 +68,7 @@ from torch import Tensor
 from fedcore.algorithms.base import Metrics, RoundBatch, State, as_runs, every_client_gradient, round_gradient
 from fedcore.algorithms.client import (
     ClientRule,
+    accumulate_directions,
     accumulate_gradients,
     add,
     chain,
@@ -76,7 +82,8 @@ from fedcore.checks import check_bool, check_choice, check_int, check_positive, 
 from fedcore.params import GradientOracle
 
 VARIANTS = ("padamfed", "padamfed_vr")
-INITIALIZATIONS = ("gradients", "every_client", "zeros")
+INITIALIZATIONS = ("every_client", "first_round", "zeros")
+SERVER_MOMENTA = ("line16", "mean_direction")
 
 
 def theory_hyperparameters(
@@ -108,7 +115,8 @@ class PAdaMFed:
     beta: float
     normalized: bool = True
     variance_reduction: bool = False
-    initialization: str = "gradients"
+    initialization: str = "every_client"
+    server_momentum: str = "line16"
     clients_per_round: int | None = None
     local_steps: int | None = None
     rounds: int | None = None
@@ -119,6 +127,7 @@ class PAdaMFed:
         check_positive("gamma", self.gamma)
         check_range("beta", self.beta, 0, 1, low_closed=False, high_closed=True)
         check_choice("initialization", self.initialization, INITIALIZATIONS)
+        check_choice("server_momentum", self.server_momentum, SERVER_MOMENTA)
         check_bool("normalized", self.normalized)
         check_bool("variance_reduction", self.variance_reduction)
         sizes = {"clients_per_round": self.clients_per_round, "local_steps": self.local_steps, "rounds": self.rounds}
@@ -132,7 +141,8 @@ class PAdaMFed:
         return {**state, "x_prev": x.clone()} if self.variance_reduction else state  # theta^{-1} = theta^0
 
     def client_rule(self, c: Tensor, c_i: Tensor, g: Tensor, x_prev: Tensor | None) -> ClientRule:
-        """Line 7 (or its STORM form), line 8's step, and the sum of the K gradients for line 10."""
+        """Line 7 (or its STORM form), line 8's step, and the sum of the K gradients for line 10 (and of the K
+        directions, for ``server_momentum="mean_direction"``)."""
         beta = self.beta
         if self.variance_reduction:  # grad + beta (c - c_i) + (1 - beta) (g - grad F(theta^{t-1}; same xi))
             previous = x_prev.expand_as(c_i)
@@ -140,7 +150,8 @@ class PAdaMFed:
         else:  # beta (grad - c_i + c) + (1 - beta) g
             direction = [add(c - c_i), scale(beta), add((1 - beta) * g)]
         normalized = [normalize()] if self.normalized else []  # g / ||g||
-        return chain(accumulate_gradients(), *direction, *normalized, learning_rate(self.eta))
+        summed = [accumulate_directions()] if self.server_momentum == "mean_direction" else []  # state[1][-1]
+        return chain(accumulate_gradients(), chain(*direction, *summed), *normalized, learning_rate(self.eta))
 
     def round(self, state: State, batch: RoundBatch, oracle: GradientOracle) -> tuple[State, Metrics]:
         if self.rounds is not None:
@@ -154,7 +165,10 @@ class PAdaMFed:
         run = local_steps(x, batch, oracle, self.client_rule(c, c_i, g, state.get("x_prev")))
         c_i_new = run.state[0] / K                                                   # line 10
         g_bar = batch.weights @ (x - run.X) / (self.eta * K)                         # line 13 (w_i = 1/S)
-        g_next = self.beta * ((c_i_new - c_i).mean(1, keepdim=True) + c) + (1 - self.beta) * g  # line 16, c^{t-1}
+        if self.server_momentum == "mean_direction":  # (1/S) sum_i (1/K) sum_k g_i^{t,k}
+            g_next = (run.state[1][-1] / K).mean(1, keepdim=True)
+        else:  # line 16, with c^{t-1}
+            g_next = self.beta * ((c_i_new - c_i).mean(1, keepdim=True) + c) + (1 - self.beta) * g
         new_state = {**state, "x": x - self.gamma * g_bar, "g": g_next, "t": state["t"] + 1,   # line 14
                      **refresh_control_variates(state, batch, c_i_new)}             # line 15
         if self.variance_reduction:
@@ -163,7 +177,7 @@ class PAdaMFed:
 
     def _initialize(self, state: State, batch: RoundBatch, oracle: GradientOracle) -> State:
         """Line 1.  ``"every_client"``: ``c_i^{-1}`` = each of the N clients' gradient at theta^0 on all its samples
-        (the expectation of the text's mean over K minibatches), ``c^{-1}`` their mean.  ``"gradients"``: the
+        (the expectation of the text's mean over K minibatches), ``c^{-1}`` their mean.  ``"first_round"``: the
         sampled clients only, on the round's K minibatches, ``c_i^{-1} = c^{-1}`` (their mean) for the others.
         Both: ``g^{-1} = c^{-1}``."""
         if self.initialization == "every_client":
@@ -204,7 +218,7 @@ class PAdaMFed:
 
 def _parameter_free(
     variant: str, name: str, sizes: dict[str, int | None], multiplier: float, given: dict[str, float | None],
-    variance_reduction: bool, initialization: str,
+    variance_reduction: bool, initialization: str, server_momentum: str = "line16",
 ) -> PAdaMFed:
     """The theorem's step sizes from S, K, T (each overridden by a value in ``given``), or ``given`` alone."""
     known = [key for key, value in sizes.items() if value is not None]
@@ -218,13 +232,14 @@ def _parameter_free(
     theory = theory_hyperparameters(variant, **sizes) if known else {}
     values = {key: theory[key] if value is None else value for key, value in given.items()}
     values["eta"] = check_positive("multiplier", multiplier) * check_positive("eta", values["eta"])
-    return PAdaMFed(**values, variance_reduction=variance_reduction, initialization=initialization, **sizes, name=name)
+    return PAdaMFed(**values, variance_reduction=variance_reduction, initialization=initialization,
+                    server_momentum=server_momentum, **sizes, name=name)
 
 
 def padamfed(
     *, clients_per_round: int | None = None, local_steps: int | None = None, rounds: int | None = None,
     multiplier: float = 1.0, eta: float | None = None, gamma: float | None = None, beta: float | None = None,
-    initialization: str = "gradients",
+    initialization: str = "every_client",
 ) -> PAdaMFed:
     """PAdaMFed (Yan et al., Alg. 1): ``theta_i <- theta_i - eta g / ||g||``, ``g = beta (grad - c_i + c) +
     (1 - beta) g_prev``.  Step sizes from Theorem 1 for S = ``clients_per_round``, K = ``local_steps``,
@@ -239,26 +254,30 @@ def padamfed(
 def padamfed_vr(
     *, clients_per_round: int | None = None, local_steps: int | None = None, rounds: int | None = None,
     multiplier: float = 1.0, eta: float | None = None, gamma: float | None = None, beta: float | None = None,
-    initialization: str = "gradients",
+    initialization: str = "every_client", server_momentum: str = "line16",
 ) -> PAdaMFed:
     """PAdaMFed-VR (Yan et al., Theorem 2): the normalized step on the STORM direction
     ``grad + beta (c - c_i) + (1 - beta) (g_prev - grad F(theta_prev; same xi))``; step sizes from Theorem 2.
-    Run it with ``weighting="uniform"``, Algorithm 1's ``1/S`` (non-uniform weights warn)."""
+    ``server_momentum`` (:data:`SERVER_MOMENTA`): line 16's ``g^t`` (the slides give no other) or
+    ``"mean_direction"``, the clients' mean direction.  Run it with ``weighting="uniform"``, Algorithm 1's ``1/S``
+    (non-uniform weights warn)."""
     sizes = {"clients_per_round": clients_per_round, "local_steps": local_steps, "rounds": rounds}
     return _parameter_free("padamfed_vr", "PAdaMFed-VR", sizes, multiplier,
                            {"eta": eta, "gamma": gamma, "beta": beta}, variance_reduction=True,
-                           initialization=initialization)
+                           initialization=initialization, server_momentum=server_momentum)
 
 
-def scaffold_m(*, eta: float, gamma: float, beta: float, initialization: str = "gradients") -> PAdaMFed:
+def scaffold_m(*, eta: float, gamma: float, beta: float, initialization: str = "every_client") -> PAdaMFed:
     """SCAFFOLD-M (Cheng et al., ICLR 2024; reconstructed): ``theta_i <- theta_i - eta (beta (grad - c_i + c) +
     (1 - beta) g)``, server ``theta <- theta - gamma g_bar``; ``initialization="zeros"`` starts as SCAFFOLD.  Run
     it with ``weighting="uniform"`` (non-uniform weights warn: lines 15-16 average with 1/N and 1/S)."""
     return PAdaMFed(eta, gamma, beta, normalized=False, initialization=initialization, name="SCAFFOLD-M")
 
 
-def scaffold_m_vr(*, eta: float, gamma: float, beta: float, initialization: str = "gradients") -> PAdaMFed:
-    """SCAFFOLD-M-VR (Cheng et al., ICLR 2024; reconstructed): SCAFFOLD-M's plain step on the STORM direction.
-    Run it with ``weighting="uniform"`` (non-uniform weights warn)."""
+def scaffold_m_vr(*, eta: float, gamma: float, beta: float, initialization: str = "every_client",
+                  server_momentum: str = "line16") -> PAdaMFed:
+    """SCAFFOLD-M-VR (Cheng et al., ICLR 2024; reconstructed): SCAFFOLD-M's plain step on the STORM direction;
+    ``server_momentum`` as :func:`padamfed_vr`'s.  Run it with ``weighting="uniform"`` (non-uniform weights
+    warn)."""
     return PAdaMFed(eta, gamma, beta, normalized=False, variance_reduction=True, initialization=initialization,
-                    name="SCAFFOLD-M-VR")
+                    server_momentum=server_momentum, name="SCAFFOLD-M-VR")
