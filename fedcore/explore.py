@@ -203,27 +203,40 @@ def explore_tuning(method: str, tau: float, client_lr: float, server_lr: float, 
                   good_threshold(grids[tau]), limits)
 
 
+LIVE_TASK = ("Fashion-MNIST on 20 clients by Dirichlet(0.5), a logistic regression (7,850 parameters); "
+             "test accuracy on the 10,000 test images")
+"""What the explorers' live runs train (:func:`live_problem`), as their figures say it."""
+PADAMFED_READINGS = ("local rate", "every rate")
+
+
 def explore_padamfed(clients_per_round: int = 5, local_steps: int = 5, rounds: int = 30, multiplier: float = 1.0,
-                     fedavg_lr: float = 0.1, problem: Problem | None = None,
+                     fedavg_lr: float = 0.1, reading: str = "local rate", problem: Problem | None = None,
                      store: Store | None = None) -> dict[str, dict[str, float]]:
     """The PAdaMFed explorer: the step sizes Theorems 1 and 2 give for S = ``clients_per_round``,
-    K = ``local_steps``, T = ``rounds`` (``eta`` times ``multiplier``), and a live run of PAdaMFed and PAdaMFed-VR
-    at those values beside FedAvg at ``fedavg_lr``, from the same start and minibatches.  Returns the step sizes
-    ``{"PAdaMFed": {eta, gamma, beta}, "PAdaMFed-VR": ...}`` (the figure's title shows them too)."""
+    K = ``local_steps``, T = ``rounds``, times ``multiplier`` on ``eta`` alone (``reading="local rate"``) or on
+    ``eta`` and ``gamma`` (``"every rate"``, notebook 02's two readings), and a live run of PAdaMFed and
+    PAdaMFed-VR at those values beside FedAvg at ``fedavg_lr``, from the same start and minibatches, on
+    :data:`LIVE_TASK` (the title says it).  Returns the step sizes ``{"PAdaMFed": {eta, gamma, beta},
+    "PAdaMFed-VR": ...}``."""
     problem, _ = _live_run(problem)
     check_int("clients_per_round", clients_per_round, high=problem.data.num_clients)
-    sizes = (clients_per_round, _check_steps("local_steps", local_steps), _check_steps("rounds", rounds))
-    steps = {"PAdaMFed": theory_hyperparameters("padamfed", *sizes, multiplier=multiplier),
-             "PAdaMFed-VR": theory_hyperparameters("padamfed_vr", *sizes, multiplier=multiplier)}
-    _, options = _live_run(problem, clients_per_round=clients_per_round, local_steps=local_steps, rounds=rounds,
-                           weighting="uniform", eval_every=max(1, rounds // 10), store=store)
-    runs = {name: simulate(problem, factory(**dict(zip(("clients_per_round", "local_steps", "rounds"), sizes)),
-                                            multiplier=multiplier), **options)
+    check_choice("reading", reading, PADAMFED_READINGS)
+    sizes = dict(zip(("clients_per_round", "local_steps", "rounds"),
+                     (clients_per_round, _check_steps("local_steps", local_steps), _check_steps("rounds", rounds))))
+    steps = {}
+    for name, variant in (("PAdaMFed", "padamfed"), ("PAdaMFed-VR", "padamfed_vr")):
+        values = theory_hyperparameters(variant, **sizes, multiplier=multiplier)
+        if reading == "every rate":
+            values["gamma"] *= multiplier
+        steps[name] = values
+    _, options = _live_run(problem, **sizes, weighting="uniform", eval_every=max(1, rounds // 10), store=store)
+    runs = {name: simulate(problem, factory(**sizes, **steps[name]), **options)
             for name, factory in (("PAdaMFed", algorithms.padamfed), ("PAdaMFed-VR", algorithms.padamfed_vr))}
     runs[f"FedAvg (lr {fedavg_lr:g})"] = simulate(problem, algorithms.fedavg(check_positive("fedavg_lr", fedavg_lr)),
                                                   **options)
-    plots.fedopt_panels(runs, title=f"S={clients_per_round}, K={local_steps}, T={rounds}: " + "; ".join(
-        f"{name}: eta {s['eta']:.3g}, gamma {s['gamma']:.3g}, beta {s['beta']:.3g}" for name, s in steps.items()))
+    plots.fedopt_panels(runs, title=f"{LIVE_TASK}\nS={clients_per_round}, K={local_steps}, T={rounds}, x{multiplier:g} "
+                        f"on the {reading}: " + "; ".join(f"{name}: eta {s['eta']:.3g}, gamma {s['gamma']:.3g}, "
+                                                          f"beta {s['beta']:.3g}" for name, s in steps.items()))
     return steps
 
 

@@ -20,6 +20,7 @@ pathology is known in closed form, for the notebooks' theory sections, the explo
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import math
 from collections.abc import Sequence
@@ -104,6 +105,22 @@ def scaled_quadratic_task(factor: float, seed: int = 0) -> QuadraticTask:
     scaled = dataclasses.replace(data, inputs=data.inputs * root, targets=data.targets * root,
                                  test_inputs=data.test_inputs * root, test_targets=data.test_targets * root)
     return QuadraticTask(Problem(scaled, base.problem.model), base.smoothness * factor)
+
+def reparametrized_quadratic_task(scale: float, seed: int = 0) -> QuadraticTask:
+    """:func:`quadratic_task` in other coordinates: ``g(theta) = f(scale * theta)`` (inputs times ``scale``),
+    started at ``theta_0 = x_0 / scale``, the same point of ``f``.  The initial gap and the objective's values are
+    unchanged; the smoothness is ``scale^2 L`` and the distance to the optimum ``|x_0 - x*| / scale``, so step
+    sizes that suit one ``scale`` are too long or too short for another."""
+    base, scale = quadratic_task(seed=seed), check_positive("scale", scale)
+    data = base.problem.data
+    moved = dataclasses.replace(data, inputs=data.inputs * scale, test_inputs=data.test_inputs * scale,
+                                info={**data.info, "x_star": data.info["x_star"] / scale})
+    module = copy.deepcopy(base.problem.model.module)
+    with torch.no_grad():
+        for parameter in module.parameters():
+            parameter.div_(scale)
+    return QuadraticTask(Problem(moved, module), base.smoothness * scale**2)
+
 
 def quadratic_clients(a: Sequence[float], b: Sequence[float]) -> FederatedData:
     """One client per ``(a_i, b_i)``, holding one sample whose half squared error is ``f_i(x) = a_i (x - b_i)^2``

@@ -25,34 +25,40 @@
 # It reaches an $\epsilon$-stationary point in $O(1/(SK\epsilon^4))$ rounds, and its variance-reduced form
 # **PAdaMFed-VR** in $O(1/(SK\epsilon^3))$.
 #
-# This notebook:
-#
-# 1. lists the problem constants and what each method's step sizes need (the paper's comparison table), shows
-#    Algorithm 1 beside the fedcore code, and puts "parameter-free" to the test on a quadratic whose constants we
-#    scale at will;
-# 2. lets you move $S$, $K$, $T$ and see the step sizes Theorems 1 and 2 give, and a live run;
-# 3. runs PAdaMFed and PAdaMFed-VR **untuned** against FedAvg, SCAFFOLD, SCAFFOLD-M and SCAFFOLD-M-VR **tuned** by
-#    a grid search, on Fashion-MNIST as the stand-in for the paper's EMNIST experiment;
-# 4. draws the robustness figure: accuracy against a learning-rate multiplier over four decades;
-# 5. says how CIFAR-10 runs at `paper` scale;
-# 6. sets the paper's claims beside our measurements, with verdicts, and says what differs.
-#
-# The paper gives no numbers we could find (only figures, described in its slides), and no code was released:
+# **Where the claims come from.** We have the paper's **slides** (and its reviews), not its main text: every
+# claim judged here is the slides' (Theorems 1-2, Remark 1, the headline "no heterogeneity bound", and two
+# figures described in words). The slides give no number to set beside ours, and no code was released:
 # `fedcore.algorithms.padamfed` is a reconstruction from Algorithm 1, and its docstring names every choice the text
 # leaves open. SCAFFOLD-M and SCAFFOLD-M-VR (Cheng et al., ICLR 2024) are reconstructions too.
 #
+# This notebook:
+#
+# 1. lists the problem constants and what each method's step sizes need (the slides' comparison table), shows
+#    Algorithm 1 beside the fedcore code, and puts "parameter-free" to three tests on least-squares federations:
+#    scaling $f$ (invariant by construction), reparametrizing $f(a\theta)$, and growing heterogeneity;
+# 2. lets you move $S$, $K$, $T$ and the multiplier (on either reading) and see the step sizes and a live run;
+# 3. runs PAdaMFed and PAdaMFed-VR **untuned** against FedAvg, SCAFFOLD, SCAFFOLD-M and SCAFFOLD-M-VR **tuned** by
+#    a grid search, on Fashion-MNIST as the stand-in for the slides' EMNIST experiment, at two horizons (one with
+#    $T \gg SK$), three seeds each; and sets the readings of the algorithm the text leaves open beside each other;
+# 4. draws the robustness figure: accuracy against a learning-rate multiplier over four decades, both readings;
+# 5. says how CIFAR-10 runs at `paper` scale (a demonstration);
+# 6. sets the slides' claims beside our measurements, with verdicts that know the spread over seeds, and says
+#    what differs.
+#
 # **Parameters.** `SCALE` is `smoke` (CI, about a minute), `small` (a 2-core CPU, the time is printed at the end:
-# what you see here) or `paper` (500 rounds, and CIFAR-10 where torchvision has the files; for a GPU). Rerun with,
-# e.g., `papermill 02_padamfed.ipynb out.ipynb -p SCALE small -p SEED 1`. Finished runs are kept in the results
-# store (`fedcore.store`), so a rerun recomputes only what changed; `-p STORE off` recomputes everything.
+# what you see here) or `paper` (500 and 3,000 rounds, and CIFAR-10 where torchvision has the files; for a GPU).
+# Rerun with, e.g., `papermill 02_padamfed.ipynb out.ipynb -p SCALE small -y "SEEDS: [3, 4, 5]"`. Finished runs
+# are kept in the results store (`fedcore.store`), so a rerun recomputes only what changed; `-p STORE off`
+# recomputes everything.
 
 # %% tags=["parameters"]
 import os
 
 SCALE = os.environ.get("FEDCORE_SCALE", "small")  # smoke | small | paper
 DEVICE = "cpu"  # "cuda" on a GPU
-SEED = 0  # data partition, model initialization, client sampling and minibatches
-FEDAVG_LR = 0.1  # the one client rate FedAvg and SCAFFOLD use on the scaled quadratics of section 1
+PARTITION_SEED = 0  # the data partition and the kept test samples: the same for every run
+SEEDS = None  # None: the scale's seeds (0, 1, 2); each seed draws a run's initial model, client sampling, minibatches
+FEDAVG_LR = 0.1  # the one client rate FedAvg and SCAFFOLD use on the scaled and reparametrized quadratics
 PROGRESS = False  # tqdm progress bars during training
 STORE = os.environ.get("FEDCORE_STORE", "")  # results store: "" build/store.sqlite, "off" none, or a file path
 FIGURES = os.environ.get("FEDCORE_FIGURES")  # a folder to save the figures into (None: don't save)
@@ -74,6 +80,8 @@ from IPython.display import display
 
 from fedcore import explore, plots
 from fedcore.algorithms.padamfed import PAdaMFed
+from fedcore.experiments import common
+from fedcore.experiments import figures as common_figures
 from fedcore.experiments.claims import Scope
 from fedcore.experiments.padamfed import experiment, figures, paper, theory
 from fedcore.store import default_store
@@ -81,7 +89,8 @@ from fedcore.store import default_store
 store = default_store(STORE)
 started = time.perf_counter()
 plt.rcParams["figure.dpi"] = 80  # keeps the committed notebook small
-print(f"SCALE={SCALE}: {experiment.SCALES[SCALE]}, S, K, B = {experiment.ROUND_SIZES}")
+seeds = experiment.seeds_at(SCALE, SEEDS)  # every training run below is repeated over these seeds
+print(f"SCALE={SCALE}, seeds {seeds}: {experiment.SCALES[SCALE]}")
 
 # %% [markdown]
 # ## 1. Step sizes without the problem's constants
@@ -95,7 +104,7 @@ print(f"SCALE={SCALE}: {experiment.SCALES[SCALE]}, S, K, B = {experiment.ROUND_S
 #   \sigma_h^2$;
 #
 # and the initial gap $\Delta = f(\theta_0) - \min f$. Each method's theorem then prescribes step sizes in terms of
-# some of these. The paper's comparison (BDH: bounded data heterogeneity; BHD: bounded Hessian dissimilarity; BG:
+# some of these. The slides' comparison (BDH: bounded data heterogeneity; BHD: bounded Hessian dissimilarity; BG:
 # bounded gradients; the last three rows use variance reduction):
 
 # %%
@@ -109,9 +118,9 @@ with pd.option_context("display.max_colwidth", None):
 # with and without variance reduction, are the only ones whose step sizes use none of them. The last column is as
 # the slides print it: rounds to an $\epsilon$-stationary point ($\mathbb E\|\nabla f\| \le \epsilon$).
 #
-# **Algorithm 1** (PAdaMFed). Initialize $c_i^{-1} = \frac1K \sum_k \nabla F(\theta^0; \xi_i^{-1,k})$,
-# $c^{-1} = \frac1N \sum_i c_i^{-1}$, $g^{-1} = c^{-1}$. In round $t$, each of the $S$ sampled clients starts at
-# $\theta_i^{t,0} = \theta^t$ and takes $K$ steps
+# **Algorithm 1** (PAdaMFed). Line 1: for every client $i$ ("for any $i$"), $c_i^{-1} = \frac1K \sum_k
+# \nabla F(\theta^0; \xi_i^{-1,k})$, and $c^{-1} = \frac1N \sum_i c_i^{-1}$, $g^{-1} = c^{-1}$. In round $t$, each
+# of the $S$ sampled clients starts at $\theta_i^{t,0} = \theta^t$ and takes $K$ steps
 #
 # $$g_i^{t,k} = \beta\big(\nabla F(\theta_i^{t,k}; \xi_i^{t,k}) - c_i^{t-1} + c^{t-1}\big) + (1 - \beta)\, g^{t-1},
 # \qquad \theta_i^{t,k+1} = \theta_i^{t,k} - \eta\, \frac{g_i^{t,k}}{\|g_i^{t,k}\|},$$
@@ -123,65 +132,126 @@ with pd.option_context("display.max_colwidth", None):
 # $$c^t = c^{t-1} + \frac1N \sum_{i \in \mathcal S_t} (c_i^t - c_i^{t-1}), \qquad
 # g^t = \beta\Big(\frac1S \sum_{i \in \mathcal S_t} (c_i^t - c_i^{t-1}) + c^{t-1}\Big) + (1 - \beta)\, g^{t-1}.$$
 #
-# **Theorem 1**: with $\eta = \frac{1}{K\sqrt T}$, $\gamma = \frac{(SK)^{1/4}}{T^{3/4}}$,
-# $\beta = \sqrt{SK/T}$, $\frac1T \sum_t \mathbb E\|\nabla f(\theta^t)\| = O\big(\frac{\Delta + L + \sigma +
-# \sqrt{L\sigma}}{(SKT)^{1/4}} + \frac{\sqrt{SK}\sigma + L}{\sqrt T}\big)$. **PAdaMFed-VR** replaces the
-# direction by the STORM estimator $g_i^{t,k} = \nabla F(\theta_i^{t,k}; \xi) + \beta(c^{t-1} - c_i^{t-1}) +
-# (1 - \beta)\big(g^{t-1} - \nabla F(\theta^{t-1}; \xi)\big)$, the second gradient on the same sample at the
-# previous global model; **Theorem 2**: $\eta = \frac{1}{KT}$, $\gamma = \beta = \frac{(SK)^{1/3}}{T^{2/3}}$,
-# rate $O\big(\frac{\Delta + L + \sigma}{(SKT)^{1/3}} + \frac{(L + \sigma)(SK)^{1/3}}{T^{2/3}}\big)$.
+# **Theorem 1** (as the slides print it): with $\eta = \frac{1}{K\sqrt T}$, $\gamma = \frac{(SK)^{1/4}}{T^{3/4}}$,
+# $\beta = \sqrt{SK/T}$,
 #
-# One difference from the text: an algorithm sees only the round's $S$ clients, so fedcore computes $c_i^{-1}$ for
-# the first round's sampled clients (on that round's minibatches), sets $c^{-1}$ to their mean and gives every other
-# client $c_i^{-1} = c^{-1}$; with every client taking part it is the text's line 1. PAdaMFed-VR's previous model in
-# the first round is $\theta^0$. The fedcore code that runs both (SCAFFOLD-M is the same class with
-# `normalized=False`; the comments' line numbers are Algorithm 1's): the client's direction, then the round.
+# $$\frac1T \sum_{t=0}^{T-1} \mathbb E\|\nabla f(\theta^t)\| \le \mathcal O\Big(\frac{\Delta + L + \sigma +
+# \sqrt{L\sigma}}{(SKT)^{1/4}} + \frac{\sqrt{SK\sigma} + L}{\sqrt T}\Big).$$
+#
+# No heterogeneity constant appears in it. **PAdaMFed-VR** replaces the direction by the STORM estimator
+# $g_i^{t,k} = \nabla F(\theta_i^{t,k}; \xi) + \beta(c^{t-1} - c_i^{t-1}) + (1 - \beta)\big(g^{t-1} -
+# \nabla F(\theta^{t-1}; \xi)\big)$, the second gradient on the same sample at the previous global model;
+# **Theorem 2**: $\eta = \frac{1}{KT}$, $\gamma = \beta = \frac{(SK)^{1/3}}{T^{2/3}}$, rate
+# $\mathcal O\big(\frac{\Delta + L + \sigma}{(SKT)^{1/3}} + \frac{(L + \sigma)(SK)^{1/3}}{T^{2/3}}\big)$.
+#
+# fedcore runs line 1 as the text writes it (`initialization="every_client"`, the default): before round 0 every
+# one of the $N$ clients sends its gradient at $\theta^0$ on all its samples (the expectation of the $K$ minibatches'
+# mean), $N$ uploads outside the round's $S$. `initialization="first_round"` is the cheaper reading (the first
+# round's clients only, the others start at $c^{-1}$); section 3 sets the two beside each other. The slides give
+# PAdaMFed-VR no server side of its own: fedcore reuses line 16 (`server_momentum="line16"`), and
+# `"mean_direction"` (the clients' mean direction) is the alternative section 3 measures. The fedcore code (the
+# comments' line numbers are Algorithm 1's):
 
 # %%
 print(inspect.getsource(PAdaMFed.client_rule))
 print(inspect.getsource(PAdaMFed.round))
 
 # %% [markdown]
-# Two things make the step sizes free of $L$. The local step has length exactly $\eta$, however large the gradient;
-# and $\bar g^t$ divides the clients' movement by $\eta K$, so $\|\bar g^t\| \le 1$ and the server moves at most
-# $\gamma$ per round. Scale the objective by a factor $s$ (every constant above scales with it, the minimizer
-# does not): every direction scales by $s$, every normalized step stays the same, and PAdaMFed's path does not
-# change at all. FedAvg's step $\eta_l \nabla F$ grows with $s$, and a client rate that suits one $s$ is too large
-# for another.
+# ### 1a. Scaling $f$: invariant by construction
 #
-# Measured on a least-squares federation (50 clients with their own optima, 10 per round, 5 local steps of 4
-# samples, 200 rounds: `fedcore.experiments.padamfed.theory`) scaled by $s$ from $10^{-2}$ to $10^{2}$, so that
-# its smoothness $L = 1.158\, s$ runs from 0.0116 to 116: the mean
-# $\|\nabla f\|$ over the last 20 rounds divided by the initial one, for PAdaMFed and PAdaMFed-VR at their
-# theorems' step sizes and for FedAvg and SCAFFOLD at the one client rate `FEDAVG_LR`:
+# The local step has length exactly $\eta$, however large the gradient; and $\bar g^t$ divides the clients'
+# movement by $\eta K$, so $\|\bar g^t\| \le 1$ and the server moves at most $\gamma$ per round. Scale the
+# objective by $s$ (every constant scales with it, the minimizer does not): every direction scales by $s$, every
+# normalized step stays the same, and PAdaMFed's path does not change at all. That is the mechanism, and it holds
+# by construction: a check of it cannot fail, so it is shown here and counts as no evidence. On a least-squares
+# federation (50 clients with their own optima, 10 per round, 5 local steps of 4 samples, 200 rounds:
+# `fedcore.experiments.padamfed.theory`) scaled by $s$ from $10^{-2}$ to $10^{2}$ ($L = 1.158\, s$), one seed: the
+# mean $\|\nabla f\|$ over the last 20 rounds divided by the initial one, PAdaMFed and PAdaMFed-VR at their
+# theorems' step sizes, FedAvg and SCAFFOLD at the one client rate `FEDAVG_LR`:
 
 # %%
 factors = [10.0**k for k in range(-2, 3)] if SCALE != "smoke" else [0.1, 100.0]
 point = dict(theory.POINT, rounds=200 if SCALE != "smoke" else 20)
 smoothness = theory.smoothness_table(factors, FEDAVG_LR, point, store=store)
 plots.savefig(figures.SmoothnessDisplay.from_table(smoothness).plot().figure_, "02_scaled_quadratic.png", FIGURES)
-for L, row in smoothness.iterrows():
-    print(f"L = {L:.3g}: lowest ratio {row.min():.3g} ({row.idxmin()}); above 1: {', '.join(row.index[row >= 1]) or '-'}")
 smoothness.map("{:.3g}".format)
 
 # %% [markdown]
-# Above the grey line a run ends farther from stationarity than it started. PAdaMFed's and PAdaMFed-VR's columns
-# are the same at every $L$ (to rounding), as the argument above says they must be. FedAvg's and SCAFFOLD's one
-# client rate works over a range of $L$ only, and inside that range a rate that suits the problem can beat the
-# theorems' steps (the lines above name the best method at each $L$). Invariance to scale is not the whole of
-# "parameter-free" (the theorems' rates still depend on the constants, and scaling $f$ moves all of them together),
-# but it is the property that makes a single untuned setting possible.
+# PAdaMFed's and PAdaMFed-VR's columns are the same at every $L$ (to rounding); FedAvg's and SCAFFOLD's one client
+# rate works over a range of $L$ only (above the grey line a run ends farther from stationarity than it started).
+#
+# ### 1b. Reparametrizing $f$: a test that can fail
+#
+# Now change the coordinates instead: $g(\theta) = f(a\theta)$, started at the same point of $f$
+# ($\theta_0 = x_0/a$). The initial gap $\Delta$ stays, the smoothness grows as $a^2$ (over four decades for
+# $a$ from 0.1 to 10) and the distance to the optimum shrinks as $1/a$. Nothing in the recursion cancels $a$: the
+# normalized step still has length $\eta$, and the server still moves at most $T\gamma$ in all, whatever the
+# distance. **Pass rule**: at every $a$, the run ends with at most half its initial gradient norm (ratio $\le$
+# 0.5), confirmed over three seeds (the mean of $\log_{10}$ ratios beyond 2 standard errors). The same four
+# methods, FedAvg and SCAFFOLD at the rate `FEDAVG_LR`:
+
+# %%
+quadratic_seeds = list(theory.SEEDS)
+reparametrization = theory.reparametrization_table(theory.SCALES_A if SCALE != "smoke" else [0.1, 10.0], FEDAVG_LR,
+                                                   quadratic_seeds, point, store=store)
+display_a = figures.SmoothnessDisplay.from_table(theory.mean_ratios(reparametrization))
+plots.savefig(display_a.plot(xlabel="a in g(theta) = f(a theta)", target=theory.TARGET).figure_,
+              "02_reparametrized_quadratic.png", FIGURES)
+theory.mean_ratios(reparametrization).map("{:.3g}".format)
+
+# %% [markdown]
+# The table gives the geometric mean of the ratio over the seeds (the seeds move it by less than a percent: the data
+# and the start are fixed, the seeds draw the clients and minibatches). Where a line stays under the dashed line the
+# method passes at that $a$; section 6 turns the rows into a verdict. Read it with the mechanism in mind: at small $a$
+# the optimum is far ($|x_0 - x^*|/a$) and the server, which moves at most $\gamma$ a round, may not get there in
+# $T$ rounds; at large $a$ the landscape is steep and a step of fixed length overshoots. FedAvg's one rate, suited
+# to $a = 1$, diverges once $a^2 L$ outgrows it.
+#
+# ### 1c. Growing heterogeneity
+#
+# The slides' headline is that PAdaMFed needs **no bound on the data heterogeneity**, and Theorem 1 has no
+# heterogeneity constant. On the same federation we spread the clients' optima by a factor $h$ (0.3 to 10; the
+# data and the start are the same draw, so what moves is listed below: the distance to the optimum grows by a factor
+# 2.3, the clients' gradients at the optimum by 30). PAdaMFed runs at Theorem 1's step sizes; FedAvg, SCAFFOLD and
+# SCAFFOLD-M are tuned **once**, at the lowest level (their grids in `theory.BASELINE_GRIDS`, the lowest mean log
+# ratio over the seeds), and keep those values as $h$ grows. The pass rule is 1b's, for PAdaMFed at every level.
+
+# %%
+levels = theory.HETEROGENEITY if SCALE != "smoke" else theory.HETEROGENEITY[::3]
+display(theory.constants(levels).map("{:.3g}".format))
+tuned_at_lowest = theory.tune_baselines(levels[0], quadratic_seeds, point, store=store)
+print("tuned at h =", levels[0], {m: {k: round(float(v), 4) for k, v in p.items()} for m, p in tuned_at_lowest.items()})
+print("on a grid edge:", common.on_edge(tuned_at_lowest, theory.BASELINE_GRIDS) or "none")
+heterogeneity = theory.heterogeneity_table(tuned_at_lowest, levels, quadratic_seeds, point, store=store)
+display_h = figures.SmoothnessDisplay.from_table(theory.mean_ratios(heterogeneity))
+plots.savefig(display_h.plot(xlabel="heterogeneity h (spread of the clients' optima)", target=theory.TARGET).figure_,
+              "02_heterogeneity.png", FIGURES)
+growth = theory.mean_ratios(heterogeneity)
+for method in growth:
+    print(f"{method}: ratio {growth[method].iloc[0]:.2g} at h = {levels[0]:g}, {growth[method].iloc[-1]:.2g} at "
+          f"h = {levels[-1]:g} ({growth[method].iloc[-1] / growth[method].iloc[0]:.0f} times)")
+growth.map("{:.3g}".format)
+
+# %% [markdown]
+# Every method's ratio grows with $h$ here (the lines above give by how much). The question the slides' headline
+# raises is whether PAdaMFed, at step sizes that know nothing of $h$, still passes the rule at every level; the
+# baselines are there to show what a method tuned at the lowest level keeps when the heterogeneity grows.
+# SCAFFOLD-M is PAdaMFed's recursion without the normalization, at tuned step sizes.
 #
 # ## 2. Explorer: the step sizes of Theorems 1 and 2
 #
-# `fedcore.explore.explore_padamfed` computes $\eta$, $\gamma$, $\beta$ from $S$, $K$, $T$ (times the multiplier
-# on $\eta$), titles the figure with them, and runs PAdaMFed, PAdaMFed-VR and FedAvg at those settings on a small
-# task (Fashion-MNIST on 20 clients, a logistic regression; a few seconds on 2 CPU cores). $\beta$ is capped at 1
-# where $SK > T$. Each legend entry ends with the run's final test accuracy. Once headless, then live (the widgets
-# need a running kernel):
+# `fedcore.explore.explore_padamfed` computes $\eta$, $\gamma$, $\beta$ from $S$, $K$, $T$, multiplies them by the
+# multiplier under the reading you pick (**local rate**: $\eta$ alone; **every rate**: $\eta$ and $\gamma$, section
+# 4's two readings), titles the figure with them, and runs PAdaMFed, PAdaMFed-VR and FedAvg at those settings. Its
+# task is **not** section 3's: to answer in a few seconds on 2 CPU cores it trains a logistic regression on
+# Fashion-MNIST dealt to 20 clients by Dirichlet(0.5) (more heterogeneous than section 3's Dirichlet(1) on 100
+# clients, and convex where section 3's MLP is not); its metric is the test accuracy on the 10,000 test images, as
+# the title says. $\beta$ is capped at 1 where $SK > T$. Each legend entry ends with the run's final test accuracy.
+# Once headless, then live (the widgets need a running kernel):
 
 # %%
-explore.explore_padamfed(clients_per_round=5, local_steps=5, rounds=30, multiplier=1.0, fedavg_lr=0.1, store=store)
+explore.explore_padamfed(clients_per_round=5, local_steps=5, rounds=30, multiplier=1.0, fedavg_lr=0.1,
+                         reading="local rate", store=store)
 plots.savefig(plt.gcf(), "02_explorer.png", FIGURES)
 
 # %%
@@ -190,35 +260,51 @@ padamfed_explorer = widgets.interactive(
     clients_per_round=widgets.IntSlider(value=5, min=1, max=20, step=1, description="S"),
     local_steps=widgets.IntSlider(value=5, min=1, max=20, step=1, description="K"),
     rounds=widgets.IntSlider(value=30, min=10, max=100, step=10, description="T"),
-    multiplier=widgets.FloatLogSlider(value=1.0, base=10, min=-2, max=2, step=0.5, description="η ×"),
+    multiplier=widgets.FloatLogSlider(value=1.0, base=10, min=-2, max=2, step=0.5, description="rate ×"),
     fedavg_lr=widgets.FloatLogSlider(value=0.1, base=10, min=-2, max=0, step=0.5, description="FedAvg lr"),
+    reading=widgets.Dropdown(options=list(explore.PADAMFED_READINGS), value="local rate", description="multiplies"),
     problem=widgets.fixed(None), store=widgets.fixed(store),
 )
 display(padamfed_explorer)
 
 # %% [markdown]
-# ## 3. Untuned against tuned: accuracy over rounds
+# ## 3. Untuned against tuned, at two horizons
 #
-# The paper's robustness experiment trains a 3-layer RNN on EMNIST split by Dirichlet(1); EMNIST cannot be fetched
+# The slides' robustness experiment trains a 3-layer RNN on EMNIST split by Dirichlet(1); EMNIST cannot be fetched
 # here, so Fashion-MNIST stands in: 100 clients by Dirichlet(1), a one-hidden-layer MLP (64 units, 50,890
-# parameters, non-convex), 10 clients per round, 5 local steps of 32 samples, uniform weights. The paper's $N$,
-# $S$, $K$, $T$ and batch size were not found: these are ours. PAdaMFed and PAdaMFed-VR run at their theorems'
-# step sizes for this $S$, $K$, $T$:
+# parameters, non-convex), batches of 32, uniform weights (Algorithm 1's $1/S$). The slides' $N$, $S$, $K$, $T$ and
+# batch size were not found, so two horizons of ours, on the same partition:
+#
+# - `fashion_mnist`: $S = 10$, $K = 5$, $T = 60$ at `small`. Here $SK = 50$ is close to $T$, and Theorem 1's momentum
+#   $\beta = \sqrt{SK/T} = 0.91$ is almost off;
+# - `fashion_mnist_long`: $S = 5$, $K = 2$, $T = 300$ at `small`, $T = 30\,SK$ and $\beta = 0.18$: the regime the
+#   theorems are written for. It runs the four methods without variance reduction (the claims are PAdaMFed's, and a
+#   variance-reduced step costs two gradients).
+#
+# Every run is repeated over three seeds (initial model, client sampling, minibatches), and a run's score is its mean
+# test accuracy over its last four evaluations (`common.window_score`). PAdaMFed and PAdaMFed-VR run at their
+# theorems' step sizes for each horizon's $S$, $K$, $T$:
 
 # %%
-task = experiment.tasks(SCALE, SEED, DEVICE)["fashion_mnist"]  # the partition drawn from SEED, as the model
-rounds = task.settings["rounds"]
-steps = pd.DataFrame({method: experiment.theorem_step_sizes(method, task.settings)
-                      for method in experiment.PARAMETER_FREE}).T
-steps["server's largest move over the run, T gamma"] = rounds * steps["gamma"]
+tasks = experiment.tasks(SCALE, PARTITION_SEED, DEVICE)  # {name: common.Task}: data, model(seed), settings, metric
+steps = pd.DataFrame({(name, method): {**experiment.theorem_step_sizes(method, task.settings),
+                                       "T gamma (the server's longest path)": task.settings["rounds"]
+                                       * experiment.theorem_step_sizes(method, task.settings)["gamma"]}
+                      for name, task in tasks.items() for method in experiment.PARAMETER_FREE
+                      if method in experiment.METHODS_AT[name]}).T
+with pd.option_context("display.max_colwidth", None):
+    display(pd.DataFrame({name: {**{k: v for k, v in task.settings.items()}, "model": task.model_label,
+                                 "trivial baseline": round(task.baseline, 3),
+                                 "score window": common.window_rounds(task.settings)}
+                          for name, task in tasks.items()}))
 steps
 
 # %% [markdown]
 # The baselines are tuned by a grid search over their step sizes (the grids are ours; the paper's were not found;
-# SCAFFOLD-M's server step is $\gamma = \text{factor} \cdot \eta K$, factor 1 being SCAFFOLD's), each point run for
-# the full $T$ rounds and scored by the mean test accuracy over the last fifth of the rounds:
-# tuning on the test score is the most favourable tuning a baseline can get, so the claim that the untuned method
-# keeps up is tested at its hardest.
+# SCAFFOLD-M's server step is $\gamma = \eta K$, SCAFFOLD's), each point run for the full $T$ from every seed and
+# scored by its mean over the seeds: tuning on the test score is the most favourable tuning a baseline can get, so
+# the claim that the untuned method keeps up is tested at its hardest. A tuned value on an end of its grid is named
+# below (the best may lie beyond it).
 
 # %%
 with pd.option_context("display.max_colwidth", None):
@@ -226,93 +312,139 @@ with pd.option_context("display.max_colwidth", None):
                        for method, grid in experiment.grids(SCALE).items()}, name="grid").to_frame())
 
 # %%
-tuning = experiment.tune(task, SCALE, [SEED], store=store, progress=PROGRESS)
-chosen = tuning.chosen
-print(f"{sum(len(table) for table in tuning.tables.values())} tuning runs of {rounds} rounds")
-pd.DataFrame(chosen).T
+tunings = {name: experiment.tune(task, SCALE, seeds, store=store, progress=PROGRESS) for name, task in tasks.items()}
+for name, tuning in tunings.items():
+    edges = experiment.on_edge(tuning, SCALE)
+    print(f"{name}: {sum(len(t) for t in tuning.tables.values()) * len(seeds)} tuning runs; on a grid edge: "
+          + (", ".join(f"{m} ({', '.join(k)})" for m, k in edges.items()) or "none"))
+pd.DataFrame({(name, method): point for name, tuning in tunings.items() for method, point in tuning.chosen.items()}).T
 
 # %%
-base = experiment.defaults(chosen, task.settings)
-histories = experiment.run(task, base, SEED, store=store, progress=PROGRESS)
-scores = {method: experiment.score(history) for method, history in histories.items()}
-figure, (left, right) = plt.subplots(1, 2, figsize=(11, 3.8), layout="constrained")
-plots.compare(histories, "test_accuracy", ax=left, legend=False)
-plots.compare(histories, "train_loss", ax=right, logy=True)
+bases = {name: experiment.defaults(tunings[name].chosen, task.settings, experiment.METHODS_AT[name])
+         for name, task in tasks.items()}
+histories = {name: experiment.run(task, bases[name], seeds, store=store, progress=PROGRESS)
+             for name, task in tasks.items()}
+scores = {name: experiment.scores_of(runs) for name, runs in histories.items()}
+figure, axes = plt.subplots(1, len(tasks), figsize=(5.5 * len(tasks), 3.8), layout="constrained", squeeze=False)
+for ax, (name, runs) in zip(axes[0], histories.items()):
+    curves = common_figures.CurvesDisplay.from_results({name: runs}, "test_accuracy", scale=100,
+                                                       start=tasks[name].settings["eval_every"])
+    curves.plot([ax], legend=ax is axes[0][-1], label="test accuracy (%)")
 plots.savefig(figure, "02_accuracy_over_rounds.png", FIGURES)
-best_baseline = max((m for m in scores if m not in experiment.PARAMETER_FREE), key=scores.get)
-for method in experiment.PARAMETER_FREE:
-    print(f"{method} (untuned): {scores[method]:.3f}, {scores[method] - scores[best_baseline]:+.3f} against the best "
-          f"tuned baseline ({best_baseline}, {scores[best_baseline]:.3f})")
-pd.Series(scores, name="test accuracy, last fifth of the rounds").to_frame().round(4)
+pd.concat({name: table.apply(lambda row: experiment.mean_and_sd(row.tolist()), axis=1)
+           for name, table in scores.items()}, axis=1).rename_axis("score (%), mean ± sd over seeds")
 
 # %% [markdown]
-# The lines above set each untuned method against the best tuned baseline; section 6 turns them into a verdict.
-# PAdaMFed-VR's better theoretical rate (Theorem 2) is an asymptotic statement: over $T$ rounds its $\eta = 1/(KT)$ is
-# $1/\sqrt T$ times PAdaMFed's, and the table shows what that costs here.
+# The curves are the mean over the seeds with a band of one standard deviation. Section 6 sets each untuned method
+# against the best tuned baseline of its horizon, paired by seed; section 4 asks where the gap comes from (the
+# theorems' step sizes against the best multiplier of them). PAdaMFed-VR's better theoretical rate (Theorem 2) is an
+# asymptotic statement: over $T$ rounds its $\eta = 1/(KT)$ is $1/\sqrt T$ times PAdaMFed's.
 #
-# ## 4. Robustness to the learning rate (the paper's second figure)
+# **Readings of the algorithm.** The same runs with line 1 for the first round's clients only (the reading fedcore
+# used before; it saves the $N$ extra uploads) and with PAdaMFed-VR's server momentum as the clients' mean direction,
+# each against fedcore's default on the short horizon, paired by seed (a change counts only beyond 2 standard
+# errors). Line 1 for every client costs one upload per client before round 0:
+
+# %%
+short = "fashion_mnist"
+clients = tasks[short].data.num_clients
+print(f"line 1 for every client: {clients} uploads before round 0, {clients / tasks[short].settings['clients_per_round']:.0f} "
+      f"rounds' worth of uploads (S = {tasks[short].settings['clients_per_round']}), "
+      f"{clients / (tasks[short].settings['clients_per_round'] * tasks[short].settings['rounds']):.0%} more than the run's")
+variant_runs = experiment.run_variants(tasks[short], bases[short], seeds, store=store, progress=PROGRESS)
+with pd.option_context("display.max_colwidth", None):
+    display(experiment.variants_table(histories[short], variant_runs))
+
+# %% [markdown]
+# "Higher" or "lower" means beyond 2 standard errors over the seeds, however small the change. Section 3's scores,
+# and everything below, use fedcore's defaults (line 1 for every client, line 16's momentum).
+#
+# ## 4. Robustness to the learning rate (the slides' second figure)
 #
 # Each method's step sizes multiplied from its own default (the theorems' for PAdaMFed and PAdaMFed-VR, the tuned
-# values for the baselines) by half-decades from 1/100 to 100. The paper does not say which rates it moved, so two
-# readings, side by side: **every rate** multiplies every learning rate a method has ($\eta$ and $\gamma$;
-# FedAvg's and SCAFFOLD's one client rate), **local rate** multiplies $\eta$ alone. Under the second, PAdaMFed's
-# and SCAFFOLD-M's server step stays $\gamma$ (their $\bar g$ divides by $\eta$): only how far the clients walk
-# each round changes (normalized for PAdaMFed, not for SCAFFOLD-M). The left panel is the comparison that moves
-# every method's whole step; FedAvg and SCAFFOLD have one rate and run the same in both. Filled markers: within
-# three points of the method's best multiplier; where a line stops, the run diverged. The summary gives each method's
-# best multiplier and its good range: the span, in decades, from the smallest to the largest multiplier within
-# three points of its best (0 when only the best is).
+# values for the baselines) by decades from 1/100 to 100, on both horizons, three seeds each. The slides do not say
+# which rates their x-axis moves, so two readings, side by side: **every rate** multiplies every learning rate a
+# method has ($\eta$ and $\gamma$; FedAvg's and SCAFFOLD's one client rate), **local rate** multiplies $\eta$ alone.
+# Under the second, PAdaMFed's and SCAFFOLD-M's server step stays $\gamma$ (their $\bar g$ divides by $\eta$); only
+# how far the clients walk each round changes. FedAvg and SCAFFOLD have one rate and run the same in both.
+#
+# **The good range** of a method is the contiguous run of multipliers around 1 (the default a user gets) whose mean
+# score over the seeds lies within three points of the method's best mean; "none" when 1 itself is not. The grid's
+# resolution is one decade. Filled markers: in the good range; where a line stops, the run diverged.
 
 # %%
 factors = experiment.multipliers(SCALE)
-robustness = {reading: experiment.robustness(task, base, factors, SEED, reading, store=store, progress=PROGRESS)
-              for reading in experiment.READINGS}
-plots.savefig(figures.RobustnessDisplay.from_tables(robustness).plot().figure_, "02_robustness.png", FIGURES)
-summary = pd.concat({reading: experiment.robustness_summary(table) for reading, table in robustness.items()}, axis=1)
-for method in experiment.PARAMETER_FREE:
-    best = summary.loc[method, ("every rate", "best multiplier")]
-    print(f"{method}: best at multiplier {best:.3g} of its theorem's step sizes (every rate), "
-          f"{summary.loc[method, ('every rate', 'best score')] - scores[method]:+.3f} over multiplier 1")
+robustness = {name: experiment.robustness(task, bases[name], factors, seeds, store=store, progress=PROGRESS)
+              for name, task in tasks.items()}
+for name, tables in robustness.items():
+    shown = figures.RobustnessDisplay.from_tables(tables).plot(title=f"{name}: ")
+    plots.savefig(shown.figure_, f"02_robustness_{name}.png", FIGURES)
+summary = pd.concat({name: experiment.robustness_summary(tables) for name, tables in robustness.items()})
 summary
 
 # %% [markdown]
-# The printed lines say where each parameter-free method's best multiplier lies: a best far from 1 means the
-# theorem's step sizes are not the best ones for this task and number of rounds, which is what tuning would have
-# found; a wide good range around 1 is what the paper's figure claims.
+# With a grid of one point per decade a tuned baseline's good range is often the single point 1: a tenfold change of
+# its tuned rate costs it more than three points. Under **every rate** the parameter-free methods are judged the
+# same way, from their theorems' values; where the best multiplier is not 1 and 1 is not within three points of it,
+# the range is "none": the default a user gets is not a good setting. Under **local rate** PAdaMFed's server step is
+# untouched and its normalized local step bounds how far a client walks, so its curve is flat where the local step
+# matters little; SCAFFOLD-M, whose local rate is also moved alone, shows how much of that flatness the
+# normalization explains.
+
+# %% [markdown]
+# **PAdaMFed at its best multiplier beside its untuned score** (every rate): a best far from 1 means the theorems'
+# step sizes are not the best ones for this task and number of rounds, which is what tuning would have found.
+
+# %%
+rows = {}
+for name, tables in robustness.items():
+    means = experiment.mean_over_seeds(tables["every rate"])
+    for method in (m for m in experiment.PARAMETER_FREE if m in means):
+        rows[(name, method)] = {"untuned (x1)": means.loc[1.0, method], "best multiplier": means[method].idxmax(),
+                                "at its best": means[method].max(),
+                                "gain": means[method].max() - means.loc[1.0, method]}
+pd.DataFrame(rows).T.map(lambda v: f"{v:.3g}")
+
+# %% [markdown]
+# ## 5. CIFAR-10 (paper scale): a demonstration
 #
-# ## 5. CIFAR-10 (paper scale)
-#
-# The paper's first figure is CIFAR-10 with ResNet-18 and Dirichlet(0.5). At `SCALE=paper`, where torchvision has
-# the files, this cell runs PAdaMFed at Theorem 1's step sizes and FedAvg at the stand-in's tuned rate on it
+# The slides' first figure is CIFAR-10 with ResNet-18 and Dirichlet(0.5). At `SCALE=paper`, where torchvision has
+# the files, this cell runs PAdaMFed at Theorem 1's step sizes and FedAvg at the short horizon's tuned rate on it
 # (100 clients, the same $S$, $K$, $B$; ResNet-18 with GroupNorm, 11.2M parameters: a GPU job; PAdaMFed, like
-# SCAFFOLD, keeps a control variate per client, 100 x 11.2M numbers, 4.5 GB). The code path is tested on generated
-# tensors of CIFAR's shape (`tests/test_padamfed_experiment.py`).
+# SCAFFOLD, keeps a control variate per client, 100 x 11.2M numbers, 4.5 GB). FedAvg is **not** tuned on CIFAR-10,
+# so this is a demonstration that the code runs at that scale, not a test of the claim; no verdict rests on it. The
+# code path is tested on generated tensors of CIFAR's shape (`tests/test_padamfed_experiment.py`).
 
 # %%
 if SCALE == "paper":
-    cifar = experiment.tasks(SCALE, SEED, DEVICE, names=["cifar10"])["cifar10"]
-    cifar_runs = experiment.run(cifar, base, SEED, methods=("PAdaMFed", "FedAvg"), store=store, progress=PROGRESS)
-    plots.compare(cifar_runs, "test_accuracy")
+    cifar = experiment.tasks(SCALE, PARTITION_SEED, DEVICE, names=["cifar10"])["cifar10"]
+    cifar_base = {"PAdaMFed": experiment.theorem_step_sizes("PAdaMFed", cifar.settings),
+                  "FedAvg": bases[short]["FedAvg"]}
+    cifar_runs = experiment.run(cifar, cifar_base, seeds[:1], store=store, progress=PROGRESS)
+    plots.compare({method: runs[0] for method, runs in cifar_runs.items()}, "test_accuracy")
 else:
     print(f"not run at SCALE={SCALE!r}: CIFAR-10 with ResNet-18 needs the torchvision files and a GPU")
 
 # %% [markdown]
-# ## 6. The paper's claims beside ours
+# ## 6. The slides' claims beside ours
 #
-# We have the paper's slides, not its full text: two figures and no table of results, so there are no numbers to
-# set beside ours. Each verdict is computed from the results above (`paper.CLAIMS`): **holds** if every
-# check passes, **partly** if some do, **does not hold** if none does. The checks: on each scaled quadratic,
-# PAdaMFed and PAdaMFed-VR end with a smaller gradient than they started; each of the two scores within three
-# points of the best tuned baseline; for every pair of a parameter-free method and a baseline, under the reading
-# "every rate" (the other leaves PAdaMFed's server step untouched by construction, so it is shown, not judged),
-# the parameter-free one has the wider good range. Each row names its scope (the task, scale, rounds per run and
-# seeds its runs had) and its number of seeds: one, `SEED` for the stand-in's runs and seed 0 for the quadratics',
-# so a verdict counts checks on one run each and says nothing about how far another seed would move them.
+# The slides give two figures and no table of results, so there are no numbers to set beside ours. Each verdict is
+# computed from the results above (`paper.CLAIMS`) by the shared rules of `fedcore.experiments.claims`: every check
+# is a paired comparison over the seeds, **confirmed** or **contradicted** only beyond 2 standard errors and
+# **within the noise** otherwise; a claim **holds** when every check is confirmed, **does not hold** when none is and
+# one is contradicted, is **partly** true when some are, and **inconclusive** when all lie within the noise. The
+# checks: on the reparametrized quadratics, PAdaMFed and PAdaMFed-VR end with at most half their initial gradient
+# norm at each $a$ (1b's rule); on the
+# heterogeneous ones, PAdaMFed at every level (1c); each untuned method within three points of its horizon's best
+# tuned baseline (by mean), paired by seed; for every pair of a parameter-free method and a baseline on each
+# horizon, under each reading, the parameter-free one has the wider good range (each seed's own range around 1, in
+# grid points). Each row names its scope: the tasks, scale, rounds per run and seeds its runs had.
 
 # %%
-scope = Scope((task.name,), SCALE, rounds, (SEED,), task.model_label)  # the stand-in's runs: one seed
-quadratics = Scope((theory.TASK_NAME,), SCALE, point["rounds"], (theory.SEED,))  # section 1's runs
-evidence = paper.Evidence(scores, robustness, smoothness, scope, quadratics)
+scope = common.scope(tasks, SCALE, seeds, {name: task.model_label for name, task in tasks.items()})
+quadratics = Scope((theory.REPARAMETRIZED_NAME, theory.HETEROGENEITY_NAME), SCALE, point["rounds"],
+                   tuple(quadratic_seeds))
+evidence = paper.Evidence(scores, robustness, reparametrization, heterogeneity, smoothness, scope, quadratics)
 with pd.option_context("display.max_colwidth", None):
     display(paper.claims_table(evidence))
 
@@ -324,18 +456,22 @@ print(f"notebook ran in {(time.perf_counter() - started) / 60:.1f} min at SCALE=
 # %% [markdown]
 # **What differs from the paper, and why it matters.**
 #
+# - **The source.** The slides, not the main text: the claims are the slides', and what the main text adds (its
+#   experiments' settings, its IMDB experiment in an appendix) is not here. IMDB is not run.
 # - **Data and model.** Fashion-MNIST and a one-hidden-layer MLP stand in for EMNIST and the paper's 3-layer RNN;
-#   CIFAR-10 runs only at `paper` scale. $N$, $S$, $K$, $T$ and the batch size are ours (not found in the paper).
-# - **Scale.** At `small`, 60 rounds. The theorems' step sizes are computed for that $T$: per round they are larger
-#   than for a long run, but the server's whole path is at most $T\gamma$ long (the table in section 3), and that
-#   grows only as $T^{1/4}$ (Theorem 1) or $T^{1/3}$ (Theorem 2). Whether the theorems' steps are too small or too
-#   large for this task is measured in section 4 (each method's best multiplier); the paper's runs are longer.
+#   CIFAR-10 runs only at `paper` scale, as a demonstration. $N$, $S$, $K$, $T$ and the batch size are ours (not
+#   found), at two horizons.
+# - **Scale.** At `small`, 60 and 300 rounds; the theorems' step sizes are computed for each $T$. Whether they are
+#   too small or too large for this task is measured in section 4 (each method's best multiplier).
 # - **Reconstructions.** No code was released. Our PAdaMFed reads the slides' "nSK" as $\eta S K$, keeps the
-#   server's momentum $g^{t-1}$ fixed during the local steps and starts $c_i$ from the first round's minibatches
-#   (`fedcore.algorithms.padamfed` lists every choice); SCAFFOLD-M and SCAFFOLD-M-VR are PAdaMFed's recursion
-#   without the normalization, as the paper's comparison describes them, not Cheng et al.'s code.
-# - **Tuning.** Our grids (five learning rates per baseline, and for SCAFFOLD-M three $\beta$ and two server
-#   factors), each scored by its mean test accuracy over the last fifth of the rounds: generous to the baselines.
-#   The paper's grids are unknown.
-# - **The multiplier.** Which rates the paper multiplied is unknown; we show both readings.
-# - **Seeds.** One seed per run. Rerun with `-p SEED 1`.
+#   server's momentum $g^{t-1}$ fixed during the local steps, and runs line 1 for every client (section 3 shows the
+#   first round's clients instead); PAdaMFed-VR's server momentum is line 16, which the slides do not give for it
+#   (section 3 shows the clients' mean direction instead). SCAFFOLD-M and SCAFFOLD-M-VR are PAdaMFed's recursion
+#   without the normalization, as the slides' comparison describes them, not Cheng et al.'s code.
+# - **Tuning.** Our grids (five learning rates per baseline, three momenta for SCAFFOLD-M), each point over three
+#   seeds and scored on the test set: generous to the baselines. The paper's grids are unknown.
+# - **The multiplier.** Which rates the slides multiplied is unknown; both readings are judged. Our grid has one
+#   point per decade.
+# - **The quadratics' pass rule** (a ratio of at most 0.5 after 200 rounds) is ours: the theorems bound an average
+#   gradient norm up to constants, not a ratio at a fixed $T$.
+# - **Seeds.** Three seeds per run; rerun with `-y "SEEDS: [3, 4, 5]"`.

@@ -18,14 +18,13 @@ from conftest import cifar_like_loader  # noqa: E402
 
 from fedcore import algorithms, explore, models, objectives  # noqa: E402
 from fedcore.data import load_fashion_mnist  # noqa: E402
-from fedcore.experiments.common import ROUND_SETTINGS, Task, Tuning, good_range  # noqa: E402
+from fedcore.experiments.common import ROUND_SETTINGS, Task, Tuning  # noqa: E402
 from fedcore.experiments.padamfed import experiment, theory  # noqa: E402
 from fedcore.problem import Problem  # noqa: E402
 from fedcore.run import simulate  # noqa: E402
 
 BASELINES_CHOSEN = {"FedAvg": {"client_lr": 0.1}, "SCAFFOLD": {"client_lr": 0.1},
-                    "SCAFFOLD-M": {"eta": 0.1, "beta": 0.3, "factor": 1.0},
-                    "SCAFFOLD-M-VR": {"eta": 0.1, "beta": 0.3, "factor": 1.0}}
+                    "SCAFFOLD-M": {"eta": 0.1, "beta": 0.3}, "SCAFFOLD-M-VR": {"eta": 0.1, "beta": 0.3}}
 
 # ------------------------------------------------------------------ settings and builders
 
@@ -49,28 +48,33 @@ def test_theorem_step_sizes_for_the_task_by_hand() -> None:
         experiment.theorem_step_sizes("PAdaMFed", {"clients_per_round": 10, "local_steps": 5})
 
 
-def test_round_settings_are_the_common_layers_and_the_first_passes() -> None:
-    """Exactly common.ROUND_SETTINGS, with the values notebook 02 always ran: S, K, B = 10, 5, 32, uniform
-    weights, T and the evaluation period of the scale."""
+def test_round_settings_are_the_common_layers_at_two_horizons() -> None:
+    """Exactly common.ROUND_SETTINGS: S, K, B = 10, 5, 32 (the first pass's) or 5, 2, 32 (T much larger than S K),
+    uniform weights, T and the evaluation period of the scale."""
     assert tuple(experiment.round_settings("smoke")) == ROUND_SETTINGS
     assert experiment.round_settings("smoke") == {"rounds": 4, "clients_per_round": 10, "local_steps": 5,
                                                   "batch_size": 32, "eval_every": 2, "weighting": "uniform"}
     assert experiment.round_settings("small")["rounds"] == 60 and experiment.round_settings("paper")["rounds"] == 500
+    long = experiment.round_settings("small", "fashion_mnist_long")
+    assert (long["rounds"], long["clients_per_round"], long["local_steps"]) == (300, 5, 2)
+    assert long["rounds"] >= 30 * long["clients_per_round"] * long["local_steps"]  # T >> S K
     with pytest.raises(ValueError, match="SCALE='huge'"):
         experiment.round_settings("huge")
+    with pytest.raises(ValueError, match="task='cifar10' does not run at scale 'small'"):
+        experiment.round_settings("small", "cifar10")
 
 
 def test_smoke_grids_keep_one_point_of_each_list() -> None:
     smoke = experiment.grids("smoke")
     assert smoke["FedAvg"] == {"client_lr": [experiment.LEARNING_RATES[2]]}
-    assert smoke["SCAFFOLD-M"] == {"eta": [experiment.LEARNING_RATES[2]], "beta": [0.3], "factor": [10**0.5]}
+    assert smoke["SCAFFOLD-M"] == {"eta": [experiment.LEARNING_RATES[2]], "beta": [0.3]}
     assert experiment.grids("small") is experiment.GRIDS
 
 
-def test_multipliers_are_half_decades_over_four_decades() -> None:
+def test_multipliers_are_decades_over_four_decades() -> None:
     factors = experiment.multipliers("small")
-    assert len(factors) == 9 and factors[0] == pytest.approx(0.01) and factors[-1] == pytest.approx(100)
-    assert np.allclose(np.diff(np.log10(factors)), 0.5)
+    assert factors == [0.01, 0.1, 1.0, 10.0, 100.0] and 1.0 in experiment.multipliers("smoke")
+    assert experiment.seeds_at("small") == [0, 1, 2] and experiment.seeds_at("smoke", [4, 5]) == [4, 5]
     with pytest.raises(ValueError, match="SCALE='huge'"):
         experiment.multipliers("huge")
 
@@ -79,10 +83,8 @@ def test_multipliers_are_half_decades_over_four_decades() -> None:
     ("FedAvg", {"client_lr": 0.1}, 10.0, "local rate", {"client_lr": 1.0}),
     ("PAdaMFed", {"eta": 0.01, "gamma": 0.2, "beta": 0.5}, 10.0, "every rate", {"eta": 0.1, "gamma": 2.0, "beta": 0.5}),
     ("PAdaMFed", {"eta": 0.01, "gamma": 0.2, "beta": 0.5}, 10.0, "local rate", {"eta": 0.1, "gamma": 0.2, "beta": 0.5}),
-    ("SCAFFOLD-M", {"eta": 0.1, "beta": 0.3, "factor": 1.0}, 0.1, "every rate",
-     {"eta": 0.01, "beta": 0.3, "factor": 1.0}),
-    ("SCAFFOLD-M", {"eta": 0.1, "beta": 0.3, "factor": 1.0}, 0.1, "local rate",
-     {"eta": 0.01, "beta": 0.3, "factor": 10.0}),
+    ("SCAFFOLD-M", {"eta": 0.1, "beta": 0.3}, 0.1, "every rate", {"eta": 0.01, "beta": 0.3}),
+    ("SCAFFOLD-M", {"eta": 0.1, "beta": 0.3}, 0.1, "local rate", {"eta": 0.01, "beta": 0.3, "factor": 10.0}),
 ])
 def test_scaled_multiplies_the_rates_of_each_reading(method, base, factor, reading, expected) -> None:
     assert experiment.scaled(method, base, factor, reading) == pytest.approx(expected)
@@ -91,10 +93,11 @@ def test_scaled_multiplies_the_rates_of_each_reading(method, base, factor, readi
 
 def test_scaffold_m_local_reading_keeps_its_server_step() -> None:
     """gamma = factor * eta * K: under "local rate" eta moves and gamma stays; under "every rate" both move."""
-    base = {"eta": 0.1, "beta": 0.3, "factor": 1.0}
+    base = {"eta": 0.1, "beta": 0.3}
     gamma = {r: experiment.make_builders()["SCAFFOLD-M"](**experiment.scaled("SCAFFOLD-M", base, 10.0, r)).gamma
              for r in experiment.READINGS}
     assert gamma["local rate"] == pytest.approx(0.1 * 5) and gamma["every rate"] == pytest.approx(10 * 0.1 * 5)
+    assert experiment.make_builders(local_steps=2)["SCAFFOLD-M"](**base).gamma == pytest.approx(0.1 * 2)
 
 
 def test_builders_make_the_named_algorithms() -> None:
@@ -103,6 +106,10 @@ def test_builders_make_the_named_algorithms() -> None:
     assert {m: a.name for m, a in built.items()} == {m: m for m in experiment.METHODS}
     assert built["PAdaMFed"].eta == pytest.approx(1 / (5 * math.sqrt(60)))
     assert built["SCAFFOLD-M-VR"].gamma == pytest.approx(0.5) and built["SCAFFOLD-M-VR"].variance_reduction
+    assert built["PAdaMFed"].initialization == "every_client"  # the text's line 1
+    options = {"initialization": "first_round", "server_momentum": "mean_direction"}
+    variant = experiment.make_builders()["PAdaMFed-VR"](eta=0.1, gamma=0.2, beta=0.5, **options)
+    assert (variant.initialization, variant.server_momentum) == ("first_round", "mean_direction")
     with pytest.raises(ValueError, match=r"no hyperparameters for \['SCAFFOLD'\]"):
         experiment.defaults({m: p for m, p in BASELINES_CHOSEN.items() if m != "SCAFFOLD"},
                             experiment.round_settings("small"))
@@ -128,6 +135,9 @@ def test_stand_in_task_at_smoke_scale(stand_in) -> None:
     assert stand_in.baseline == pytest.approx(most_frequent) and 0.05 < stand_in.baseline < 0.3
     # the seed draws the model, not the partition
     assert not torch.equal(stand_in.problem(0).x0(), stand_in.problem(1).x0())
+    both = experiment.tasks("smoke")  # one partition for both horizons
+    assert both["fashion_mnist_long"].data is both["fashion_mnist"].data
+    assert both["fashion_mnist_long"].settings["local_steps"] == 2
 
 
 def test_tasks_draw_the_partition_from_its_seed_and_refuse_bad_names() -> None:
@@ -136,7 +146,7 @@ def test_tasks_draw_the_partition_from_its_seed_and_refuse_bad_names() -> None:
     assert not torch.equal(other.sizes, same.sizes)
     with pytest.raises(ValueError, match="only at scale 'paper'"):
         experiment.tasks("small", names=["cifar10"])
-    with pytest.raises(ValueError, match=r"names='emnist' not one of \['cifar10', 'fashion_mnist'\]"):
+    with pytest.raises(ValueError, match=r"names='emnist' not one of \['cifar10', 'fashion_mnist', 'fashion_mnist_lo"):
         experiment.tasks("smoke", names=["emnist"])
     with pytest.raises(ValueError, match="names='fashion_mnist' must be a non-empty list"):
         experiment.tasks("smoke", names="fashion_mnist")
@@ -153,13 +163,18 @@ def test_a_tasks_runs_are_the_first_passes_runs(stand_in) -> None:
     by_hand = dict(rounds=4, clients_per_round=10, local_steps=5, batch_size=32, eval_every=2, weighting="uniform",
                    seed=0, progress=False)
     expected = simulate(problem, algorithms.padamfed(eta=0.1, gamma=0.5, beta=0.7), **by_hand)
-    ours = experiment.run(stand_in, {"PAdaMFed": {"eta": 0.1, "gamma": 0.5, "beta": 0.7}}, 0, methods=["PAdaMFed"])
-    pd.testing.assert_frame_equal(ours["PAdaMFed"].frame.drop(columns="seconds"),
+    ours = experiment.run(stand_in, {"PAdaMFed": {"eta": 0.1, "gamma": 0.5, "beta": 0.7}}, [0, 1],
+                          methods=["PAdaMFed"])
+    pd.testing.assert_frame_equal(ours["PAdaMFed"][0].frame.drop(columns="seconds"),
                                   expected.frame.drop(columns="seconds"))
+    seed_1 = simulate(Problem(data, models.make("mlp", (1, 28, 28), 10, seed=1, hidden=(64,))),
+                      algorithms.padamfed(eta=0.1, gamma=0.5, beta=0.7), **{**by_hand, "seed": 1})
+    pd.testing.assert_frame_equal(ours["PAdaMFed"][1].frame.drop(columns="seconds"),
+                                  seed_1.frame.drop(columns="seconds"))
     with pytest.raises(ValueError, match=r"methods='Adam' not one of"):
-        experiment.run(stand_in, {}, 0, methods=["Adam"])
+        experiment.run(stand_in, {}, [0], methods=["Adam"])
     with pytest.raises(ValueError, match=r"base has no hyperparameters for \['FedAvg'\]"):
-        experiment.run(stand_in, {"PAdaMFed": {}}, 0, methods=["PAdaMFed", "FedAvg"])
+        experiment.run(stand_in, {"PAdaMFed": {}}, [0], methods=["PAdaMFed", "FedAvg"])
 
 
 def test_cifar_code_path_on_generated_tensors_of_the_same_shape(monkeypatch) -> None:
@@ -172,7 +187,7 @@ def test_cifar_code_path_on_generated_tensors_of_the_same_shape(monkeypatch) -> 
     tiny = dataclasses.replace(task, settings={**task.settings, "rounds": 1, "clients_per_round": 2, "local_steps": 1,
                                                "batch_size": 2, "eval_every": 1})
     # PAdaMFed's c_i: 100 x 11.2M floats, 20 s on a CPU; FedAvg runs the same code path
-    history = experiment.run(tiny, {"FedAvg": {"client_lr": 0.1}}, 0, methods=["FedAvg"])["FedAvg"]
+    history = experiment.run(tiny, {"FedAvg": {"client_lr": 0.1}}, [0], methods=["FedAvg"])["FedAvg"][0]
     assert not history.diverged and 0 <= history.final("test_accuracy") <= 1
 
 
@@ -189,7 +204,7 @@ def test_tune_scores_every_point_and_picks_the_best(tiny, monkeypatch) -> None:
     """common.tune's table holds each point's score, the one simulate gives that point from the same seed, and the
     chosen point is the best of them, as plain floats."""
     monkeypatch.setattr(experiment, "GRIDS", {"FedAvg": {"client_lr": [0.001, 0.1]},
-                                              "SCAFFOLD-M": {"eta": [0.05], "beta": [0.3, 1.0], "factor": [1.0]}})
+                                              "SCAFFOLD-M": {"eta": [0.05], "beta": [0.3, 1.0]}})
     tuning = experiment.tune(tiny, "small", [0])
     assert isinstance(tuning, Tuning) and set(tuning.chosen) == {"FedAvg", "SCAFFOLD-M"}
     problem = tiny.problem(0)
@@ -202,30 +217,73 @@ def test_tune_scores_every_point_and_picks_the_best(tiny, monkeypatch) -> None:
         assert tuning.chosen[method] == dict(zip(experiment.GRIDS[method], point))
         assert all(type(value) is float for value in tuning.chosen[method].values())
     assert tuning.chosen["FedAvg"] == {"client_lr": 0.1}  # 0.001 barely moves in 4 rounds
+    # 0.1 is the top of FedAvg's grid; SCAFFOLD-M's beta is 0.3 or 1.0, both ends; one eta has no edge
+    assert experiment.on_edge(tuning, "small") == {"FedAvg": ["client_lr"], "SCAFFOLD-M": ["beta"]}
 
 
-def test_robustness_scores_each_method_at_each_multiplier(tiny) -> None:
+def test_robustness_scores_each_method_at_each_multiplier_and_seed(tiny) -> None:
     base = experiment.defaults(BASELINES_CHOSEN, tiny.settings)
-    table = experiment.robustness(tiny, base, [0.1, 1.0], 0, "local rate")
-    assert list(table.columns) == list(experiment.METHODS) and list(table.index) == [0.1, 1.0]
-    run = dict(**tiny.settings, seed=0, progress=False)
-    direct = simulate(tiny.problem(0), algorithms.fedavg(0.01), **run)
-    assert table.loc[0.1, "FedAvg"] == pytest.approx(experiment.score(direct))
-    padam = simulate(tiny.problem(0), algorithms.padamfed(eta=base["PAdaMFed"]["eta"] * 0.1,
+    tables = experiment.robustness(tiny, base, [0.1, 1.0], [0, 1])
+    assert list(tables) == list(experiment.READINGS)
+    local = tables["local rate"]
+    assert list(local.columns.get_level_values(0).unique()) == list(experiment.METHODS)
+    assert list(local.index) == [0.1, 1.0] and list(local["FedAvg"].columns) == [0, 1]
+    run = dict(**tiny.settings, progress=False)
+    for seed in (0, 1):
+        direct = simulate(tiny.problem(seed), algorithms.fedavg(0.01), **run, seed=seed)
+        assert local.loc[0.1, ("FedAvg", seed)] == pytest.approx(experiment.score(direct))
+    padam = simulate(tiny.problem(1), algorithms.padamfed(eta=base["PAdaMFed"]["eta"] * 0.1,
                                                           gamma=base["PAdaMFed"]["gamma"],
-                                                          beta=base["PAdaMFed"]["beta"]), **run)
-    assert table.loc[0.1, "PAdaMFed"] == pytest.approx(experiment.score(padam))
+                                                          beta=base["PAdaMFed"]["beta"]), **run, seed=1)
+    assert local.loc[0.1, ("PAdaMFed", 1)] == pytest.approx(experiment.score(padam))
+    every = tables["every rate"]  # the one-rate methods are the same runs; PAdaMFed's gamma moves too
+    pd.testing.assert_frame_equal(every["FedAvg"], local["FedAvg"])
+    assert every.loc[1.0, ("PAdaMFed", 0)] == local.loc[1.0, ("PAdaMFed", 0)]
+    assert every.loc[0.1, ("PAdaMFed", 0)] != local.loc[0.1, ("PAdaMFed", 0)]
     with pytest.raises(ValueError, match="factors=0"):
-        experiment.robustness(tiny, base, [0, 1.0], 0)
+        experiment.robustness(tiny, base, [0, 1.0], [0])
 
 
-def test_good_range_in_decades() -> None:
-    column = pd.Series([0.50, 0.80, 0.82, 0.81, np.nan], index=[0.01, 0.1, 1.0, 10.0, 100.0])
-    assert good_range(column, within=0.03) == pytest.approx(2.0)  # 0.1 .. 10 lie within 0.03 of 0.82
-    assert good_range(column, within=0.001) == 0.0
-    assert math.isnan(good_range(pd.Series([np.nan, np.nan], index=[1.0, 10.0]), within=0.03))
-    summary = experiment.robustness_summary(pd.DataFrame({"A": column}))
-    assert summary.loc["A", "best multiplier"] == 1.0 and summary.loc["A", "decades within 0.03 of best"] == 2.0
+def test_good_span_is_the_contiguous_range_around_one() -> None:
+    column = pd.Series([0.50, 0.80, 0.82, 0.81, 0.82, np.nan], index=[0.01, 0.1, 1.0, 10.0, 100.0, 1000.0])
+    assert experiment.good_span(column, within=0.03) == (0.1, 100.0)  # 0.1 .. 100 within 0.03 of 0.82
+    assert experiment.good_span(column, within=0.001) == (1.0, 1.0)
+    assert experiment.span_points(column, within=0.03) == 4
+    gap = pd.Series([0.82, 0.50, 0.81, 0.82], index=[0.1, 1.0, 10.0, 100.0])
+    assert experiment.good_span(gap, 0.03) is None and experiment.span_points(gap, 0.03) == 0  # 1 is not good
+    hole = pd.Series([0.82, 0.81, 0.30, 0.82], index=[0.1, 1.0, 10.0, 100.0])
+    assert experiment.good_span(hole, 0.03) == (0.1, 1.0)  # 100 is good but not contiguous with 1
+    assert experiment.good_span(pd.Series([np.nan, np.nan], index=[1.0, 10.0]), 0.03) is None
+    with pytest.raises(ValueError, match="around=1.0 is not one of the multipliers"):
+        experiment.good_span(pd.Series([0.5], index=[10.0]))
+    table = pd.DataFrame({("A", 0): column, ("A", 1): column - 0.01})
+    table.columns = pd.MultiIndex.from_tuples(table.columns, names=["method", "seed"])
+    summary = experiment.robustness_summary({"every rate": table})
+    row = summary.loc[("every rate", "A")]
+    assert row["best multiplier"] in (1.0, 100.0) and row["decades"] == pytest.approx(3.0)
+    assert row["per seed (grid points)"] == "4, 4" and row["good range"] == "0.1 to 100"
+
+
+def test_variants_table_pairs_each_reading_with_the_default(stand_in) -> None:
+    """The variants run with the factory options they name (first-round line 1 moves PAdaMFed's scores, the mean
+    direction leaves PAdaMFed alone: its server momentum is line 16 either way), and the table pairs them by
+    seed."""
+    base = experiment.defaults(BASELINES_CHOSEN, stand_in.settings)
+    defaults_runs = experiment.run(stand_in, base, [0, 1], methods=["PAdaMFed", "PAdaMFed-VR"])
+    variants = experiment.run_variants(stand_in, base, [0, 1])
+    assert set(variants) == set(experiment.VARIANTS)
+    first = variants["line 1 for the first round's clients"]
+    assert set(first) == set(experiment.TWO_RATES)
+    assert first["PAdaMFed"][0].frame["test_accuracy"].dropna().iloc[-1] != \
+        defaults_runs["PAdaMFed"][0].frame["test_accuracy"].dropna().iloc[-1]
+    table = experiment.variants_table({m: runs for m, runs in defaults_runs.items()},
+                                      {v: {m: r for m, r in runs.items() if m in defaults_runs}
+                                       for v, runs in variants.items()})
+    assert set(table.columns) == {"default", "variant", "variant - default", "beyond the noise"}
+    scores = [experiment.score(h) for h in first["PAdaMFed"]]
+    default = [experiment.score(h) for h in defaults_runs["PAdaMFed"]]
+    mean = 100 * (np.mean(scores) - np.mean(default))
+    assert table.loc[(next(iter(experiment.VARIANTS)), "PAdaMFed"), "variant - default"].startswith(f"{mean:+.2f}")
 
 
 # ------------------------------------------------------------------ the quadratic with scaled constants
@@ -253,6 +311,59 @@ def test_padamfed_moves_the_same_whatever_the_scale_and_fedavg_does_not() -> Non
     assert table.index[1] == pytest.approx(objectives.scaled_quadratic_task(1.0).smoothness)
 
 
+def test_reparametrized_task_is_f_of_a_theta_from_the_same_point() -> None:
+    """g(theta) = f(a theta): grad g(theta) = a grad f(a theta) (closed form on the base task), L times a^2, the
+    start theta_0 = x_0 / a (the same point of f, the same initial loss) and the optimum x* / a."""
+    base, a = objectives.quadratic_task(), 3.0
+    moved = objectives.reparametrized_quadratic_task(a)
+    assert moved.smoothness == pytest.approx(a**2 * base.smoothness)
+    theta = torch.randn(10, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
+    torch.testing.assert_close(moved.gradient(theta), a * base.gradient(a * theta))
+    torch.testing.assert_close(moved.problem.x0(), base.problem.x0() / a)
+    torch.testing.assert_close(moved.problem.data.info["x_star"], base.problem.data.info["x_star"] / a)
+    assert moved.gradient(moved.problem.data.info["x_star"]).norm() < 1e-8
+    assert torch.equal(moved.problem.data.targets, base.problem.data.targets)
+    assert torch.equal(base.problem.x0(), objectives.quadratic_task().problem.x0())  # the base is untouched
+    with pytest.raises(ValueError, match="scale=0"):
+        objectives.reparametrized_quadratic_task(0)
+
+
+def test_quadratic_ratios_over_seeds_are_each_seeds_run() -> None:
+    """ratios_of runs the methods over the seeds in passes: each entry is gradient_ratio of that run alone."""
+    point = {"rounds": 20, "clients_per_round": 5, "local_steps": 3, "batch_size": 4}
+    task = objectives.reparametrized_quadratic_task(0.5)
+    methods = {"FedAvg": algorithms.fedavg(0.05), "PAdaMFed": algorithms.padamfed(clients_per_round=5, local_steps=3,
+                                                                                 rounds=20)}
+    ratios = theory.ratios_of(task, methods, [0, 1], point)
+    for (name, seed), ratio in ratios.items():
+        assert ratio == pytest.approx(theory.gradient_ratio(task, methods[name], point, seed=seed), rel=1e-9)
+    assert ratios[("PAdaMFed", 0)] != ratios[("PAdaMFed", 1)]  # the seeds sample other clients
+
+
+def test_reparametrization_and_heterogeneity_tables_over_seeds() -> None:
+    """Rows a (or the level), columns (method, seed); the baselines tuned at the lowest level are the grid's
+    lowest mean log ratio; PAdaMFed needs no tuning and runs at Theorem 1's steps for the point."""
+    point = {"rounds": 10, "clients_per_round": 5, "local_steps": 2, "batch_size": 4}
+    table = theory.reparametrization_table([0.1, 10.0], 0.1, [0, 1], point)
+    assert list(table.index) == [0.1, 10.0] and table.columns.names == ["method", "seed"]
+    assert set(table.columns.get_level_values(0)) == {"PAdaMFed", "PAdaMFed-VR", "FedAvg", "SCAFFOLD"}
+    assert table.loc[10.0, ("FedAvg", 0)] > 1  # L = 116 at one client rate 0.1: blown up or diverged
+    chosen = theory.tune_baselines(0.3, [0], point)
+    grid = theory.BASELINE_GRIDS["FedAvg"]["client_lr"]
+    ratios = [theory.gradient_ratio(objectives.quadratic_task(heterogeneity=0.3), algorithms.fedavg(lr), point)
+              for lr in grid]
+    assert chosen["FedAvg"]["client_lr"] == pytest.approx(grid[int(np.argmin(ratios))])
+    assert set(chosen["SCAFFOLD-M"]) == {"eta", "beta"}
+    levels = theory.heterogeneity_table(chosen, [0.3, 10.0], [0], point)
+    assert list(levels.index) == [0.3, 10.0]
+    assert set(levels.columns.get_level_values(0)) == {"PAdaMFed", "FedAvg", "SCAFFOLD", "SCAFFOLD-M"}
+    means = theory.mean_ratios(table)
+    assert means.loc[0.1, "PAdaMFed"] == pytest.approx(math.sqrt(table.loc[0.1, ("PAdaMFed", 0)]
+                                                                 * table.loc[0.1, ("PAdaMFed", 1)]))
+    constants = theory.constants([0.3, 10.0])
+    assert constants.loc[10.0, "mean ||grad f_i(x*)||"] > 10 * constants.loc[0.3, "mean ||grad f_i(x*)||"]
+
+
 def test_a_diverged_quadratic_run_is_inf_and_warns_nothing(recwarn) -> None:
     task = objectives.scaled_quadratic_task(1000.0)
     point = {"rounds": 20, "clients_per_round": 5, "local_steps": 3, "batch_size": 4}
@@ -268,9 +379,16 @@ def test_padamfed_explorer_shows_the_theorems_step_sizes_and_runs_three_methods(
 
     steps = explore.explore_padamfed(clients_per_round=4, local_steps=2, rounds=6, multiplier=10.0)
     assert steps["PAdaMFed"] == pytest.approx({"eta": 10 / (2 * math.sqrt(6)), "gamma": 8**0.25 / 6**0.75,
-                                               "beta": 1.0})  # sqrt(8/6) > 1: capped
+                                               "beta": 1.0})  # sqrt(8/6) > 1: capped; the local rate only
     figure = plt.gcf()
-    assert "PAdaMFed: eta 2.04" in figure._suptitle.get_text()
+    assert "PAdaMFed: eta 2.04" in figure._suptitle.get_text() and explore.LIVE_TASK in figure._suptitle.get_text()
+    plt.close("all")
+    every = explore.explore_padamfed(clients_per_round=4, local_steps=2, rounds=6, multiplier=10.0,
+                                     reading="every rate")
+    assert every["PAdaMFed"]["gamma"] == pytest.approx(10 * 8**0.25 / 6**0.75)
+    assert every["PAdaMFed-VR"]["gamma"] == pytest.approx(10 * 8 ** (1 / 3) / 6 ** (2 / 3))
+    with pytest.raises(ValueError, match="reading='server' not one of"):
+        explore.explore_padamfed(reading="server")
     assert len(figure.axes[0].get_lines()) == 3
     with pytest.raises(ValueError, match="clients_per_round=50"):
         explore.explore_padamfed(clients_per_round=50)

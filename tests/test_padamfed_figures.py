@@ -45,21 +45,36 @@ def test_smoothness_display_clips_blown_up_runs_and_draws_one_line_per_method() 
         figures.SmoothnessDisplay.from_table({"a": [1]})
 
 
-def test_robustness_display_marks_the_multipliers_near_each_best() -> None:
-    table = pd.DataFrame({"A": [0.80, 0.81, 0.82, 0.5, np.nan], "B": [0.1, 0.2, 0.3, 0.3, 0.3]}, index=MULTIPLIERS)
+def test_robustness_display_marks_each_methods_good_range_around_one() -> None:
+    """The mean over the seeds, and filled the contiguous multipliers around 1 within NEAR_BEST of the best mean:
+    B's 0.3 at 0.01 is hollow, cut off from 1 by its 0.2 at 0.1."""
+    a_seeds = {("A", 0): [0.79, 0.80, 0.81, 0.5, np.nan], ("A", 1): [0.81, 0.82, 0.83, 0.5, np.nan],
+               ("B", 0): [0.3, 0.2, 0.3, 0.3, 0.3], ("B", 1): [0.3, 0.2, 0.3, 0.3, 0.3]}
+    table = pd.DataFrame(a_seeds, index=MULTIPLIERS)
+    table.columns = pd.MultiIndex.from_tuples(table.columns, names=["method", "seed"])
     display = figures.RobustnessDisplay.from_tables({"every rate": table, "local rate": table * 0.5})
     assert display.within == experiment.NEAR_BEST
+    assert display.tables["every rate"]["A"].tolist()[:3] == pytest.approx([0.80, 0.81, 0.82])
     assert display.good["every rate"].tolist() == [[True, False], [True, False], [True, True], [False, True],
                                                    [False, True]]
-    np.testing.assert_array_equal(display.good["local rate"], near_best_by_column(table * 0.5, experiment.NEAR_BEST))
-    display.plot()
-    assert len(display.axes_) == 2 and display.axes_[1].get_title() == "multiplying local rate"
+    display.plot(title="task: ")
+    assert len(display.axes_) == 2 and display.axes_[1].get_title() == "task: multiplying local rate"
     lines = display.axes_[0].get_lines()
     assert len(lines) == 6  # a line, its filled and its hollow markers per method
     assert list(lines[1].get_xdata()) == [0.01, 0.1, 1.0] and display.axes_[0].get_xscale() == "log"
+    assert list(lines[5].get_xdata()) == [0.01, 0.1]  # B's hollow markers
     assert len(display.figure_.legends) == 1
     with pytest.raises(TypeError, match="must be a non-empty"):
         figures.RobustnessDisplay.from_tables({})
+
+
+def test_smoothness_display_draws_the_pass_rule_and_names_its_rows() -> None:
+    table = pd.DataFrame({"PAdaMFed": [0.8, 0.1]}, index=pd.Index([0.1, 10.0], name="a"))
+    display = figures.SmoothnessDisplay.from_table(table).plot(xlabel="a", target=0.5)
+    assert display.ax_.get_xlabel() == "a"
+    assert [line.get_label() for line in display.ax_.get_lines()][-1] == "pass rule: 0.5"
+    with pytest.raises(ValueError, match="target=0"):
+        figures.SmoothnessDisplay.from_table(table).plot(target=0)
 
 
 def test_plots_robustness_draws_a_given_mask() -> None:

@@ -254,6 +254,20 @@ def grids_at(scale: str, grids: Mapping[str, Mapping[str, Sequence[Any]]]) -> di
             for method, grid in grids.items()}
 
 
+def on_edge(chosen: Mapping[str, Mapping[str, Any]],
+            grids: Mapping[str, Mapping[str, Sequence[Any]]]) -> dict[str, list[str]]:
+    """``{method: [hyperparameters]}``: the ``chosen`` values that sit on an end of their axis of ``grids`` (the best
+    may lie beyond it: widen the grid or say so); an axis of one value has no edge."""
+    edges = {}
+    for method, point in chosen.items():
+        grid = grids[method]
+        names = [name for name, value in point.items()
+                 if len(grid[name]) > 1 and value in (min(grid[name]), max(grid[name]))]
+        if names:
+            edges[method] = names
+    return edges
+
+
 @dataclass(frozen=True)
 class Tuning:
     """What :func:`tune` found: per method the chosen point, and the table of every point's score per seed with

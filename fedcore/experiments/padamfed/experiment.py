@@ -6,20 +6,28 @@ What the paper reports (:mod:`~fedcore.experiments.padamfed.paper`): accuracy ag
 search", and test accuracy against the learning rate on EMNIST (a 3-layer RNN, Dirichlet(1)).  N, S, K, T, the
 batch size, the baselines' grids and the multipliers were not found.  What we choose:
 
-- **The stand-in** for EMNIST (:func:`tasks`, ``"fashion_mnist"``): Fashion-MNIST dealt to 100 clients by
-  Dirichlet(1), a one-hidden-layer MLP (64 units, 50,890 parameters, non-convex), S = 10 clients per round, K = 5
-  local steps of B = 32, uniform weights (the algorithm's ``1/S``); T per scale (:data:`SCALES`).
+- **The stand-in** for EMNIST (:func:`tasks`): Fashion-MNIST dealt to 100 clients by Dirichlet(1), a
+  one-hidden-layer MLP (64 units, 50,890 parameters, non-convex), B = 32, uniform weights (the algorithm's
+  ``1/S``), at two horizons (:data:`HORIZONS`): ``"fashion_mnist"``, S = 10 clients per round and K = 5 local
+  steps, T = 60 at ``small`` (SK = 50 against T: Theorem 1's momentum ``beta = sqrt(SK/T)`` = 0.91, almost off);
+  ``"fashion_mnist_long"``, S = 5, K = 2, T = 300 at ``small`` (SK = 10, ``beta`` = 0.18), run with the methods
+  without variance reduction (:data:`METHODS_AT`).
+- **Seeds** (:func:`seeds_at`): every run is repeated over three seeds; a verdict compares paired seeds
+  (:mod:`fedcore.experiments.claims`).
 - **Tuning** (:data:`GRIDS`, :func:`tune`): FedAvg and SCAFFOLD over the client learning rate; SCAFFOLD-M and
-  SCAFFOLD-M-VR over ``eta``, ``beta`` and ``gamma = factor * eta * K`` (factor 1 is SCAFFOLD's server step),
-  each run for the full T and scored by the mean test accuracy over the last fifth of the rounds (:func:`score`):
-  the most favourable tuning for the baselines, so the claim that the untuned method keeps up with them is tested
-  at its hardest.
+  SCAFFOLD-M-VR over ``eta`` and ``beta`` with ``gamma = eta K`` (SCAFFOLD's server step), each point run for the
+  full T from every seed and scored by :func:`score` (the mean test accuracy of the last four evaluations,
+  :func:`fedcore.experiments.common.window_score`), the best mean over the seeds chosen: the most favourable
+  tuning for the baselines, so the claim that the untuned method keeps up with them is tested at its hardest.
 - **The robustness multiplier** (:func:`scaled`, :func:`robustness`): from each method's own default (Theorem 1
-  or 2 for PAdaMFed, the tuned values for the baselines), half-decades from 1/100 to 100.  Two readings, since the
+  or 2 for PAdaMFed, the tuned values for the baselines), decades from 1/100 to 100.  Two readings, since the
   paper does not say which rates it moved: ``"every rate"`` multiplies every learning rate of a method (``eta``
   and ``gamma``; FedAvg's and SCAFFOLD's one client rate), ``"local rate"`` multiplies ``eta`` alone (PAdaMFed's
   own ``multiplier``).  PAdaMFed and SCAFFOLD-M divide by ``eta`` on the server (``g_bar``), so under the second
-  reading their server step does not grow with the multiplier.
+  reading their server step does not grow with the multiplier.  The good range (:func:`good_span`): the
+  multipliers around 1 whose mean score over the seeds lies within :data:`NEAR_BEST` of the best mean.
+- **Readings of the algorithm** (:data:`VARIANTS`, :func:`run_variants`): line 1 for the first round's clients
+  instead of every client, and PAdaMFed-VR's server momentum as the clients' mean direction.
 - **CIFAR-10** (``paper`` scale, torchvision files; :func:`tasks` with ``"cifar10"``): ResNet-18 with GroupNorm on
   32x32 images, 100 clients by Dirichlet(0.5), the same S, K, B.
 
@@ -37,64 +45,96 @@ import pandas as pd
 
 from fedcore import algorithms, models
 from fedcore.algorithms.padamfed import theory_hyperparameters
-from fedcore.checks import check_choice, check_positive, check_scale, check_seed
+from fedcore.checks import check_choice, check_positive, check_range, check_scale, check_seed, check_seeds
 from fedcore.data import load_fashion_mnist
 from fedcore.data.sources import load_torchvision
 from fedcore.experiments import common
-from fedcore.experiments.claims import trivial_baseline
-from fedcore.experiments.common import Task, Tuning, good_range, half_decades, last_rounds_average
+from fedcore.experiments.claims import CONFIRMED, CONTRADICTED, WITHIN_NOISE, compare, trivial_baseline
+from fedcore.experiments.common import Task, Tuning, half_decades, run_seeds, window_score
 from fedcore.results import History
-from fedcore.run import simulate, sweep
+from fedcore.run import sweep
 from fedcore.store import Store
 
 SCALES: dict[str, dict[str, Any]] = {
-    "smoke": {"rounds": 4, "eval_every": 2, "clients": 20, "test_samples": 200, "multipliers": (-0.5, 0.0)},
-    "small": {"rounds": 60, "eval_every": 5, "clients": 100, "test_samples": 2000, "multipliers": (-2.0, 2.0)},
-    "paper": {"rounds": 500, "eval_every": 10, "clients": 100, "test_samples": None, "multipliers": (-2.0, 2.0)},
+    "smoke": {"rounds": {"fashion_mnist": 4, "fashion_mnist_long": 8}, "eval_every": {"fashion_mnist": 2,
+              "fashion_mnist_long": 4}, "clients": 20, "test_samples": 200, "multipliers": (-1, 0), "seeds": 3},
+    "small": {"rounds": {"fashion_mnist": 60, "fashion_mnist_long": 300}, "eval_every": {"fashion_mnist": 5,
+              "fashion_mnist_long": 25}, "clients": 100, "test_samples": 2000, "multipliers": (-2, 2), "seeds": 3},
+    "paper": {"rounds": {"fashion_mnist": 500, "fashion_mnist_long": 3000, "cifar10": 500},
+              "eval_every": {"fashion_mnist": 10, "fashion_mnist_long": 100, "cifar10": 10}, "clients": 100,
+              "test_samples": None, "multipliers": (-2, 2), "seeds": 3},
 }
-"""Per scale: rounds T, evaluation period, clients N, test samples (None: all 10,000) and the log10 range of the
-robustness multipliers (half-decades)."""
-ROUND_SIZES = {"clients_per_round": 10, "local_steps": 5, "batch_size": 32}
-"""S, K and B of every run (ours: the paper's were not found)."""
+"""Per scale: rounds T and evaluation period of each task, clients N, test samples (None: all 10,000), the
+log10 range of the robustness multipliers (decades) and the number of seeds."""
+HORIZONS = {"fashion_mnist": {"clients_per_round": 10, "local_steps": 5},
+            "fashion_mnist_long": {"clients_per_round": 5, "local_steps": 2},
+            "cifar10": {"clients_per_round": 10, "local_steps": 5}}
+"""S and K of each task (ours: the paper's were not found): the first pass's S K = 50, and a horizon with T much
+larger than S K = 10."""
+BATCH_SIZE = 32
+ROUND_SIZES = {**HORIZONS["fashion_mnist"], "batch_size": BATCH_SIZE}
+"""S, K and B of the first task (the explorer's and the first pass's)."""
 ALPHA, CIFAR_ALPHA, HIDDEN = 1.0, 0.5, (64,)
-TASKS = ("fashion_mnist", "cifar10")
-"""The tasks :func:`tasks` builds: the stand-in for EMNIST at every scale, CIFAR-10 at ``paper`` only."""
+TASKS = ("fashion_mnist", "fashion_mnist_long", "cifar10")
+"""The tasks :func:`tasks` builds: the stand-in at two horizons at every scale, CIFAR-10 at ``paper`` only."""
+STAND_IN = ("fashion_mnist", "fashion_mnist_long")
 MODEL_LABELS = {"fashion_mnist": "a 784-64-10 MLP standing in for the paper's models",
+                "fashion_mnist_long": "a 784-64-10 MLP standing in for the paper's models",
                 "cifar10": "ResNet-18 with GroupNorm"}
 """What each task trains, beside the paper's model (a claim's scope names it)."""
 METHODS = ("PAdaMFed", "PAdaMFed-VR", "FedAvg", "SCAFFOLD", "SCAFFOLD-M", "SCAFFOLD-M-VR")
 PARAMETER_FREE = ("PAdaMFed", "PAdaMFed-VR")
+TWO_RATES = ("PAdaMFed", "PAdaMFed-VR", "SCAFFOLD-M", "SCAFFOLD-M-VR")
+"""The methods with a local and a server rate: the two readings of the multiplier differ for these only."""
+METHODS_AT = {"fashion_mnist": METHODS, "fashion_mnist_long": ("PAdaMFed", "FedAvg", "SCAFFOLD", "SCAFFOLD-M"),
+              "cifar10": ("PAdaMFed", "FedAvg")}
+"""The methods each task runs (the long horizon leaves out the variance-reduced pair: its cost per step is
+twice, and the claims are PAdaMFed's)."""
 LEARNING_RATES = half_decades(-2.0, 0.0)
 GRIDS: dict[str, dict[str, list[float]]] = {
     "FedAvg": {"client_lr": LEARNING_RATES},
     "SCAFFOLD": {"client_lr": LEARNING_RATES},
-    "SCAFFOLD-M": {"eta": LEARNING_RATES, "beta": [0.1, 0.3, 1.0], "factor": [1.0, 10**0.5]},
-    "SCAFFOLD-M-VR": {"eta": LEARNING_RATES, "beta": [0.1, 0.3, 1.0], "factor": [1.0, 10**0.5]},
+    "SCAFFOLD-M": {"eta": LEARNING_RATES, "beta": [0.1, 0.3, 1.0]},
+    "SCAFFOLD-M-VR": {"eta": LEARNING_RATES, "beta": [0.1, 0.3, 1.0]},
 }
 """The baselines' grids (ours): learning rates in half-decades from 0.01 to 1; SCAFFOLD-M's server step
-``gamma = factor * eta * K``.  5 + 5 + 30 + 30 = 70 runs."""
+``gamma = eta K``.  5 + 5 + 15 + 15 = 40 points, each from every seed."""
 READINGS = ("every rate", "local rate")
-METRIC_FRACTION = 0.2
-"""The score of a run: its mean test accuracy over the last fifth of the rounds."""
 NEAR_BEST = 0.03
-"""'Stable performance': within three points of the method's best multiplier."""
+"""'Stable performance': a mean score within three points of the method's best multiplier."""
+VARIANTS = {"line 1 for the first round's clients": {"initialization": "first_round"},
+            "VR server momentum: the clients' mean direction": {"server_momentum": "mean_direction"}}
+"""The readings of the algorithm set beside fedcore's defaults (``initialization="every_client"``, line 16's
+server momentum), each for the methods it changes (:data:`VARIANT_METHODS`)."""
+VARIANT_METHODS = {"line 1 for the first round's clients": TWO_RATES,
+                   "VR server momentum: the clients' mean direction": ("PAdaMFed-VR", "SCAFFOLD-M-VR")}
 
 
 def _scale(scale: str) -> dict[str, Any]:
     return check_scale(scale, SCALES)
 
 
+def seeds_at(scale: str, seeds: Sequence[int] | None = None) -> list[int]:
+    """The seeds every run is repeated over at ``scale``: ``seeds``, or ``0, 1, 2`` (:data:`SCALES`)."""
+    return list(range(_scale(scale)["seeds"])) if seeds is None else check_seeds("seeds", seeds, distinct=True)
+
+
 def multipliers(scale: str) -> list[float]:
-    """The robustness figure's multipliers at ``scale``: half-decades (1/100 ... 100 at small and paper)."""
-    return half_decades(*_scale(scale)["multipliers"])
+    """The robustness figure's multipliers at ``scale``: decades (1/100 ... 100 at small and paper)."""
+    low, high = _scale(scale)["multipliers"]
+    return [float(10.0**k) for k in range(low, high + 1)]
 
 
-def round_settings(scale: str) -> dict[str, Any]:
-    """The round settings of every run at ``scale`` (:data:`fedcore.experiments.common.ROUND_SETTINGS`): T rounds
-    of S clients, K steps of B (:data:`ROUND_SIZES`), uniform weights, an evaluation every ``eval_every`` rounds."""
+def round_settings(scale: str, task: str = "fashion_mnist") -> dict[str, Any]:
+    """The round settings of ``task``'s runs at ``scale`` (:data:`fedcore.experiments.common.ROUND_SETTINGS`): T
+    rounds of S clients, K steps of B (:data:`HORIZONS`), uniform weights, an evaluation every ``eval_every``
+    rounds."""
     settings = _scale(scale)
-    return {"rounds": settings["rounds"], **ROUND_SIZES, "eval_every": settings["eval_every"],
-            "weighting": "uniform"}
+    check_choice("task", task, TASKS)
+    if task not in settings["rounds"]:
+        raise ValueError(f"task={task!r} does not run at scale {scale!r}: tasks {list(settings['rounds'])}")
+    return {"rounds": settings["rounds"][task], **HORIZONS[task], "batch_size": BATCH_SIZE,
+            "eval_every": settings["eval_every"][task], "weighting": "uniform"}
 
 
 def _model(name: str, shape: tuple[int, ...], classes: int) -> Callable[[int], Any]:
@@ -106,16 +146,16 @@ def _model(name: str, shape: tuple[int, ...], classes: int) -> Callable[[int], A
 
 
 def tasks(scale: str, partition_seed: int = 0, device: str = "cpu",
-          names: Sequence[str] = ("fashion_mnist",)) -> dict[str, Task]:
-    """``{name: Task}`` for each of ``names`` (:data:`TASKS`): the stand-in (Fashion-MNIST dealt to the scale's
-    clients by Dirichlet(1)) or, at ``paper`` scale only, ``"cifar10"`` (torchvision's files, Dirichlet(0.5)); the
-    partition and the scale's test subset drawn from ``partition_seed``; the model of :func:`_model`; the round
-    settings of :func:`round_settings`; test accuracy (in [0, 1]) with its trivial baseline, the most frequent
-    test class (:func:`fedcore.experiments.claims.trivial_baseline` over 100)."""
+          names: Sequence[str] = STAND_IN) -> dict[str, Task]:
+    """``{name: Task}`` for each of ``names`` (:data:`TASKS`): the stand-in at either horizon (Fashion-MNIST dealt
+    to the scale's clients by Dirichlet(1), one partition for both) or, at ``paper`` scale only, ``"cifar10"``
+    (torchvision's files, Dirichlet(0.5)); the partition and the scale's test subset drawn from
+    ``partition_seed``; the model of :func:`_model`; the round settings of :func:`round_settings`; test accuracy
+    (in [0, 1]) with its trivial baseline, the most frequent test class (:func:`trivial_baseline` over 100)."""
     settings, partition_seed = _scale(scale), check_seed("partition_seed", partition_seed)
     if isinstance(names, str) or not isinstance(names, Sequence) or not names:
         raise ValueError(f"names={names!r} must be a non-empty list of task names among {list(TASKS)}")
-    built = {}
+    built, stand_in = {}, None
     for name in names:
         check_choice("names", name, TASKS)
         if name == "cifar10":
@@ -123,12 +163,14 @@ def tasks(scale: str, partition_seed: int = 0, device: str = "cpu",
                 raise ValueError(f"names={list(names)!r}: 'cifar10' runs only at scale 'paper' (ResNet-18, "
                                  f"torchvision files); got scale={scale!r}")
             data = load_torchvision("cifar10", settings["clients"], "dirichlet", partition_seed, device=device,
-                                    alpha=CIFAR_ALPHA)
+                                    alpha=CIFAR_ALPHA).test_subset(settings["test_samples"], partition_seed)
         else:
-            data = load_fashion_mnist(settings["clients"], "dirichlet", partition_seed, device=device, alpha=ALPHA)
-        data = data.test_subset(settings["test_samples"], partition_seed)
+            if stand_in is None:
+                stand_in = load_fashion_mnist(settings["clients"], "dirichlet", partition_seed, device=device,
+                                              alpha=ALPHA).test_subset(settings["test_samples"], partition_seed)
+            data = stand_in
         built[name] = Task(name, data, _model(name, tuple(data.inputs.shape[1:]), data.num_classes),
-                           round_settings(scale), baseline=trivial_baseline(data) / 100,
+                           round_settings(scale, name), baseline=trivial_baseline(data) / 100,
                            model_label=MODEL_LABELS[name])
     return built
 
@@ -144,70 +186,133 @@ def theorem_step_sizes(method: str, settings: Mapping[str, Any]) -> dict[str, fl
 
 
 Builder = Callable[..., Any]
-def make_builders() -> dict[str, Builder]:
-    """``{method: build(**hyperparameters)}``: PAdaMFed's from :func:`theorem_step_sizes`, the baselines' from
-    :data:`GRIDS` (every paper's experiment names its builders so)."""
-    return dict(_BUILDERS)
 
 
-_BUILDERS: dict[str, Builder] = {
-    "PAdaMFed": lambda eta, gamma, beta: algorithms.padamfed(eta=eta, gamma=gamma, beta=beta),
-    "PAdaMFed-VR": lambda eta, gamma, beta: algorithms.padamfed_vr(eta=eta, gamma=gamma, beta=beta),
-    "FedAvg": lambda client_lr: algorithms.fedavg(client_lr),
-    "SCAFFOLD": lambda client_lr: algorithms.scaffold(client_lr),
-    "SCAFFOLD-M": lambda eta, beta, factor: algorithms.scaffold_m(
-        eta=eta, gamma=factor * eta * ROUND_SIZES["local_steps"], beta=beta),
-    "SCAFFOLD-M-VR": lambda eta, beta, factor: algorithms.scaffold_m_vr(
-        eta=eta, gamma=factor * eta * ROUND_SIZES["local_steps"], beta=beta),
-}
+def make_builders(local_steps: int = ROUND_SIZES["local_steps"]) -> dict[str, Builder]:
+    """``{method: build(**hyperparameters, **options)}``: PAdaMFed's from :func:`theorem_step_sizes`, the
+    baselines' from :data:`GRIDS` (SCAFFOLD-M's ``gamma = factor * eta * local_steps``, factor 1 unless given);
+    ``options`` go to the factory (``initialization``, ``server_momentum``)."""
+    K = local_steps
+    return {
+        "PAdaMFed": lambda eta, gamma, beta, **options: algorithms.padamfed(eta=eta, gamma=gamma, beta=beta,
+                                                                            **options),
+        "PAdaMFed-VR": lambda eta, gamma, beta, **options: algorithms.padamfed_vr(eta=eta, gamma=gamma, beta=beta,
+                                                                                 **options),
+        "FedAvg": lambda client_lr: algorithms.fedavg(client_lr),
+        "SCAFFOLD": lambda client_lr: algorithms.scaffold(client_lr),
+        "SCAFFOLD-M": lambda eta, beta, factor=1.0, **options: algorithms.scaffold_m(
+            eta=eta, gamma=factor * eta * K, beta=beta, **options),
+        "SCAFFOLD-M-VR": lambda eta, beta, factor=1.0, **options: algorithms.scaffold_m_vr(
+            eta=eta, gamma=factor * eta * K, beta=beta, **options),
+    }
 
 
 def score(history: History) -> float:
-    """A run's score: mean test accuracy over the last fifth of its rounds (NaN if it diverged)."""
-    return last_rounds_average(history, "test_accuracy", METRIC_FRACTION)
+    """A run's score: its mean test accuracy over the last four evaluations
+    (:func:`fedcore.experiments.common.window_score`; NaN if it diverged)."""
+    return window_score(history, "test_accuracy")
 
 
 def grids(scale: str) -> dict[str, dict[str, list[float]]]:
-    """:data:`GRIDS`, or at ``smoke`` (CI) one point of each: the middle of every list (not
-    :func:`~fedcore.experiments.common.grids_at`'s ends: the notebook's smoke numbers stay those of its first
-    pass)."""
+    """:data:`GRIDS`, or at ``smoke`` (CI) one point of each: the middle of every list."""
     _scale(scale)
     return GRIDS if scale != "smoke" else {method: {name: [values[len(values) // 2]] for name, values in grid.items()}
                                            for method, grid in GRIDS.items()}
 
 
-def tune(task: Task, scale: str, seeds: Sequence[int], *, store: Store | None = None,
-         progress: bool = False) -> Tuning:
-    """Grid-search every baseline on ``task`` (:func:`grids` at ``scale``) over ``seeds`` with
-    :func:`fedcore.experiments.common.tune`: each point run for the task's T rounds, the point with the highest
-    mean :func:`score` over the seeds chosen (``Tuning.chosen``; ``Tuning.tables``: every point's scores)."""
-    found = common.tune(task, make_builders(), grids(scale), seeds, score, higher_is_better=True, store=store,
-                        progress=progress)
+def _methods(task: Task, methods: Sequence[str] | None) -> tuple[str, ...]:
+    allowed = METHODS_AT.get(task.name, METHODS)
+    methods = allowed if methods is None else tuple(methods)
+    for method in methods:
+        check_choice("methods", method, allowed)
+    return methods
+
+
+def tune(task: Task, scale: str, seeds: Sequence[int], *, methods: Sequence[str] | None = None,
+         store: Store | None = None, progress: bool = False) -> Tuning:
+    """Grid-search every baseline among ``methods`` (the task's, :data:`METHODS_AT`) on ``task`` (:func:`grids`
+    at ``scale``) over ``seeds`` with :func:`fedcore.experiments.common.tune`: each point run for the task's T
+    rounds from every seed, the point with the highest mean :func:`score` chosen (``Tuning.chosen``;
+    ``Tuning.tables``: every point's scores per seed and their mean)."""
+    baselines = {method: grid for method, grid in grids(scale).items() if method in _methods(task, methods)}
+    found = common.tune(task, make_builders(task.settings["local_steps"]), baselines, seeds, score,
+                        higher_is_better=True, store=store, progress=progress)
     chosen = {method: {key: float(value) for key, value in point.items()} for method, point in found.chosen.items()}
     return Tuning(chosen, found.tables)
 
 
-def defaults(chosen: Mapping[str, Mapping[str, float]], settings: Mapping[str, Any]) -> dict[str, dict[str, float]]:
+def on_edge(tuning: Tuning, scale: str) -> dict[str, list[str]]:
+    """``{method: [hyperparameters]}``: the tuned values on an end of their grid at ``scale``
+    (:func:`fedcore.experiments.common.on_edge`)."""
+    return common.on_edge(tuning.chosen, grids(scale))
+
+
+def defaults(chosen: Mapping[str, Mapping[str, float]], settings: Mapping[str, Any],
+             methods: Sequence[str] = METHODS) -> dict[str, dict[str, float]]:
     """Every method's hyperparameters at multiplier 1: the theorems' for PAdaMFed(-VR) at the round ``settings``'
     S, K, T (:func:`theorem_step_sizes`), the ``chosen`` (tuned) ones for the baselines."""
-    missing = [method for method in METHODS if method not in PARAMETER_FREE and method not in chosen]
+    missing = [method for method in methods if method not in PARAMETER_FREE and method not in chosen]
     if missing:
         raise ValueError(f"chosen has no hyperparameters for {missing}: give the tuned point of every baseline")
     return {method: dict(theorem_step_sizes(method, settings)) if method in PARAMETER_FREE else dict(chosen[method])
-            for method in METHODS}
+            for method in methods}
 
 
-def run(task: Task, base: Mapping[str, Mapping[str, float]], seed: int, *, methods: Sequence[str] = METHODS,
-        store: Store | None = None, progress: bool = False) -> dict[str, History]:
-    """``{method: History}``: each of ``methods`` at its ``base`` hyperparameters (:func:`defaults`) on ``task``
-    from ``seed``'s initial model, client sampling and minibatches (:func:`fedcore.simulate`, one run each)."""
-    seed = check_seed("seed", seed)
-    missing = [check_choice("methods", method, METHODS) for method in methods if method not in base]
+def run(task: Task, base: Mapping[str, Mapping[str, float]], seeds: Sequence[int], *,
+        methods: Sequence[str] | None = None, options: Mapping[str, Any] | None = None, store: Store | None = None,
+        progress: bool = False) -> dict[str, list[History]]:
+    """``{method: [History of each seed]}``: each of ``methods`` (the task's) at its ``base`` hyperparameters
+    (:func:`defaults`) with the factory ``options`` (:data:`VARIANTS`), on ``task`` from each seed's initial
+    model, client sampling and minibatches (:func:`fedcore.experiments.common.run_seeds`: in passes)."""
+    methods = _methods(task, methods)
+    missing = [method for method in methods if method not in base]
     if missing:
         raise ValueError(f"base has no hyperparameters for {missing}: give base[method] (defaults(...)) for each")
-    problem = task.problem(seed)
-    return {method: simulate(problem, _BUILDERS[method](**base[method]), **task.settings, seed=seed, store=store,
-                             progress=progress) for method in methods}
+    builders = make_builders(task.settings["local_steps"])
+    return run_seeds(task, {method: builders[method](**base[method], **dict(options or {})) for method in methods},
+                     seeds, store=store, progress=progress)
+
+
+def run_variants(task: Task, base: Mapping[str, Mapping[str, float]], seeds: Sequence[int], *,
+                 store: Store | None = None, progress: bool = False) -> dict[str, dict[str, list[History]]]:
+    """``{variant: {method: [History of each seed]}}``: each reading of :data:`VARIANTS` for the task's methods it
+    changes (:data:`VARIANT_METHODS`)."""
+    return {variant: run(task, base, seeds, methods=[m for m in VARIANT_METHODS[variant] if m in _methods(task, None)],
+                         options=options, store=store, progress=progress)
+            for variant, options in VARIANTS.items()}
+
+
+CHANGE = {CONFIRMED: "higher", CONTRADICTED: "lower", WITHIN_NOISE: "within the noise"}
+"""How :func:`variants_table` names the outcome of "the variant scores higher than the default"."""
+
+
+def variants_table(defaults_runs: Mapping[str, Sequence[History]],
+                   variants: Mapping[str, Mapping[str, Sequence[History]]]) -> pd.DataFrame:
+    """Per (variant, method): the score (mean ± sd over the seeds, in points) with fedcore's default reading and
+    with the variant, and the paired difference (variant minus default, ± 2 standard errors) with its outcome
+    (:func:`fedcore.experiments.claims.compare`: a change counts only beyond the noise: :data:`CHANGE`)."""
+    rows = {}
+    for variant, by_method in variants.items():
+        for method, histories in by_method.items():
+            ours = [score(h) for h in histories]
+            default = [score(h) for h in defaults_runs[method]]
+            outcome, text = compare(ours, default, scale=100)
+            rows[(variant, method)] = {"default": mean_and_sd(default), "variant": mean_and_sd(ours),
+                                       "variant - default": text, "beyond the noise": CHANGE[outcome]}
+    return pd.DataFrame(rows).T.rename_axis(["variant", "method"])
+
+
+def mean_and_sd(scores: Sequence[float], scale: float = 100.0) -> str:
+    """``"81.23 ± 0.45"``: the mean ± standard deviation of ``scores`` times ``scale`` (or how many diverged)."""
+    values = pd.Series(scores, dtype=float) * scale
+    if values.isna().any():
+        return f"{int(values.isna().sum())} of {len(values)} diverged"
+    return f"{values.mean():.2f} ± {values.std(ddof=1):.2f}" if len(values) > 1 else f"{values.mean():.2f}"
+
+
+def scores_of(runs: Mapping[str, Sequence[History]]) -> pd.DataFrame:
+    """Rows the methods, columns the seeds: :func:`score` of each run of ``runs`` (:func:`run`'s)."""
+    return pd.DataFrame({method: [score(h) for h in histories] for method, histories in runs.items()}).T
 
 
 def scaled(method: str, hyperparameters: Mapping[str, float], multiplier: float,
@@ -224,30 +329,95 @@ def scaled(method: str, hyperparameters: Mapping[str, float], multiplier: float,
     values["eta"] *= m
     if "gamma" in values and reading == "every rate":
         values["gamma"] *= m
-    if "factor" in values and reading == "local rate":
-        values["factor"] /= m
+    if method.startswith("SCAFFOLD-M") and reading == "local rate":
+        values["factor"] = values.get("factor", 1.0) / m
     return values
 
 
-def robustness(task: Task, base: Mapping[str, Mapping[str, float]], factors: Sequence[float], seed: int,
-               reading: str = "every rate", *, store: Store | None = None, progress: bool = False) -> pd.DataFrame:
-    """:func:`score` of every method at every multiplier in ``factors`` (rows) from its ``base`` hyperparameters
-    (:func:`defaults`), under ``reading`` (:func:`scaled`), on ``task`` from ``seed``; a diverged run scores NaN.
-    Each method's multipliers go through :func:`fedcore.sweep` (several runs in one pass where the backend gains
-    by it)."""
-    problem, factors = task.problem(check_seed("seed", seed)), [check_positive("factors", f) for f in factors]
-    table = {}
-    for method in METHODS:
-        def build(multiplier: float, method: str = method) -> Any:
-            return _BUILDERS[method](**scaled(method, base[method], multiplier, reading))
-        swept = sweep(problem, build, {"multiplier": factors}, summary=lambda h: {"score": score(h)}, seed=seed,
-                      store=store, progress=progress, **task.settings)
-        table[method] = dict(zip(factors, swept["score"] if "score" in swept else [math.nan] * len(factors)))
-    return pd.DataFrame(table).rename_axis("multiplier")
+def robustness(task: Task, base: Mapping[str, Mapping[str, float]], factors: Sequence[float],
+               seeds: Sequence[int], *, methods: Sequence[str] | None = None, store: Store | None = None,
+               progress: bool = False) -> dict[str, pd.DataFrame]:
+    """``{reading: table}``: :func:`score` of every method at every multiplier in ``factors`` (rows) from its
+    ``base`` hyperparameters (:func:`defaults`) under each reading (:func:`scaled`), from every seed (columns:
+    method, seed); a diverged run scores NaN.  The one-rate methods (FedAvg, SCAFFOLD) run once: both readings
+    move the same rate.  The multipliers of a method go through :func:`fedcore.sweep` (in passes)."""
+    seeds = check_seeds("seeds", seeds, distinct=True)
+    factors = [check_positive("factors", f) for f in factors]
+    problem, starts = task.problem(seeds[0]), task.initial(seeds)
+    builders, tables = make_builders(task.settings["local_steps"]), {}
+    for reading in READINGS:
+        columns = {}
+        for method in _methods(task, methods):
+            if reading != READINGS[0] and method not in TWO_RATES:
+                columns.update({key: value for key, value in tables[READINGS[0]].items() if key[0] == method})
+                continue
+
+            def build(multiplier: float, method: str = method, reading: str = reading) -> Any:
+                return builders[method](**scaled(method, base[method], multiplier, reading))
+            swept = sweep(problem, build, {"multiplier": factors}, seeds=seeds, x0=starts, store=store,
+                          summary=lambda h: {"score": score(h)}, progress=progress, **task.settings)
+            swept["seed"] = swept["seed"] if "seed" in swept else seeds[0]
+            swept["score"] = swept["score"] if "score" in swept else math.nan
+            for seed in seeds:
+                rows = swept[swept["seed"] == seed].set_index("multiplier")["score"]
+                columns[(method, seed)] = rows.reindex(factors)
+        tables[reading] = columns
+    return {reading: _by_method_seed(columns) for reading, columns in tables.items()}
 
 
-def robustness_summary(table: pd.DataFrame, within: float = NEAR_BEST) -> pd.DataFrame:
-    """Per method: its best score, at which multiplier, and the good range in decades (:func:`good_range`)."""
-    return pd.DataFrame({method: {"best score": table[method].max(), "best multiplier": table[method].idxmax(),
-                                  f"decades within {within:g} of best": good_range(table[method], within)}
-                         for method in table}).T
+def _by_method_seed(columns: Mapping[tuple[str, int], pd.Series]) -> pd.DataFrame:
+    table = pd.DataFrame(dict(columns))
+    table.columns = pd.MultiIndex.from_tuples(table.columns, names=["method", "seed"])
+    return table.rename_axis("multiplier")
+
+
+def mean_over_seeds(table: pd.DataFrame) -> pd.DataFrame:
+    """A (method, seed) table as rows by methods: the mean over the seeds (NaN where a seed diverged)."""
+    return table.T.groupby(level=0, sort=False).mean().T if table.columns.nlevels > 1 else table
+
+
+def good_span(column: pd.Series, within: float = NEAR_BEST, around: float = 1.0) -> tuple[float, float] | None:
+    """The contiguous multipliers around ``around`` (the default a user gets) whose score lies within ``within``
+    of the column's best: ``(lowest, highest)``, or None when ``around`` itself is not within (or every run
+    diverged).  A NaN (diverged) multiplier ends the span."""
+    check_range("within", within, 0)
+    column = column.sort_index().astype(float)
+    if around not in column.index:
+        raise ValueError(f"around={around!r} is not one of the multipliers {list(column.index)}")
+    if column.isna().all():
+        return None
+    good = (column >= column.max() - within).to_numpy()
+    position = list(column.index).index(around)
+    if not good[position]:
+        return None
+    low = high = position
+    while low > 0 and good[low - 1]:
+        low -= 1
+    while high < len(good) - 1 and good[high + 1]:
+        high += 1
+    return float(column.index[low]), float(column.index[high])
+
+
+def span_points(column: pd.Series, within: float = NEAR_BEST) -> int:
+    """How many multipliers :func:`good_span` holds (0 when 1 is not within ``within`` of the best)."""
+    span = good_span(column, within)
+    return 0 if span is None else int(((column.index >= span[0]) & (column.index <= span[1])).sum())
+
+
+def robustness_summary(tables: Mapping[str, pd.DataFrame], within: float = NEAR_BEST) -> pd.DataFrame:
+    """Per reading and method (rows): the best multiplier and its mean score over the seeds, the score at 1, the
+    good range around 1 of the mean scores (:func:`good_span`, in decades: the grid's resolution is one decade)
+    and each seed's own good range."""
+    rows = {}
+    for reading, table in tables.items():
+        means = mean_over_seeds(table)
+        for method in means:
+            span = good_span(means[method], within)
+            seeds = table[method] if table.columns.nlevels > 1 else means[[method]]
+            rows[(reading, method)] = {
+                "best multiplier": means[method].idxmax(), "best score": round(means[method].max(), 4),
+                "score at 1": round(means[method].loc[1.0], 4),
+                "good range": "none (1 is not within)" if span is None else f"{span[0]:g} to {span[1]:g}",
+                "decades": math.nan if span is None else math.log10(span[1] / span[0]),
+                "per seed (grid points)": ", ".join(str(span_points(seeds[seed], within)) for seed in seeds)}
+    return pd.DataFrame(rows).T.rename_axis(["reading", "method"])

@@ -7,8 +7,9 @@ keeps it on the object (to read or test), then ``.plot(...)`` draws it and keeps
   initial gradient norm against the smoothness L of the scaled objective, clipped so that a blown-up run stays on
   the axis;
 - :class:`RobustnessDisplay`: accuracy against the learning-rate multiplier (the slides' Figure 2), one panel per
-  reading, the multipliers within :data:`~fedcore.experiments.padamfed.experiment.NEAR_BEST` of each method's
-  best filled (:func:`fedcore.experiments.common.near_best_by_column`).
+  reading, the mean over seeds, each method's good range around 1 filled
+  (:func:`~fedcore.experiments.padamfed.experiment.good_span`, within
+  :data:`~fedcore.experiments.padamfed.experiment.NEAR_BEST` of its best).
 """
 
 from __future__ import annotations
@@ -23,8 +24,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from fedcore.checks import check_positive, check_range
-from fedcore.experiments.common import near_best_by_column
-from fedcore.experiments.padamfed.experiment import NEAR_BEST
+from fedcore.experiments.padamfed.experiment import NEAR_BEST, good_span, mean_over_seeds
 from fedcore.plots import LINE_STYLES, MARKERS, robustness
 
 CLIP = 1e6
@@ -50,16 +50,21 @@ class SmoothnessDisplay:
         clip = check_positive("clip", clip)
         return cls(table.clip(upper=clip), clip)
 
-    def plot(self, ax: Axes | None = None) -> SmoothnessDisplay:
+    def plot(self, ax: Axes | None = None, xlabel: str = "smoothness L of the scaled objective",
+             target: float | None = None) -> SmoothnessDisplay:
         """Log-log lines, one per method (its own marker and line style), and a grey line at 1: above it a run
-        ends farther from stationarity than it started."""
+        ends farther from stationarity than it started; a dashed line at ``target`` (a claim's pass rule) when
+        given.  ``xlabel`` names the rows (the smoothness L, the reparametrization's a, the heterogeneity)."""
         if ax is None:
             _, ax = plt.subplots(figsize=(6, 3.6), layout="constrained")
         for index, method in enumerate(self.ratios):
             ax.loglog(self.ratios.index, self.ratios[method], marker=MARKERS[index % len(MARKERS)],
                       linestyle=LINE_STYLES[index % len(LINE_STYLES)], label=method)
         ax.axhline(1, color="grey", linewidth=0.8)
-        ax.set(xlabel="smoothness L of the scaled objective",
+        if target is not None:
+            ax.axhline(check_positive("target", target), color="grey", linewidth=0.8, linestyle="--",
+                       label=f"pass rule: {target:g}")
+        ax.set(xlabel=xlabel,
                ylabel=f"final / initial gradient norm (clipped at {self.clip:.0e})".replace("e+0", "e"))
         ax.grid(alpha=0.3, which="both")
         ax.legend(fontsize="small")
@@ -69,9 +74,9 @@ class SmoothnessDisplay:
 
 @dataclass
 class RobustnessDisplay:
-    """``tables``: per reading, the score at each multiplier (rows) of each method (columns)
-    (:func:`fedcore.experiments.padamfed.experiment.robustness`); ``good``: per reading, the mask of the
-    multipliers within ``within`` of each method's best."""
+    """``tables``: per reading, the mean score over the seeds at each multiplier (rows) of each method (columns)
+    (:func:`fedcore.experiments.padamfed.experiment.robustness`, averaged); ``good``: per reading, the mask of
+    each method's good range around 1 (:func:`~fedcore.experiments.padamfed.experiment.good_span`)."""
 
     tables: dict[str, pd.DataFrame]
     within: float
@@ -81,24 +86,34 @@ class RobustnessDisplay:
 
     @classmethod
     def from_tables(cls, tables: Mapping[str, pd.DataFrame], within: float = NEAR_BEST) -> RobustnessDisplay:
-        """Mark, per reading and method, the multipliers whose score lies within ``within`` of the method's best
-        (:func:`fedcore.experiments.common.near_best_by_column`; a diverged run never does)."""
+        """Average each reading's table over its seeds (columns (method, seed); a table of methods is taken as
+        it is) and mark, per method, the contiguous multipliers around 1 whose mean lies within ``within`` of the
+        method's best mean (a diverged run never does)."""
         if not isinstance(tables, Mapping) or not tables:
             raise TypeError(f"tables={tables!r} must be a non-empty {{reading: DataFrame}}")
         within = check_range("within", within, 0)
-        return cls(dict(tables), within, {reading: near_best_by_column(table, within)
-                                          for reading, table in tables.items()})
+        means = {reading: mean_over_seeds(table) for reading, table in tables.items()}
+        good = {}
+        for reading, table in means.items():
+            mask = np.zeros(table.shape, bool)
+            for index, method in enumerate(table):
+                span = good_span(table[method], within)
+                if span is not None:
+                    mask[:, index] = (table.index >= span[0]) & (table.index <= span[1])
+            good[reading] = mask
+        return cls(means, within, good)
 
-    def plot(self, axes: Sequence[Axes] | None = None) -> RobustnessDisplay:
-        """One panel per reading, titled "multiplying <reading>", sharing the y axis
-        (:func:`fedcore.plots.robustness`: filled markers within ``within`` of the best, hollow elsewhere, a line
+    def plot(self, axes: Sequence[Axes] | None = None, title: str = "") -> RobustnessDisplay:
+        """One panel per reading, titled "``title``multiplying <reading>", sharing the y axis
+        (:func:`fedcore.plots.robustness`: filled markers in the good range around 1, hollow elsewhere, a line
         stops where a run diverged), one legend below them."""
         if axes is None:
             figure, axes = plt.subplots(1, len(self.tables), figsize=(6 * len(self.tables), 4), layout="constrained",
                                         sharey=True, squeeze=False)
             axes = list(axes[0])
         for ax, (reading, table) in zip(axes, self.tables.items()):
-            robustness(table, self.good[reading], ax, title=f"multiplying {reading}", legend=False)
+            robustness(table, self.good[reading], ax, title=f"{title}multiplying {reading}", legend=False,
+                       ylabel="test accuracy (last 4 evaluations, mean over seeds)")
         self.figure_, self.axes_ = axes[0].figure, axes
         self.figure_.legend(*axes[0].get_legend_handles_labels(), loc="outside lower center",
                             ncols=len(self.tables[next(iter(self.tables))].columns), fontsize="small")
