@@ -278,12 +278,13 @@ def grid_heatmap(table: Any, ax: Axes | None = None, label: str = "", log: bool 
 
 def robustness(table: Any, good: Any = None, ax: Axes | None = None, title: str = "", legend: bool = True,
                xlabel: str = "learning-rate multiplier",
-               ylabel: str = "test accuracy (last fifth of the rounds)") -> Axes:
+               ylabel: str = "test accuracy (last fifth of the rounds)", order: Sequence[str] | None = None) -> Axes:
     """Score against a learning rate or its multiplier (log axis), one line per method (``table``: rows the
     rates, columns the methods); where the boolean table ``good`` (same shape, e.g. the rates within a tolerance
     of each method's best, :func:`fedcore.experiments.common.near_best` per column) is True the point is drawn
     filled, elsewhere hollow (all filled without ``good``); where a run diverged the line stops.  ``legend=False``
-    leaves the legend to the caller (one per figure)."""
+    leaves the legend to the caller (one per figure).  ``order`` fixes each method's colour, line style and marker
+    by its place in it (the same method looks the same in every figure), else by its column."""
     import pandas as pd
 
     check_type("table", table, pd.DataFrame)
@@ -294,20 +295,32 @@ def robustness(table: Any, good: Any = None, ax: Axes | None = None, title: str 
     if ax is None:
         _, ax = plt.subplots(figsize=(6, 3.8))
     x = table.index.to_numpy(dtype=float)
-    for index, method in enumerate(table):
-        y, filled = table[method].to_numpy(dtype=float), good[:, index]
-        color, style = f"C{index % 10}", LINE_STYLES[index % 6]
-        ax.plot(x, y, color=color, linestyle=style, label=method)
-        ax.plot(x[filled], y[filled], MARKERS[index % 6], color=color)
-        ax.plot(x[~filled], y[~filled], MARKERS[index % 6], color=color, markerfacecolor="none")
+    for column, method in enumerate(table):
+        y, filled = table[method].to_numpy(dtype=float), good[:, column]
+        index = list(order).index(method) if order is not None and method in order else column
+        color, style, marker = f"C{index % 10}", LINE_STYLES[index % 6], MARKERS[index % 6]
+        ax.plot(x, y, color=color, linestyle=style, marker=marker, markersize=0, label=method)
+        ax.plot(x[filled], y[filled], marker, color=color)
+        ax.plot(x[~filled], y[~filled], marker, color=color, markerfacecolor="none")
     ax.set_xscale("log")
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     ax.set_title(title, fontsize="medium")
     ax.grid(alpha=0.3, which="both")
     if legend:
-        ax.legend(fontsize="small")
+        ax.legend(*legend_handles(ax), fontsize="small")
     return ax
+
+
+def legend_handles(ax: Axes) -> tuple[list[Any], list[str]]:
+    """``(handles, labels)`` of ``ax``'s labelled lines, each drawn with its colour, line style and marker (a line
+    drawn without visible markers, as :func:`robustness`'s, still shows its marker in the legend)."""
+    from matplotlib.lines import Line2D
+
+    lines = [line for line in ax.get_lines() if not line.get_label().startswith("_")]
+    handles = [Line2D([], [], color=line.get_color(), linestyle=line.get_linestyle(), marker=line.get_marker())
+               for line in lines]
+    return handles, [line.get_label() for line in lines]
 
 
 def savefig(figure: Figure, name: str, directory: str | os.PathLike | None) -> None:

@@ -118,17 +118,22 @@ with pd.option_context("display.max_colwidth", None):
 # with and without variance reduction, are the only ones whose step sizes use none of them. The last column is as
 # the slides print it: rounds to an $\epsilon$-stationary point ($\mathbb E\|\nabla f\| \le \epsilon$).
 #
-# **Algorithm 1** (PAdaMFed). Line 1: for every client $i$ ("for any $i$"), $c_i^{-1} = \frac1K \sum_k
-# \nabla F(\theta^0; \xi_i^{-1,k})$, and $c^{-1} = \frac1N \sum_i c_i^{-1}$, $g^{-1} = c^{-1}$. In round $t$, each
-# of the $S$ sampled clients starts at $\theta_i^{t,0} = \theta^t$ and takes $K$ steps
+# **Algorithm 1** (PAdaMFed), with the slides' line numbers, which the code's comments and option names use.
+# **Line 1**: for every client $i$ ("for any $i$"), $c_i^{-1} = \frac1K \sum_k \nabla F(\theta^0; \xi_i^{-1,k})$,
+# and $c^{-1} = \frac1N \sum_i c_i^{-1}$, $g^{-1} = c^{-1}$. In round $t$, each of the $S$ sampled clients starts at
+# $\theta_i^{t,0} = \theta^t$ and takes $K$ steps (**lines 7 and 8**)
 #
 # $$g_i^{t,k} = \beta\big(\nabla F(\theta_i^{t,k}; \xi_i^{t,k}) - c_i^{t-1} + c^{t-1}\big) + (1 - \beta)\, g^{t-1},
 # \qquad \theta_i^{t,k+1} = \theta_i^{t,k} - \eta\, \frac{g_i^{t,k}}{\|g_i^{t,k}\|},$$
 #
-# then sets $c_i^t = \frac1K \sum_k \nabla F(\theta_i^{t,k}; \xi_i^{t,k})$. The server aggregates
+# then sets $c_i^t = \frac1K \sum_k \nabla F(\theta_i^{t,k}; \xi_i^{t,k})$ (**line 10**). The server aggregates
+# (**lines 13 and 14**; the slides' text prints line 13's divisor as "nSK", which we read as $\eta S K$)
 #
 # $$\bar g^t = \frac{1}{\eta S K} \sum_{i \in \mathcal S_t} (\theta^t - \theta_i^{t,K}), \qquad
 # \theta^{t+1} = \theta^t - \gamma\, \bar g^t,$$
+#
+# and updates the control variate and the momentum (**lines 15 and 16**)
+#
 # $$c^t = c^{t-1} + \frac1N \sum_{i \in \mathcal S_t} (c_i^t - c_i^{t-1}), \qquad
 # g^t = \beta\Big(\frac1S \sum_{i \in \mathcal S_t} (c_i^t - c_i^{t-1}) + c^{t-1}\Big) + (1 - \beta)\, g^{t-1}.$$
 #
@@ -188,7 +193,7 @@ smoothness.map("{:.3g}".format)
 # normalized step still has length $\eta$, and the server still moves at most $T\gamma$ in all, whatever the
 # distance. **Pass rule**: at every $a$, the run ends with at most half its initial gradient norm (ratio $\le$
 # 0.5), confirmed over three seeds (the mean of $\log_{10}$ ratios beyond 2 standard errors). The same four
-# methods, FedAvg and SCAFFOLD at the rate `FEDAVG_LR`:
+# methods, FedAvg and SCAFFOLD at the rate `FEDAVG_LR` (one value, set without looking at $a$):
 
 # %%
 quadratic_seeds = list(theory.SEEDS)
@@ -204,8 +209,8 @@ theory.mean_ratios(reparametrization).map("{:.3g}".format)
 # and the start are fixed, the seeds draw the clients and minibatches). Where a line stays under the dashed line the
 # method passes at that $a$; section 6 turns the rows into a verdict. Read it with the mechanism in mind: at small $a$
 # the optimum is far ($|x_0 - x^*|/a$) and the server, which moves at most $\gamma$ a round, may not get there in
-# $T$ rounds; at large $a$ the landscape is steep and a step of fixed length overshoots. FedAvg's one rate, suited
-# to $a = 1$, diverges once $a^2 L$ outgrows it.
+# $T$ rounds; at large $a$ the landscape is steep and a step of fixed length overshoots. FedAvg's and SCAFFOLD's one
+# rate does best at $a = 0.316$ of the five and blows up once $a^2 L$ outgrows it.
 #
 # ### 1c. Growing heterogeneity
 #
@@ -282,8 +287,10 @@ display(padamfed_explorer)
 #   variance-reduced step costs two gradients).
 #
 # Every run is repeated over three seeds (initial model, client sampling, minibatches), and a run's score is its mean
-# test accuracy over its last four evaluations (`common.window_score`). PAdaMFed and PAdaMFed-VR run at their
-# theorems' step sizes for each horizon's $S$, $K$, $T$:
+# test accuracy over its last four evaluations (`common.window_score`). The test set is 2,000 of Fashion-MNIST's
+# test images, drawn once; its "trivial baseline" is the share of its most frequent class, what a model that
+# learned nothing scores. PAdaMFed and PAdaMFed-VR run at their theorems' step sizes for each horizon's $S$, $K$,
+# $T$:
 
 # %%
 tasks = experiment.tasks(SCALE, PARTITION_SEED, DEVICE)  # {name: common.Task}: data, model(seed), settings, metric
@@ -301,7 +308,8 @@ steps
 
 # %% [markdown]
 # The baselines are tuned by a grid search over their step sizes (the grids are ours; the paper's were not found;
-# SCAFFOLD-M's server step is $\gamma = \eta K$, SCAFFOLD's), each point run for the full $T$ from every seed and
+# SCAFFOLD-M is tuned over $\eta$ and $\beta$ with its server step tied to them, $\gamma = \eta K$, SCAFFOLD's; section
+# 4's "local rate" reading then moves $\eta$ and keeps the tuned $\gamma$), each point run for the full $T$ from every seed and
 # scored by its mean over the seeds: tuning on the test score is the most favourable tuning a baseline can get, so
 # the claim that the untuned method keeps up is tested at its hardest. A tuned value on an end of its grid is named
 # below (the best may lie beyond it).
@@ -326,10 +334,11 @@ histories = {name: experiment.run(task, bases[name], seeds, store=store, progres
              for name, task in tasks.items()}
 scores = {name: experiment.scores_of(runs) for name, runs in histories.items()}
 figure, axes = plt.subplots(1, len(tasks), figsize=(5.5 * len(tasks), 3.8), layout="constrained", squeeze=False)
-for ax, (name, runs) in zip(axes[0], histories.items()):
+for ax, (name, runs) in zip(axes[0], histories.items()):  # each panel its own legend: other methods
     curves = common_figures.CurvesDisplay.from_results({name: runs}, "test_accuracy", scale=100,
                                                        start=tasks[name].settings["eval_every"])
-    curves.plot([ax], legend=ax is axes[0][-1], label="test accuracy (%)")
+    curves.plot([ax], legend=False, label="test accuracy (%)")
+    ax.legend(fontsize="x-small", title="mean ± sd over seeds", title_fontsize="x-small")
 plots.savefig(figure, "02_accuracy_over_rounds.png", FIGURES)
 pd.concat({name: table.apply(lambda row: experiment.mean_and_sd(row.tolist()), axis=1)
            for name, table in scores.items()}, axis=1).rename_axis("score (%), mean ± sd over seeds")
@@ -370,7 +379,10 @@ with pd.option_context("display.max_colwidth", None):
 #
 # **The good range** of a method is the contiguous run of multipliers around 1 (the default a user gets) whose mean
 # score over the seeds lies within three points of the method's best mean; "none" when 1 itself is not. The grid's
-# resolution is one decade. Filled markers: in the good range; where a line stops, the run diverged.
+# resolution is one decade. Filled markers: in the good range; where a line stops, the run diverged. The summary
+# below gives, per reading and method, the best multiplier (and whether it is an end of the grid, beyond which the
+# best may lie), the best and the $\times 1$ scores in %, the good range's ends and its width in decades, and each
+# seed's own good range in grid points (the count section 6 compares).
 
 # %%
 factors = experiment.multipliers(SCALE)
@@ -432,7 +444,10 @@ else:
 # computed from the results above (`paper.CLAIMS`) by the shared rules of `fedcore.experiments.claims`: every check
 # is a paired comparison over the seeds, **confirmed** or **contradicted** only beyond 2 standard errors and
 # **within the noise** otherwise; a claim **holds** when every check is confirmed, **does not hold** when none is and
-# one is contradicted, is **partly** true when some are, and **inconclusive** when all lie within the noise. The
+# one is contradicted, is **partly** true when some are, and **inconclusive** when all lie within the noise; it is
+# **not testable here** when nothing we ran can test it (here: the scaled-$f$ check, which passes by construction).
+# Every "±" in the table is 2 standard errors of the paired differences over the seeds (in section 3's score
+# tables, "±" is one standard deviation, as their headers say). The
 # checks: on the reparametrized quadratics, PAdaMFed and PAdaMFed-VR end with at most half their initial gradient
 # norm at each $a$ (1b's rule); on the
 # heterogeneous ones, PAdaMFed at every level (1c); each untuned method within three points of its horizon's best

@@ -260,7 +260,9 @@ def test_good_span_is_the_contiguous_range_around_one() -> None:
     table.columns = pd.MultiIndex.from_tuples(table.columns, names=["method", "seed"])
     summary = experiment.robustness_summary({"every rate": table})
     row = summary.loc[("every rate", "A")]
-    assert row["best multiplier"] in (1.0, 100.0) and row["decades"] == pytest.approx(3.0)
+    assert row["best multiplier"] in (1.0, 100.0) and row["width (decades)"] == pytest.approx(3.0)
+    assert row["best score (%)"] == pytest.approx(81.5) and row["score at 1 (%)"] == pytest.approx(81.5)
+    assert row["best at a grid end"] == (row["best multiplier"] == 100.0)
     assert row["per seed (grid points)"] == "4, 4" and row["good range"] == "0.1 to 100"
 
 
@@ -279,11 +281,13 @@ def test_variants_table_pairs_each_reading_with_the_default(stand_in) -> None:
     table = experiment.variants_table({m: runs for m, runs in defaults_runs.items()},
                                       {v: {m: r for m, r in runs.items() if m in defaults_runs}
                                        for v, runs in variants.items()})
-    assert set(table.columns) == {"default", "variant", "variant - default", "beyond the noise"}
+    assert set(table.columns) == {"default (mean ± sd)", "variant (mean ± sd)", "variant - default (mean ± 2 SE)",
+                                  "beyond the noise"}
     scores = [experiment.score(h) for h in first["PAdaMFed"]]
     default = [experiment.score(h) for h in defaults_runs["PAdaMFed"]]
     mean = 100 * (np.mean(scores) - np.mean(default))
-    assert table.loc[(next(iter(experiment.VARIANTS)), "PAdaMFed"), "variant - default"].startswith(f"{mean:+.2f}")
+    assert table.loc[(next(iter(experiment.VARIANTS)), "PAdaMFed"), "variant - default (mean ± 2 SE)"].startswith(
+        f"{mean:+.2f}")
 
 
 # ------------------------------------------------------------------ the quadratic with scaled constants

@@ -37,7 +37,9 @@ def test_smoothness_display_clips_blown_up_runs_and_draws_one_line_per_method() 
     lines = ax.get_lines()
     assert [line.get_label() for line in lines[:3]] == ["PAdaMFed", "FedAvg", "SCAFFOLD"]
     assert list(lines[1].get_ydata()) == [0.3, 1e6] and ax.get_xscale() == ax.get_yscale() == "log"
-    assert {line.get_marker() for line in lines[:3]} == set(plots.MARKERS[:3])
+    # each method's style is its place among notebook 02's methods (PAdaMFed 0, FedAvg 2, SCAFFOLD 3)
+    assert [line.get_marker() for line in lines[:3]] == [plots.MARKERS[i] for i in (0, 2, 3)]
+    assert [line.get_color() for line in lines[:3]] == ["C0", "C2", "C3"]
     assert ax.get_ylabel() == "final / initial gradient norm (clipped at 1e6)"
     with pytest.raises(ValueError, match="clip=0"):
         figures.SmoothnessDisplay.from_table(table, clip=0)
@@ -54,7 +56,7 @@ def test_robustness_display_marks_each_methods_good_range_around_one() -> None:
     table.columns = pd.MultiIndex.from_tuples(table.columns, names=["method", "seed"])
     display = figures.RobustnessDisplay.from_tables({"every rate": table, "local rate": table * 0.5})
     assert display.within == experiment.NEAR_BEST
-    assert display.tables["every rate"]["A"].tolist()[:3] == pytest.approx([0.80, 0.81, 0.82])
+    assert display.tables["every rate"]["A"].tolist()[:3] == pytest.approx([80, 81, 82])  # in percent
     assert display.good["every rate"].tolist() == [[True, False], [True, False], [True, True], [False, True],
                                                    [False, True]]
     display.plot(title="task: ")
@@ -63,7 +65,9 @@ def test_robustness_display_marks_each_methods_good_range_around_one() -> None:
     assert len(lines) == 6  # a line, its filled and its hollow markers per method
     assert list(lines[1].get_xdata()) == [0.01, 0.1, 1.0] and display.axes_[0].get_xscale() == "log"
     assert list(lines[5].get_xdata()) == [0.01, 0.1]  # B's hollow markers
-    assert len(display.figure_.legends) == 1
+    assert len(display.figure_.legends) == 1 and "filled: the good range" in \
+        display.figure_.legends[0].get_title().get_text()
+    assert [h.get_marker() for h in display.figure_.legends[0].legend_handles] == list(plots.MARKERS[:2])
     with pytest.raises(TypeError, match="must be a non-empty"):
         figures.RobustnessDisplay.from_tables({})
 
@@ -82,3 +86,6 @@ def test_plots_robustness_draws_a_given_mask() -> None:
     ax = plots.robustness(table, near_best_by_column(table, experiment.NEAR_BEST))
     lines = ax.get_lines()
     assert len(lines) == 6 and list(lines[1].get_xdata()) == [0.01, 0.1, 1.0] and ax.get_xscale() == "log"
+    ordered = plots.robustness(table[["B", "A"]], order=["A", "B"], legend=True)  # styles follow the order
+    assert [line.get_color() for line in ordered.get_lines()[::3]] == ["C1", "C0"]
+    assert [h.get_marker() for h in ordered.get_legend().legend_handles] == [plots.MARKERS[1], plots.MARKERS[0]]

@@ -251,15 +251,16 @@ class Claim:
     assess: Callable[[Any], Judgement]
 
 
-def claims_table(evidence: Any, claims: Sequence[Claim]) -> pd.DataFrame:
-    """One row per claim: the claim, what our results show, the verdict, its scope and its number of seeds."""
+def claims_table(evidence: Any, claims: Sequence[Claim], source: str = "main text") -> pd.DataFrame:
+    """One row per claim: the claim (the column names its ``source``: the paper's main text, or its slides where
+    that is all we have), what our results show, the verdict, its scope and its number of seeds."""
     rows = []
     for claim in claims:
         judged = claim.assess(evidence)
         if not isinstance(judged, Judgement) or judged.verdict not in VERDICTS:
             raise ValueError(f"claim {claim.text!r} gave {judged!r}: a Judgement with a verdict among "
                              f"{list(VERDICTS)}")
-        rows.append({"claim (main text)": claim.text, "ours": judged.ours, "verdict": judged.verdict,
+        rows.append({f"claim ({source})": claim.text, "ours": judged.ours, "verdict": judged.verdict,
                      "scope": str(judged.scope), "seeds": len(judged.scope.seeds)})
     return pd.DataFrame(rows)
 

@@ -288,7 +288,7 @@ CHANGE = {CONFIRMED: "higher", CONTRADICTED: "lower", WITHIN_NOISE: "within the 
 
 def variants_table(defaults_runs: Mapping[str, Sequence[History]],
                    variants: Mapping[str, Mapping[str, Sequence[History]]]) -> pd.DataFrame:
-    """Per (variant, method): the score (mean ± sd over the seeds, in points) with fedcore's default reading and
+    """Per (variant, method): the score (mean ± sd over the seeds, in %) with fedcore's default reading and
     with the variant, and the paired difference (variant minus default, ± 2 standard errors) with its outcome
     (:func:`fedcore.experiments.claims.compare`: a change counts only beyond the noise: :data:`CHANGE`)."""
     rows = {}
@@ -297,8 +297,9 @@ def variants_table(defaults_runs: Mapping[str, Sequence[History]],
             ours = [score(h) for h in histories]
             default = [score(h) for h in defaults_runs[method]]
             outcome, text = compare(ours, default, scale=100)
-            rows[(variant, method)] = {"default": mean_and_sd(default), "variant": mean_and_sd(ours),
-                                       "variant - default": text, "beyond the noise": CHANGE[outcome]}
+            rows[(variant, method)] = {"default (mean ± sd)": mean_and_sd(default),
+                                       "variant (mean ± sd)": mean_and_sd(ours),
+                                       "variant - default (mean ± 2 SE)": text, "beyond the noise": CHANGE[outcome]}
     return pd.DataFrame(rows).T.rename_axis(["variant", "method"])
 
 
@@ -405,19 +406,22 @@ def span_points(column: pd.Series, within: float = NEAR_BEST) -> int:
 
 
 def robustness_summary(tables: Mapping[str, pd.DataFrame], within: float = NEAR_BEST) -> pd.DataFrame:
-    """Per reading and method (rows): the best multiplier and its mean score over the seeds, the score at 1, the
-    good range around 1 of the mean scores (:func:`good_span`, in decades: the grid's resolution is one decade)
-    and each seed's own good range."""
+    """Per reading and method (rows): the best multiplier (and whether it is an end of the grid: the best may lie
+    beyond) and its mean score over the seeds in %, the score at 1, the good range around 1 of the mean scores
+    (:func:`good_span`: its ends and its width in decades; the grid's resolution is one decade) and each seed's own
+    good range in grid points."""
     rows = {}
     for reading, table in tables.items():
         means = mean_over_seeds(table)
         for method in means:
             span = good_span(means[method], within)
             seeds = table[method] if table.columns.nlevels > 1 else means[[method]]
+            best = means[method].idxmax()
             rows[(reading, method)] = {
-                "best multiplier": means[method].idxmax(), "best score": round(means[method].max(), 4),
-                "score at 1": round(means[method].loc[1.0], 4),
+                "best multiplier": best, "best at a grid end": best in (means.index.min(), means.index.max()),
+                "best score (%)": round(100 * means[method].max(), 2),
+                "score at 1 (%)": round(100 * means[method].loc[1.0], 2),
                 "good range": "none (1 is not within)" if span is None else f"{span[0]:g} to {span[1]:g}",
-                "decades": math.nan if span is None else math.log10(span[1] / span[0]),
+                "width (decades)": math.nan if span is None else math.log10(span[1] / span[0]),
                 "per seed (grid points)": ", ".join(str(span_points(seeds[seed], within)) for seed in seeds)}
     return pd.DataFrame(rows).T.rename_axis(["reading", "method"])

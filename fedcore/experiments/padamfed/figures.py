@@ -24,8 +24,8 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from fedcore.checks import check_positive, check_range
-from fedcore.experiments.padamfed.experiment import NEAR_BEST, good_span, mean_over_seeds
-from fedcore.plots import LINE_STYLES, MARKERS, robustness
+from fedcore.experiments.padamfed.experiment import METHODS, NEAR_BEST, good_span, mean_over_seeds
+from fedcore.plots import LINE_STYLES, MARKERS, legend_handles, robustness
 
 CLIP = 1e6
 """The smoothness figure's ceiling: a ratio above it (a run that blew up, or inf: diverged) is drawn at it."""
@@ -51,32 +51,36 @@ class SmoothnessDisplay:
         return cls(table.clip(upper=clip), clip)
 
     def plot(self, ax: Axes | None = None, xlabel: str = "smoothness L of the scaled objective",
-             target: float | None = None) -> SmoothnessDisplay:
+             target: float | None = None, order: Sequence[str] = METHODS) -> SmoothnessDisplay:
         """Log-log lines, one per method (its own marker and line style), and a grey line at 1: above it a run
         ends farther from stationarity than it started; a dashed line at ``target`` (a claim's pass rule) when
-        given.  ``xlabel`` names the rows (the smoothness L, the reparametrization's a, the heterogeneity)."""
+        given.  ``xlabel`` names the rows (the smoothness L, the reparametrization's a, the heterogeneity);
+        ``order`` fixes each method's colour, marker and line style by its place in it (notebook 02's methods),
+        so that a method looks the same in every figure; the legend sits beside the axes."""
         if ax is None:
-            _, ax = plt.subplots(figsize=(6, 3.6), layout="constrained")
-        for index, method in enumerate(self.ratios):
+            _, ax = plt.subplots(figsize=(7, 3.6), layout="constrained")
+        for column, method in enumerate(self.ratios):
+            index = list(order).index(method) if method in order else column
             ax.loglog(self.ratios.index, self.ratios[method], marker=MARKERS[index % len(MARKERS)],
-                      linestyle=LINE_STYLES[index % len(LINE_STYLES)], label=method)
-        ax.axhline(1, color="grey", linewidth=0.8)
+                      linestyle=LINE_STYLES[index % len(LINE_STYLES)], color=f"C{index % 10}", label=method)
+        ax.axhline(1, color="grey", linewidth=0.8, label="no progress: 1")
         if target is not None:
             ax.axhline(check_positive("target", target), color="grey", linewidth=0.8, linestyle="--",
                        label=f"pass rule: {target:g}")
         ax.set(xlabel=xlabel,
                ylabel=f"final / initial gradient norm (clipped at {self.clip:.0e})".replace("e+0", "e"))
         ax.grid(alpha=0.3, which="both")
-        ax.legend(fontsize="small")
+        ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1))
         self.figure_, self.ax_ = ax.figure, ax
         return self
 
 
 @dataclass
 class RobustnessDisplay:
-    """``tables``: per reading, the mean score over the seeds at each multiplier (rows) of each method (columns)
-    (:func:`fedcore.experiments.padamfed.experiment.robustness`, averaged); ``good``: per reading, the mask of
-    each method's good range around 1 (:func:`~fedcore.experiments.padamfed.experiment.good_span`)."""
+    """``tables``: per reading, the mean score over the seeds at each multiplier (rows) of each method (columns), in
+    percent (:func:`fedcore.experiments.padamfed.experiment.robustness`, averaged, times 100); ``good``: per
+    reading, the mask of each method's good range around 1
+    (:func:`~fedcore.experiments.padamfed.experiment.good_span`)."""
 
     tables: dict[str, pd.DataFrame]
     within: float
@@ -101,20 +105,23 @@ class RobustnessDisplay:
                 if span is not None:
                     mask[:, index] = (table.index >= span[0]) & (table.index <= span[1])
             good[reading] = mask
-        return cls(means, within, good)
+        return cls({reading: 100 * table for reading, table in means.items()}, within, good)
 
-    def plot(self, axes: Sequence[Axes] | None = None, title: str = "") -> RobustnessDisplay:
+    def plot(self, axes: Sequence[Axes] | None = None, title: str = "",
+             order: Sequence[str] = METHODS) -> RobustnessDisplay:
         """One panel per reading, titled "``title``multiplying <reading>", sharing the y axis
         (:func:`fedcore.plots.robustness`: filled markers in the good range around 1, hollow elsewhere, a line
-        stops where a run diverged), one legend below them."""
+        stops where a run diverged; ``order`` fixes each method's style), one legend below them that says so."""
         if axes is None:
             figure, axes = plt.subplots(1, len(self.tables), figsize=(6 * len(self.tables), 4), layout="constrained",
                                         sharey=True, squeeze=False)
             axes = list(axes[0])
         for ax, (reading, table) in zip(axes, self.tables.items()):
             robustness(table, self.good[reading], ax, title=f"{title}multiplying {reading}", legend=False,
-                       ylabel="test accuracy (last 4 evaluations, mean over seeds)")
+                       ylabel="test accuracy (%, last 4 evaluations, mean over seeds)", order=order)
         self.figure_, self.axes_ = axes[0].figure, axes
-        self.figure_.legend(*axes[0].get_legend_handles_labels(), loc="outside lower center",
-                            ncols=len(self.tables[next(iter(self.tables))].columns), fontsize="small")
+        handles, labels = legend_handles(axes[0])
+        self.figure_.legend(handles, labels, loc="outside lower center", ncols=len(labels), fontsize="small",
+                            title=f"filled: the good range around 1 (within {100 * self.within:g} points of the "
+                                  "method's best); hollow: outside it", title_fontsize="small")
         return self

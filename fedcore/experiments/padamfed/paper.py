@@ -162,7 +162,7 @@ def _keeps_up(e: Evidence) -> Judgement:
         for method in (m for m in PARAMETER_FREE if m in table.index):
             outcome, text = compare(table.loc[method], table.loc[best], margin=-KEEPS_UP, scale=100)
             outcomes.append(outcome)
-            parts.append(f"{task}: {method} - {best} (best tuned), points: {text}, {outcome}")
+            parts.append(f"{task}: {method} - {best} (best tuned), points (mean ± 2 SE): {text}, {outcome}")
     return Judgement("; ".join(parts) + f" (margin -{100 * KEEPS_UP:g})", judge(outcomes), _scope(e.scope))
 
 
@@ -185,7 +185,7 @@ def _wider(reading: str) -> Callable[[Evidence], Judgement]:
         if not outcomes:
             return Judgement(f"no runs under the reading {reading!r}", NOT_TESTABLE, _scope(e.scope, []))
         counts = ", ".join(f"{outcomes.count(o)} {o}" for o in OUTCOMES if outcomes.count(o))
-        return Judgement(f"good range around 1 in grid points (one decade each), paired over seeds: "
+        return Judgement(f"good range around 1 in grid points (one decade each), paired over seeds (mean ± 2 SE): "
                          f"{'; '.join(parts)} ({counts} of {len(outcomes)} pairs)", judge(outcomes), _scope(e.scope))
     return assess
 
@@ -205,6 +205,6 @@ CLAIMS: tuple[Claim, ...] = (
 
 
 def claims_table(evidence: Evidence, claims: tuple[Claim, ...] = CLAIMS) -> pd.DataFrame:
-    """One row per claim: the claim, what our results show, the verdict, its scope and its number of seeds
-    (:func:`fedcore.experiments.claims.claims_table`)."""
-    return shared_claims_table(evidence, claims)
+    """One row per claim: the claim (the slides': "claim (slides)"), what our results show, the verdict, its scope
+    and its number of seeds (:func:`fedcore.experiments.claims.claims_table`)."""
+    return shared_claims_table(evidence, claims, source="slides")
