@@ -211,6 +211,44 @@ def test_armijo_finds_each_clients_largest_backtracked_step() -> None:
     assert etas[1][0] != etas[1][1] and bool((etas[1] < eta_max).all())
 
 
+def test_armijo_per_client_growth_and_a_start_below_the_cap() -> None:
+    """SLS's start (1) under a cap (8) and a growth per client [R, S, 1]: each step starts at
+    min(eta_max, growth_i * eta_prev), by hand as above."""
+    x, batch, oracle, gradient, loss = quadratic_batch(steps=3)
+    c, backtrack, eta_max, growth = 0.5, 0.5, 8.0, torch.tensor([1.5, 3.0], dtype=torch.float64)
+    rule = client.armijo(c=c, backtrack=backtrack, eta_max=eta_max, growth=growth.view(1, 2, 1), initial=1.0)
+    run = local_steps(x, batch, oracle, rule)
+    X, eta_prev = x.expand(2, -1).clone(), [1.0, 1.0]
+    for _ in range(3):
+        G, F = gradient(X), loss(X)
+        eta = torch.empty(2, dtype=torch.float64)
+        for i in range(2):
+            step = min(eta_max, float(growth[i]) * eta_prev[i])
+            while loss(X - step * G)[i] > F[i] - c * step * G[i].square().sum():
+                step *= backtrack
+            eta[i] = step
+        X = X - eta[:, None] * G
+        eta_prev = eta.tolist()
+    torch.testing.assert_close(run.X[0], X)
+    with pytest.raises(ValueError, match="growth=.* must be > 0 for every client"):
+        client.armijo(growth=torch.tensor([1.0, 0.0]))
+
+
+@pytest.mark.parametrize("fallback", [1e-6, None])
+def test_armijo_after_max_backtracks_moves_by_the_fallback_and_keeps_its_last_step(fallback) -> None:
+    """From a start of 100 two halvings (100, 50) both fail on this quadratic: the client moves by ``fallback``
+    (SLS's 1e-6) or, without one, by the last shrunken step 25; the state keeps 25 either way, and the search
+    counted its two evaluations."""
+    x, batch, oracle, gradient, _ = quadratic_batch(steps=1)
+    rule = client.armijo(c=0.1, backtrack=0.5, eta_max=100.0, initial=100.0, max_backtracks=2, fallback=fallback)
+    run = local_steps(x, batch, oracle, rule)
+    X = x.expand(2, -1)
+    moved = 25.0 if fallback is None else fallback
+    torch.testing.assert_close(run.X[0], X - moved * gradient(X))
+    eta, evaluations = run.state
+    assert eta.reshape(-1).tolist() == [25.0, 25.0] and float(evaluations.reshape(-1)[0]) == 2
+
+
 def test_armijo_probes_a_dropout_model_with_the_masks_of_its_gradient() -> None:
     """On a model with dropout the search's probes reuse the masks the gradient was computed with: each
     client's step equals a hand search in which every probe replays the step's random state, and the

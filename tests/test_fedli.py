@@ -87,7 +87,7 @@ def test_every_accepted_step_satisfies_armijo_and_is_the_largest_tried(server_st
     backtracked = set()
     for batch, (x, state, metrics) in zip(batches, run_rounds(algorithm, data, batches, torch.zeros(3, dtype=F64))):
         models_after = [x.expand(3, -1), *batch.trace]
-        eta_prev, tries = [eta_max] * 3, []
+        eta_prev, tries = [algorithm.init_step_size] * 3, []  # SLS: every round's first step grows from 1
         for k in range(batch.local_steps):
             tries.append(0)
             for s in range(3):
@@ -112,6 +112,43 @@ def test_every_accepted_step_satisfies_armijo_and_is_the_largest_tried(server_st
         assert metrics["eta_g"] == pytest.approx(eta_g)
         torch.testing.assert_close(state["x"], x + eta_g * batch.weights.reshape(-1) @ (batch.trace[-1] - x))
     assert len(backtracked) > 1  # the search did backtrack, by differing amounts
+
+
+def test_sls_constants_let_the_largest_client_step_extrapolate_and_a_cap_of_one_cannot() -> None:
+    """With SLS's start 1 and cap 10 a client that never backtracks grows to gamma^(K b / n) = 2 over one epoch, so
+    the "largest client step" server rule can step beyond the clients' average (eta_g > 1); with a cap of 1 it can
+    only damp (eta_g <= 1).  A flat least-squares problem (inputs scaled by 0.1: L ~ 0.01) never backtracks."""
+    data = least_squares(samples=8)
+    data = type(data)(data.inputs * 0.1, data.targets, data.sizes, data.test_inputs, data.test_targets, None,
+                      "flat")
+    settings = dict(rounds=2, clients_per_round=3, local_steps=4, batch_size=2, weighting="uniform", progress=False)
+    sls = simulate(problem_of(data), algorithms.fedli_ls(server_step_size="max_client_step"), **settings)
+    growth = 2 ** (2 / 8)  # gamma^(b/n): b = 2 of n = 8 samples, one epoch in K = 4 steps
+    assert sls.frame["eta_g"].dropna().tolist() == pytest.approx([growth**4] * 2)  # = 2: 1 grown over an epoch
+    capped = simulate(problem_of(data), algorithms.fedli_ls(server_step_size="max_client_step", eta_max=1.0),
+                      **settings)
+    assert capped.frame["eta_g"].dropna().tolist() == pytest.approx([1.0, 1.0])
+
+
+def test_reset_growth_uses_each_clients_epoch() -> None:
+    """gamma^(b / n_i) per client from the round's sizes (clients of 3, 5, 4 and 8 samples, b = 2); one
+    batches_per_epoch for all when given; gamma^(1/K) when the batch does not know the sizes."""
+    generator = torch.Generator().manual_seed(0)
+    inputs = torch.randn(20, 3, generator=generator, dtype=F64)
+    targets = torch.randn(20, generator=generator, dtype=F64)
+    data = FederatedData(inputs, targets, torch.tensor([3, 5, 4, 8]), inputs[:2], targets[:2], None, "uneven")
+    clients = torch.tensor([[3, 0, 2]])
+    batch = RoundBatch(0, clients, torch.full((1, 3), 1 / 3, dtype=F64), data.sample_indices(clients[0], 5, 2)[None],
+                       data.inputs, data.targets, 4, sizes=data.sizes)
+    algorithm = algorithms.fedli_ls(gamma=2.0)
+    torch.testing.assert_close(algorithm.growth(batch), torch.tensor([[[2 ** (2 / 8)], [2 ** (2 / 3)], [2 ** (2 / 4)]]],
+                                                                    dtype=F64))
+    assert algorithms.fedli_ls(gamma=2.0, batches_per_epoch=4).growth(batch) == pytest.approx(2 ** 0.25)
+    unknown = RoundBatch(0, clients, batch.weights, batch.rows, data.inputs, data.targets, 4)
+    assert algorithm.growth(unknown) == pytest.approx(2 ** (1 / 5))  # K = 5
+    x = torch.zeros(3, dtype=F64)  # the round runs with the per-client growth (its steps stay Armijo steps)
+    state, metrics = algorithm.round(algorithm.init(x, 4), batch, GradientOracle(problem_of(data).model))
+    assert torch.isfinite(state["x"]).all() and metrics["client_step_max"].item() <= algorithm.eta_max
 
 
 # ---- the paper's convex claims: two convex clients (ALGORITHMS.md) ------------------------------------------------
@@ -382,6 +419,8 @@ def test_loop_and_vmap_backends_agree_on_models_and_metrics(name: str, hyperpara
     (algorithms.fedli_ls, dict(batches_per_epoch=0), ValueError, "batches_per_epoch=0 must be >= 1"),
     (algorithms.fedli_ls, dict(batches_per_epoch=2.5), TypeError, "batches_per_epoch=2.5 must be an int"),
     (algorithms.fedli_ls, dict(max_backtracks=0), ValueError, "max_backtracks=0 must be >= 1"),
+    (algorithms.fedli_ls, dict(init_step_size=0.0), ValueError, "init_step_size=0.0 must be > 0"),
+    (algorithms.fedli_ls, dict(fallback_step_size=-1e-6), ValueError, "fallback=-1e-06 must be > 0"),
     (algorithms.fedli_ls, dict(server_step_size="max"), ValueError,
      r"server_step_size='max' not one of \['max_client_step', 'one'\]"),
     (algorithms.fedli_lu, dict(client_lr=0.0), ValueError, "client_lr=0.0 must be > 0"),

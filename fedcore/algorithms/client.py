@@ -302,8 +302,8 @@ def accumulate_directions() -> ClientRule:
 
 
 def armijo(
-    c: float = 0.1, backtrack: float = 0.9, eta_max: float = 1.0, growth: float = 1.0,
-    initial: Tensor | None = None, max_backtracks: int = 100,
+    c: float = 0.1, backtrack: float = 0.9, eta_max: float = 1.0, growth: float | Tensor = 1.0,
+    initial: float | Tensor | None = None, max_backtracks: int = 100, fallback: float | None = None,
 ) -> ClientRule:
     """The stochastic Armijo line search (Vaswani et al., NeurIPS 2019), each client its own step:
     from ``eta = min(eta_max, growth * eta_prev)`` shrink ``eta <- backtrack * eta`` until
@@ -314,17 +314,30 @@ def armijo(
     The step size it sets is ``eta [R, S, 1]`` (it replaces the incoming one).  The state is ``(eta,
     evaluations)``: each client's last step size (which FedLi reports) and, per run ``[R, 1, 1]``, the loss
     evaluations of its search so far (one evaluation probes all of a run's clients at once, so a step
-    counts the most that any of its clients needed).  ``initial`` is ``eta_prev`` at the first step
-    (``eta_max`` when None); ``growth = gamma^(b/n)`` is Vaswani's "reset" heuristic, 1 keeps it.
+    counts the most that any of its clients needed).  ``initial`` is ``eta_prev`` at the first step (a number,
+    or per client ``[R, S, 1]``; ``eta_max`` when None: SLS starts at 1 and caps at 10); ``growth = gamma^(b/n)``
+    is Vaswani's "reset" heuristic (a number, or per client ``[R, S, 1]`` when the clients' epochs differ), 1
+    keeps it.  A client whose search fails ``max_backtracks`` times moves by ``fallback`` (SLS: 1e-6) or, when
+    None, by its last shrunken step ``start * backtrack^max_backtracks``; either way its state keeps that last
+    step, from which the next step grows.
     """
     check_range("c", c, 0, 1, low_closed=False, high_closed=False)
     check_range("backtrack", backtrack, 0, 1, low_closed=False, high_closed=False)
     check_positive("eta_max", eta_max)
-    check_positive("growth", growth)
+    if isinstance(growth, Tensor):
+        if not bool((growth > 0).all()):
+            raise ValueError(f"growth={growth.flatten()[:5].tolist()}... must be > 0 for every client")
+    else:
+        check_positive("growth", growth)
+    if initial is not None and not isinstance(initial, Tensor):
+        check_positive("initial", initial)
+    if fallback is not None:
+        check_positive("fallback", fallback)
     check_int("max_backtracks", max_backtracks)
 
     def init(X: Tensor) -> tuple[Tensor, Tensor]:
-        eta = X.new_zeros(*X.shape[:-1], 1) + eta_max if initial is None else initial
+        start = eta_max if initial is None else initial
+        eta = start if isinstance(start, Tensor) else X.new_zeros(*X.shape[:-1], 1) + start
         return eta, X.new_zeros(X.shape[0], 1, 1)
 
     def update(u: Update, state: tuple[Tensor, Tensor], step: Step) -> tuple[Update, tuple[Tensor, Tensor]]:
@@ -340,6 +353,7 @@ def armijo(
             if bool(done.all()):
                 break
             eta = torch.where(done, eta, backtrack * eta)
-        return Update(D, eta), (eta, evaluations + tries.amax(dim=1, keepdim=True))
+        moved = eta if fallback is None else torch.where(done, eta, torch.full_like(eta, fallback))
+        return Update(D, moved), (eta, evaluations + tries.amax(dim=1, keepdim=True))
 
     return ClientRule(init, update)

@@ -5,7 +5,7 @@ step size and their loss; the server forms the pseudo-gradient ``Delta_t = sum_i
 
 FedLi-LS (client-algo Armijo-SGD, Appendix A.1's Algorithm 3 = Vaswani et al.'s SLS, NeurIPS 2019; server-algo GD):
 
-    client i, local step k on minibatch xi (b samples of its n):
+    client i, local step k on minibatch xi (b samples of its n), eta_prev = eta_0 at its first step:
         eta <- min(eta_max, gamma^(b/n) eta_prev)                                   (the "reset" heuristic)
         eta <- beta_b eta  until  F_i(x - eta g; xi) <= F_i(x; xi) - c eta ||g||^2   (same minibatch and masks)
         x <- x - eta g
@@ -21,17 +21,20 @@ These are reconstructions: the text lost most equations, and in the authors' cod
 call a plain trainer (no line search is wired in) and the server sets the model to the clients' weighted average (no
 max-step rule); only FedLi-LU's DFW server step is there.  Choices where the text is open:
 
-- ``server_step_size="max_client_step"`` multiplies the same pseudo-gradient: ``x_t + (max_i eta_i) Delta_t``
-  (Section 3: "one step of gradient descent with step-size eta_g and the pseudo-gradient").  ``Delta_t`` already
-  holds the clients' steps, so with Armijo steps capped at ``eta_max = 1`` this rule damps the update (``eta_g <=
-  1``), never extrapolates; it can only exceed 1 with ``eta_max > 1`` (Vaswani's code defaults to 10).
-- The reset growth ``gamma^(b/n)`` needs each client's ``n``, which an algorithm never sees: it is
-  ``gamma^(1 / batches_per_epoch)`` with ``batches_per_epoch = n / b`` given by the user, or K when None (one local
-  epoch per round, the paper's setting).  Every round a client starts from ``eta_prev = eta_max``: clients keep no
-  state between rounds.
+- The line search's constants are SLS's (Vaswani et al.'s code): the first step starts at ``eta_0 =
+  init_step_size = 1`` and the reset growth is capped at ``eta_max = 10``.  ``server_step_size="max_client_step"``
+  multiplies the same pseudo-gradient: ``x_t + (max_i eta_i) Delta_t`` (Section 3: "one step of gradient descent
+  with step-size eta_g and the pseudo-gradient").  ``Delta_t`` already holds the clients' steps, so this rule
+  extrapolates only where a client's step grew above 1; with a cap ``eta_max = 1`` it can only damp the update.
+- The reset growth ``gamma^(b/n)`` uses each client's epoch: ``n_i / b`` minibatches (its size over the batch
+  size, from the round's ``batch.sizes``), so clients of different sizes grow at different rates;
+  ``batches_per_epoch`` sets one number for every client instead (and K is used when the sizes are unknown).
+  Every round a client starts again from ``eta_0``: clients keep no state between rounds.
 - The line search is :func:`fedcore.algorithms.client.armijo`: all S clients at once, each with its own step (a
-  client that satisfies the condition stops).  After ``max_backtracks`` failed tries it moves by the starting step
-  times ``beta_b^max_backtracks`` (about 2.7e-5 of it for 100 tries at 0.9), where Vaswani's SLS moves by 1e-6.
+  client that satisfies the condition stops).  After ``max_backtracks`` failed tries a client moves by
+  ``fallback_step_size`` (SLS's 1e-6) and keeps its last tried step, from which the next step grows (as SLS);
+  ``fallback_step_size=None`` moves it by that last step instead (``eta_0 backtrack^max_backtracks``, about
+  2.7e-5 of the start for 100 tries at 0.9).
 - ``loss_evaluations_per_step`` (a round metric): the line search's loss evaluations per local step, mean over the
   K steps.  One evaluation probes all S clients' minibatches at once, so it counts the most that any client needed.
 - FedLi-LU: a client reports the mean of its K minibatch losses (the loss over its local epoch, as a trainer
@@ -60,18 +63,21 @@ SERVER_STEP_SIZES = ("one", "max_client_step")
 
 @dataclass(frozen=True)
 class FedLiLS:
-    """FedLi-LS: Armijo-SGD clients (``c``, ``backtrack`` = beta_b, ``eta_max``, reset growth ``gamma^(1 /
-    batches_per_epoch)``, at most ``max_backtracks`` tries), the server steps ``eta_g Delta`` with ``eta_g = 1``
-    (``server_step_size="one"``) or the largest client step (``"max_client_step"``).  Defaults: the SLS constants
-    c = 0.1, beta_b = 0.9, gamma = 2, eta_max = 1 (Vaswani's code defaults to eta_max = 10)."""
+    """FedLi-LS: Armijo-SGD clients (``c``, ``backtrack`` = beta_b, first step from ``init_step_size``, growth
+    ``gamma^(b/n_i)`` capped at ``eta_max``, at most ``max_backtracks`` tries, then ``fallback_step_size``), the
+    server steps ``eta_g Delta`` with ``eta_g = 1`` (``server_step_size="one"``) or the largest client step
+    (``"max_client_step"``).  Defaults: SLS's constants c = 0.1, beta_b = 0.9, gamma = 2, init_step_size = 1,
+    eta_max = 10, fallback 1e-6."""
 
     c: float = 0.1
     backtrack: float = 0.9
-    eta_max: float = 1.0
+    eta_max: float = 10.0
     gamma: float = 2.0
     batches_per_epoch: int | None = None
     max_backtracks: int = 100
     server_step_size: str = "one"
+    init_step_size: float = 1.0
+    fallback_step_size: float | None = 1e-6
     name: str = "FedLi-LS"
 
     def __post_init__(self) -> None:
@@ -79,19 +85,35 @@ class FedLiLS:
         if self.batches_per_epoch is not None:
             check_int("batches_per_epoch", self.batches_per_epoch)
         check_choice("server_step_size", self.server_step_size, SERVER_STEP_SIZES)
-        self.line_search(1)  # armijo checks c, backtrack, eta_max and max_backtracks, each by name
+        check_positive("eta_max", self.eta_max)
+        check_positive("init_step_size", self.init_step_size)  # above eta_max the first step is capped, as in SLS
+        self._armijo(1.0)  # armijo checks c, backtrack, eta_max, max_backtracks and the fallback, each by name
 
-    def line_search(self, K: int) -> ClientRule:
-        """The clients' Armijo rule for rounds of K local steps (``growth = gamma^(b/n)``, ``n/b`` one epoch)."""
-        growth = self.gamma ** (1 / (self.batches_per_epoch or K))
-        return armijo(self.c, self.backtrack, self.eta_max, growth, max_backtracks=self.max_backtracks)
+    def growth(self, batch: RoundBatch) -> float | Tensor:
+        """The reset growth ``gamma^(b/n)`` of the round's clients: ``gamma^(1 / batches_per_epoch)`` when it is
+        given, else per client ``gamma^(b / n_i)`` ``[R, S, 1]`` from the clients' sizes (``batch.sizes``), else
+        ``gamma^(1/K)``."""
+        if self.batches_per_epoch is not None:
+            return self.gamma ** (1 / self.batches_per_epoch)
+        if batch.sizes is None:
+            return self.gamma ** (1 / batch.local_steps)
+        sizes = batch.sizes.to(batch.clients.device)[batch.clients].unsqueeze(-1)  # n_i [R, S, 1]
+        return self.gamma ** (batch.rows.shape[-1] / sizes.to(batch.weights.dtype))
+
+    def line_search(self, batch: RoundBatch) -> ClientRule:
+        """The clients' Armijo rule for the round's ``batch`` (its growth: :meth:`growth`)."""
+        return self._armijo(self.growth(batch))
+
+    def _armijo(self, growth: float | Tensor) -> ClientRule:
+        return armijo(self.c, self.backtrack, self.eta_max, growth, initial=self.init_step_size,
+                      max_backtracks=self.max_backtracks, fallback=self.fallback_step_size)
 
     def init(self, x0: Tensor, num_clients: int) -> State:
         return {"x": as_runs(x0).detach().clone()}
 
     def round(self, state: State, batch: RoundBatch, oracle: GradientOracle) -> tuple[State, Metrics]:
         x, K = state["x"], batch.local_steps
-        run = local_steps(x, batch, oracle, self.line_search(K))
+        run = local_steps(x, batch, oracle, self.line_search(batch))
         eta_i, evaluations = run.state  # each client's last step size [R, S, 1]; the line search's loss evaluations
         eta_max_i = eta_i.amax(dim=1, keepdim=True)
         eta_g = 1.0 if self.server_step_size == "one" else eta_max_i
@@ -103,12 +125,15 @@ class FedLiLS:
 
 
 def fedli_ls(
-    *, c: float = 0.1, backtrack: float = 0.9, eta_max: float = 1.0, gamma: float = 2.0,
+    *, c: float = 0.1, backtrack: float = 0.9, eta_max: float = 10.0, gamma: float = 2.0,
     batches_per_epoch: int | None = None, max_backtracks: int = 100, server_step_size: str = "one",
+    init_step_size: float = 1.0, fallback_step_size: float | None = 1e-6,
 ) -> FedLiLS:
-    """FedLi-LS: clients run SGD with the stochastic Armijo line search, the server steps ``eta_g Delta`` with
-    ``eta_g = 1`` (convex) or ``max_i eta_i`` (``server_step_size="max_client_step"``)."""
-    return FedLiLS(c, backtrack, eta_max, gamma, batches_per_epoch, max_backtracks, server_step_size)
+    """FedLi-LS: clients run SGD with the stochastic Armijo line search (SLS's constants: first step 1, cap 10,
+    growth ``gamma^(b/n_i)`` over each client's epoch, 1e-6 after 100 failed tries), the server steps
+    ``eta_g Delta`` with ``eta_g = 1`` (convex) or ``max_i eta_i`` (``server_step_size="max_client_step"``)."""
+    return FedLiLS(c, backtrack, eta_max, gamma, batches_per_epoch, max_backtracks, server_step_size,
+                   init_step_size, fallback_step_size)
 
 
 def deep_frank_wolfe(

@@ -42,6 +42,7 @@ from fedcore.experiments import common
 from fedcore.experiments.claims import Scope, trivial_baseline
 from fedcore.experiments.common import Task, Tuning, good_range, half_decades
 from fedcore.experiments.fedli.paper import METHODS, NEAR_BEST
+from fedcore.experiments.fedli.theory import FIRST_PASS_LINE_SEARCH
 from fedcore.results import History
 from fedcore.run import simulate, sweep
 from fedcore.store import Store
@@ -232,7 +233,8 @@ def algorithms_at(chosen: Mapping[str, Mapping[str, float]], task: Task) -> dict
     epoch = check_int("local_steps", task.settings["local_steps"])
     made: dict[str, Callable[[], Any]] = {
         "FedLi-LU": lambda: algorithms.fedli_lu(chosen["FedAvg"]["client_lr"]),
-        "FedLi-LS": lambda: algorithms.fedli_ls(batches_per_epoch=epoch, server_step_size="max_client_step"),
+        "FedLi-LS": lambda: algorithms.fedli_ls(batches_per_epoch=epoch, server_step_size="max_client_step",
+                                                **FIRST_PASS_LINE_SEARCH),
     }
     made |= {method: (lambda m=method: _BASELINES[m](**chosen[m])) for method in _BASELINES}
     return {method: made[method] for method in METHODS}

@@ -29,6 +29,11 @@ from fedcore.problem import Problem
 from fedcore.results import History
 from fedcore.run import simulate
 
+FIRST_PASS_LINE_SEARCH = {"eta_max": 1.0, "init_step_size": 1.0, "fallback_step_size": None}
+"""The line search of notebook 03's first pass: start and cap 1, the last shrunken step after 100 failed tries.
+``fedcore.algorithms.fedli_ls`` now defaults to SLS's constants (start 1, cap 10, a step of 1e-6 after 100 failed
+tries, the growth over each client's epoch); 03 keeps these until its second pass re-runs it on SLS's."""
+
 CONVEX_CLIENTS = {"a": (0.01, 1.0), "b": (10.0, 0.0), "x0": 0.0}
 """ALGORITHMS.md's two convex clients: ``f_1(x) = 0.01 (x - 10)^2``, ``f_2(x) = x^2``, from ``x_0 = 0``; the
 global optimum of ``f = (f_1 + f_2) / 2`` is ``x* = 10 / 101``."""
@@ -53,7 +58,8 @@ def two_client_run(a: Sequence[float] = CONVEX_CLIENTS["a"], b: Sequence[float] 
     data = quadratic_clients(a, b)
     xs = [float(check_number("x0", x0))]
     history = simulate(Problem(data, models.make("linear_regression", (1,), None).double()),
-                       algorithms.fedli_ls(batches_per_epoch=1), rounds, len(a), local_steps, 1,
+                       algorithms.fedli_ls(batches_per_epoch=1, **FIRST_PASS_LINE_SEARCH), rounds, len(a),
+                       local_steps, 1,
                        weighting="uniform", progress=False, trace=True, x0=torch.tensor([x0], dtype=torch.float64),
                        callback=lambda t, state: xs.append(float(state["x"])))
     own = [lambda x, a_i=a_i, b_i=b_i: a_i * (x - b_i) ** 2 for a_i, b_i in zip(a, b)]
