@@ -205,6 +205,52 @@ def test_two_convex_clients_ascend_the_global_objective_while_each_descends_its_
         assert F(finals[0]) > F(xs[t])  # but client 1's point raises the *global* objective: f_1 is not f
 
 
+def test_off_the_tie_the_two_clients_ascend_every_round_and_converge_linearly_to_a_biased_point() -> None:
+    """ALGORITHMS.md's instance moved off the Armijo tie: f_2 = 1.1 x^2 (the condition is eta <= 0.9 / 1.1, never a
+    tie at 0.9^j).  Its numbers, computed there independently: the global objective 0.500, 0.873, 1.345, 1.620,
+    1.757, ..., 1.874, rising every round, x_10 = 1.666; linear_fit reads the rate (about 0.45 per round) and the
+    limit, 1.57 away from x* = 10 / 111: a linear rate holds, the optimum is missed."""
+    run = fedli_theory.two_client_run(a=(0.01, 1.1), b=(10.0, 0.0), local_steps=10, rounds=10)
+    objective = run.global_objective
+    assert [round(v, 3) for v in objective[:5]] == [0.500, 0.873, 1.345, 1.620, 1.757]
+    assert round(objective[-1], 3) == 1.874 and all(b > a for a, b in zip(objective, objective[1:]))
+    assert round(run.x[-1], 3) == 1.666
+    factor, limit = fedli_theory.linear_fit(run.x)
+    assert factor == pytest.approx(0.45, abs=0.005)
+    x_star = 10 * 0.01 / (0.01 + 1.1)  # the minimizer of f_1 + f_2
+    assert abs(limit - x_star) > 1.5 and abs(limit - run.x[-1]) < 2e-3
+
+
+def test_linear_fit_reads_a_geometric_sequence_exactly() -> None:
+    xs = [2 + 3 * 0.4**t for t in range(12)]
+    assert fedli_theory.linear_fit(xs) == pytest.approx((0.4, 2.0))
+    assert fedli_theory.linear_fit([1.0, 1.0, 1.0]) == (0.0, 1.0)  # stopped: no rate to read
+    alternating = [5 + (-0.5) ** t for t in range(10)]
+    assert fedli_theory.linear_fit(alternating) == pytest.approx((-0.5, 5.0))
+    with pytest.raises(ValueError, match="do not contract"):
+        fedli_theory.linear_fit([2.0**t for t in range(6)])
+    with pytest.raises(ValueError, match="xs has 2 iterates"):
+        fedli_theory.linear_fit([1.0, 2.0])
+
+
+@pytest.mark.parametrize("start", [1.0, 10.0])
+def test_remark_2_with_the_line_searchs_own_steps_also_ascends(start: float) -> None:
+    """Each client's step is the largest start * 0.9^j meeting the Armijo condition on its own double well
+    (searched here by hand); both clients descend their own objective and the average ascends the global one,
+    from SLS's start 1 and from the cap 10 alike."""
+    from fedcore.objectives import double_well, double_well_slope
+
+    x0, tilt = fedli_theory.REMARK2["x0"], fedli_theory.REMARK2["tilt"]
+    step = fedli_theory.remark2_line_search(x0, tilt, start=start)
+    for key, t in (("eta1", tilt), ("eta2", -tilt)):
+        g, j = double_well_slope(x0, t), 0
+        while double_well(x0 - start * 0.9**j * g, t) > double_well(x0, t) - 0.1 * start * 0.9**j * g * g:
+            j += 1
+        assert step[key] == pytest.approx(start * 0.9**j, rel=1e-12)
+    assert step["client 1 descends"] and step["client 2 descends"] and step["client 1 Armijo"]
+    assert not step["global descends"] and step["f(x_bar)"] > step["f(x0)"]
+
+
 def test_one_local_step_descends_from_the_start_then_drifts() -> None:
     """K = 1, same start: 0.500 -> 0.495 (x_1 = 0.1), as ALGORITHMS.md says; in round 2 the objective rises again
     (both exact tie rules agree), and x settles at 0.11-0.12, not x* = 0.099: the clients' unequal Armijo steps

@@ -16,7 +16,8 @@ Our copy of the text lost the equations and the numbers of Remark 2's example, s
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import statistics
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import torch
@@ -97,6 +98,49 @@ def remark2_step(eta1: float = REMARK2["eta1"], eta2: float = REMARK2["eta2"], x
         out[f"client {i} Armijo"] = double_well(x, t) <= double_well(x0, t) - c * eta * g * g
     out["global descends"] = double_well(x_bar) < double_well(x0)
     return out
+
+
+def armijo_step_size(f: Callable[[float], float], slope: float, x0: float, start: float = 1.0, c: float = 0.1,
+                     backtrack: float = 0.9, max_backtracks: int = 100) -> float:
+    """The Armijo search of FedLi-LS's clients on a one-dimensional ``f`` with its exact slope at ``x0``: the
+    largest ``start * backtrack^j`` (``j <= max_backtracks``) with ``f(x0 - eta g) <= f(x0) - c eta g^2``."""
+    check_positive("start", start)
+    eta = start
+    for _ in range(max_backtracks):
+        if f(x0 - eta * slope) <= f(x0) - c * eta * slope * slope:
+            break
+        eta *= backtrack
+    return eta
+
+
+def remark2_line_search(x0: float = REMARK2["x0"], tilt: float = REMARK2["tilt"], start: float = 1.0,
+                        c: float = 0.1, backtrack: float = 0.9) -> dict[str, float | bool]:
+    """Remark 2 with the steps the line search returns: each client's step is its own Armijo search from ``start``
+    (:func:`armijo_step_size`; SLS starts at 1) on its own objective, then :func:`remark2_step` with those steps
+    (its keys, and ``eta1``, ``eta2``)."""
+    check_number("x0", x0)
+    check_number("tilt", tilt)
+    steps = [armijo_step_size(lambda x, t=t: double_well(x, t), double_well_slope(x0, t), x0, start, c, backtrack)
+             for t in (tilt, -tilt)]
+    return {**remark2_step(steps[0], steps[1], x0, tilt, c), "eta1": steps[0], "eta2": steps[1]}
+
+
+def linear_fit(xs: Sequence[float], tail: int = 5) -> tuple[float, float]:
+    """``(factor, limit)`` of iterates that converge linearly, ``x_{t+1} - x_inf = rho (x_t - x_inf)``: ``rho``, the
+    median ratio of successive differences over the last ``tail`` ratios, and ``x_inf = x_T + d_T rho / (1 - rho)``
+    with ``d_T = x_T - x_{T-1}`` (the geometric series of the steps still to come).  A rate can hold while the limit
+    misses the optimum: compare ``limit`` with ``x*``."""
+    values = [check_number("xs", x) for x in xs]
+    if len(values) < 3:
+        raise ValueError(f"xs has {len(values)} iterates: a rate needs at least 3")
+    differences = [after - before for before, after in zip(values, values[1:])]
+    ratios = [b / a for a, b in zip(differences, differences[1:]) if a != 0][-tail:]
+    if not ratios:
+        return 0.0, values[-1]  # the iterates stopped moving
+    rho = float(statistics.median(ratios))
+    if not -1 < rho < 1:
+        raise ValueError(f"the iterates do not contract: successive steps grow by {rho:.3g} (|rho| >= 1)")
+    return rho, values[-1] + differences[-1] * rho / (1 - rho)
 
 
 def remark2_picture(step: dict[str, float | bool], tilt: float = REMARK2["tilt"]) -> tuple[dict, dict]:
