@@ -18,6 +18,7 @@ from conftest import cifar_like_loader  # noqa: E402
 
 from fedcore import algorithms, explore, models, objectives  # noqa: E402
 from fedcore.data import load_fashion_mnist  # noqa: E402
+from fedcore.experiments import common  # noqa: E402
 from fedcore.experiments.common import ROUND_SETTINGS, Task, Tuning  # noqa: E402
 from fedcore.experiments.padamfed import experiment, theory  # noqa: E402
 from fedcore.problem import Problem  # noqa: E402
@@ -246,16 +247,16 @@ def test_robustness_scores_each_method_at_each_multiplier_and_seed(tiny) -> None
 
 def test_good_span_is_the_contiguous_range_around_one() -> None:
     column = pd.Series([0.50, 0.80, 0.82, 0.81, 0.82, np.nan], index=[0.01, 0.1, 1.0, 10.0, 100.0, 1000.0])
-    assert experiment.good_span(column, within=0.03) == (0.1, 100.0)  # 0.1 .. 100 within 0.03 of 0.82
-    assert experiment.good_span(column, within=0.001) == (1.0, 1.0)
-    assert experiment.span_points(column, within=0.03) == 4
+    assert common.good_span(column, within=0.03) == (0.1, 100.0)  # 0.1 .. 100 within 0.03 of 0.82
+    assert common.good_span(column, within=0.001) == (1.0, 1.0)
+    assert common.span_points(column, within=0.03) == 4
     gap = pd.Series([0.82, 0.50, 0.81, 0.82], index=[0.1, 1.0, 10.0, 100.0])
-    assert experiment.good_span(gap, 0.03) is None and experiment.span_points(gap, 0.03) == 0  # 1 is not good
+    assert common.good_span(gap, 0.03) is None and common.span_points(gap, 0.03) == 0  # 1 is not good
     hole = pd.Series([0.82, 0.81, 0.30, 0.82], index=[0.1, 1.0, 10.0, 100.0])
-    assert experiment.good_span(hole, 0.03) == (0.1, 1.0)  # 100 is good but not contiguous with 1
-    assert experiment.good_span(pd.Series([np.nan, np.nan], index=[1.0, 10.0]), 0.03) is None
+    assert common.good_span(hole, 0.03) == (0.1, 1.0)  # 100 is good but not contiguous with 1
+    assert common.good_span(pd.Series([np.nan, np.nan], index=[1.0, 10.0]), 0.03) is None
     with pytest.raises(ValueError, match="around=1.0 is not one of the multipliers"):
-        experiment.good_span(pd.Series([0.5], index=[10.0]))
+        common.good_span(pd.Series([0.5], index=[10.0]), 0.03)
     table = pd.DataFrame({("A", 0): column, ("A", 1): column - 0.01})
     table.columns = pd.MultiIndex.from_tuples(table.columns, names=["method", "seed"])
     summary = experiment.robustness_summary({"every rate": table})

@@ -244,6 +244,39 @@ def good_range(column: pd.Series, within: float, higher_is_better: bool = True) 
     return float(np.log10(good.max() / good.min()))
 
 
+def mean_over_seeds(table: pd.DataFrame) -> pd.DataFrame:
+    """A (method, seed) table as rows by methods: the mean over the seeds (NaN where a seed diverged)."""
+    return table.T.groupby(level=0, sort=False).mean().T if table.columns.nlevels > 1 else table
+
+
+def good_span(column: pd.Series, within: float, around: float = 1.0) -> tuple[float, float] | None:
+    """The contiguous multipliers around ``around`` (the default a user gets) whose score lies within ``within``
+    of the column's best: ``(lowest, highest)``, or None when ``around`` itself is not within (or every run
+    diverged).  A NaN (diverged) multiplier ends the span."""
+    check_range("within", within, 0)
+    column = column.sort_index().astype(float)
+    if around not in column.index:
+        raise ValueError(f"around={around!r} is not one of the multipliers {list(column.index)}")
+    if column.isna().all():
+        return None
+    good = (column >= column.max() - within).to_numpy()
+    position = list(column.index).index(around)
+    if not good[position]:
+        return None
+    low = high = position
+    while low > 0 and good[low - 1]:
+        low -= 1
+    while high < len(good) - 1 and good[high + 1]:
+        high += 1
+    return float(column.index[low]), float(column.index[high])
+
+
+def span_points(column: pd.Series, within: float) -> int:
+    """How many multipliers :func:`good_span` holds (0 when 1 is not within ``within`` of the best)."""
+    span = good_span(column, within)
+    return 0 if span is None else int(((column.index >= span[0]) & (column.index <= span[1])).sum())
+
+
 def grids_at(scale: str, grids: Mapping[str, Mapping[str, Sequence[Any]]]) -> dict[str, dict[str, list[Any]]]:
     """``grids`` at ``scale``: as they are, except at ``smoke`` (the tests' scale), where each axis keeps its
     first and last values only."""
@@ -261,8 +294,8 @@ def on_edge(chosen: Mapping[str, Mapping[str, Any]],
     edges = {}
     for method, point in chosen.items():
         grid = grids[method]
-        names = [name for name, value in point.items()
-                 if len(grid[name]) > 1 and value in (min(grid[name]), max(grid[name]))]
+        names = [name for name, value in point.items() if len(grid[name]) > 1 and any(
+            math.isclose(value, end) for end in (min(grid[name]), max(grid[name])))]
         if names:
             edges[method] = names
     return edges

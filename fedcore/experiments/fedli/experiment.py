@@ -306,12 +306,11 @@ def on_grid_edge(chosen: Mapping[str, Mapping[str, float]],
     """The tuned values that sit on an edge of their grid (the best might lie beyond it): ``"FedAvg client_lr =
     1 (largest)"``; grids of one value are left out."""
     edges = []
-    for method, point in chosen.items():
-        for name, value in point.items():
-            values = grids[method][name]
-            for edge, word in ((max(values), "largest"), (min(values), "smallest")):
-                if len(values) > 1 and math.isclose(value, edge):
-                    edges.append(f"{method} {name} = {value:.3g} ({word})")
+    for method, names in common.on_edge(chosen, grids).items():
+        for name in names:
+            value = chosen[method][name]
+            word = "largest" if math.isclose(value, max(grids[method][name])) else "smallest"
+            edges.append(f"{method} {name} = {value:.3g} ({word})")
     return edges
 
 

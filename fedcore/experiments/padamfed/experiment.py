@@ -24,7 +24,8 @@ batch size, the baselines' grids and the multipliers were not found.  What we ch
   paper does not say which rates it moved: ``"every rate"`` multiplies every learning rate of a method (``eta``
   and ``gamma``; FedAvg's and SCAFFOLD's one client rate), ``"local rate"`` multiplies ``eta`` alone (PAdaMFed's
   own ``multiplier``).  PAdaMFed and SCAFFOLD-M divide by ``eta`` on the server (``g_bar``), so under the second
-  reading their server step does not grow with the multiplier.  The good range (:func:`good_span`): the
+  reading their server step does not grow with the multiplier.  The good range
+  (:func:`fedcore.experiments.common.good_span`): the
   multipliers around 1 whose mean score over the seeds lies within :data:`NEAR_BEST` of the best mean.
 - **Readings of the algorithm** (:data:`VARIANTS`, :func:`run_variants`): line 1 for the first round's clients
   instead of every client, and PAdaMFed-VR's server momentum as the clients' mean direction.
@@ -45,12 +46,21 @@ import pandas as pd
 
 from fedcore import algorithms, models
 from fedcore.algorithms.padamfed import theory_hyperparameters
-from fedcore.checks import check_choice, check_positive, check_range, check_scale, check_seed, check_seeds
+from fedcore.checks import check_choice, check_positive, check_scale, check_seed, check_seeds
 from fedcore.data import load_fashion_mnist
 from fedcore.data.sources import load_torchvision
 from fedcore.experiments import common
 from fedcore.experiments.claims import CONFIRMED, CONTRADICTED, WITHIN_NOISE, compare, trivial_baseline
-from fedcore.experiments.common import Task, Tuning, half_decades, run_seeds, window_score
+from fedcore.experiments.common import (
+    Task,
+    Tuning,
+    good_span,
+    half_decades,
+    mean_over_seeds,
+    run_seeds,
+    span_points,
+    window_score,
+)
 from fedcore.results import History
 from fedcore.run import sweep
 from fedcore.store import Store
@@ -372,44 +382,11 @@ def _by_method_seed(columns: Mapping[tuple[str, int], pd.Series]) -> pd.DataFram
     return table.rename_axis("multiplier")
 
 
-def mean_over_seeds(table: pd.DataFrame) -> pd.DataFrame:
-    """A (method, seed) table as rows by methods: the mean over the seeds (NaN where a seed diverged)."""
-    return table.T.groupby(level=0, sort=False).mean().T if table.columns.nlevels > 1 else table
-
-
-def good_span(column: pd.Series, within: float = NEAR_BEST, around: float = 1.0) -> tuple[float, float] | None:
-    """The contiguous multipliers around ``around`` (the default a user gets) whose score lies within ``within``
-    of the column's best: ``(lowest, highest)``, or None when ``around`` itself is not within (or every run
-    diverged).  A NaN (diverged) multiplier ends the span."""
-    check_range("within", within, 0)
-    column = column.sort_index().astype(float)
-    if around not in column.index:
-        raise ValueError(f"around={around!r} is not one of the multipliers {list(column.index)}")
-    if column.isna().all():
-        return None
-    good = (column >= column.max() - within).to_numpy()
-    position = list(column.index).index(around)
-    if not good[position]:
-        return None
-    low = high = position
-    while low > 0 and good[low - 1]:
-        low -= 1
-    while high < len(good) - 1 and good[high + 1]:
-        high += 1
-    return float(column.index[low]), float(column.index[high])
-
-
-def span_points(column: pd.Series, within: float = NEAR_BEST) -> int:
-    """How many multipliers :func:`good_span` holds (0 when 1 is not within ``within`` of the best)."""
-    span = good_span(column, within)
-    return 0 if span is None else int(((column.index >= span[0]) & (column.index <= span[1])).sum())
-
-
 def robustness_summary(tables: Mapping[str, pd.DataFrame], within: float = NEAR_BEST) -> pd.DataFrame:
     """Per reading and method (rows): the best multiplier (and whether it is an end of the grid: the best may lie
     beyond) and its mean score over the seeds in %, the score at 1, the good range around 1 of the mean scores
-    (:func:`good_span`: its ends and its width in decades; the grid's resolution is one decade) and each seed's own
-    good range in grid points."""
+    (:func:`fedcore.experiments.common.good_span`: its ends and its width in decades; the grid's resolution is one
+    decade) and each seed's own good range in grid points."""
     rows = {}
     for reading, table in tables.items():
         means = mean_over_seeds(table)

@@ -8,7 +8,7 @@ keeps it on the object (to read or test), then ``.plot(...)`` draws it and keeps
   the axis;
 - :class:`RobustnessDisplay`: accuracy against the learning-rate multiplier (the slides' Figure 2), one panel per
   reading, the mean over seeds, each method's good range around 1 filled
-  (:func:`~fedcore.experiments.padamfed.experiment.good_span`, within
+  (:func:`~fedcore.experiments.common.good_span`, within
   :data:`~fedcore.experiments.padamfed.experiment.NEAR_BEST` of its best).
 """
 
@@ -24,7 +24,8 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from fedcore.checks import check_positive, check_range
-from fedcore.experiments.padamfed.experiment import METHODS, NEAR_BEST, good_span, mean_over_seeds
+from fedcore.experiments.common import good_span, mean_over_seeds
+from fedcore.experiments.padamfed.experiment import METHODS, NEAR_BEST
 from fedcore.plots import LINE_STYLES, MARKERS, legend_handles, robustness
 
 CLIP = 1e6
@@ -80,7 +81,7 @@ class RobustnessDisplay:
     """``tables``: per reading, the mean score over the seeds at each multiplier (rows) of each method (columns), in
     percent (:func:`fedcore.experiments.padamfed.experiment.robustness`, averaged, times 100); ``good``: per
     reading, the mask of each method's good range around 1
-    (:func:`~fedcore.experiments.padamfed.experiment.good_span`)."""
+    (:func:`~fedcore.experiments.common.good_span`)."""
 
     tables: dict[str, pd.DataFrame]
     within: float

@@ -23,7 +23,8 @@ import pandas as pd
 
 from fedcore.experiments.claims import CONFIRMED, NOT_TESTABLE, OUTCOMES, Claim, Judgement, Scope, compare, judge
 from fedcore.experiments.claims import claims_table as shared_claims_table
-from fedcore.experiments.padamfed.experiment import NEAR_BEST, PARAMETER_FREE, mean_over_seeds, span_points
+from fedcore.experiments.common import mean_over_seeds, span_points
+from fedcore.experiments.padamfed.experiment import NEAR_BEST, PARAMETER_FREE
 from fedcore.experiments.padamfed.theory import HETEROGENEITY_NAME, REPARAMETRIZED_NAME, SEED, TARGET, TASK_NAME
 
 STEP_SIZE_TABLE = pd.DataFrame(
