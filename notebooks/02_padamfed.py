@@ -337,7 +337,7 @@ figure, axes = plt.subplots(1, len(tasks), figsize=(5.5 * len(tasks), 3.8), layo
 for ax, (name, runs) in zip(axes[0], histories.items()):  # each panel its own legend: other methods
     curves = common_figures.CurvesDisplay.from_results({name: runs}, "test_accuracy", scale=100,
                                                        start=tasks[name].settings["eval_every"])
-    curves.plot([ax], legend=False, label="test accuracy (%)")
+    curves.plot([ax], legend=False, label="test accuracy (%)", order=experiment.METHODS)  # one style per method
     ax.legend(fontsize="x-small", title="mean ± sd over seeds", title_fontsize="x-small")
 plots.savefig(figure, "02_accuracy_over_rounds.png", FIGURES)
 pd.concat({name: table.apply(lambda row: experiment.mean_and_sd(row.tolist()), axis=1)

@@ -262,6 +262,9 @@ def test_curves_display_computes_mean_and_sd_over_seeds_then_draws():
         math.sqrt(0.02))
     display.plot()
     assert len(display.axes_) == 1 and [line.get_label() for line in display.axes_[0].get_lines()] == ["A", "B"]
+    assert [line.get_color() for line in display.axes_[0].get_lines()] == ["C0", "C1"]
+    ordered = figures.CurvesDisplay.from_results(results, "train_loss").plot(order=["Z", "B", "A"])
+    assert [line.get_color() for line in ordered.axes_[0].get_lines()] == ["C2", "C1"]  # A third, B second
     scores = figures.ScoresDisplay.from_scores(_scores({"A": [[0.8, 0.9, 0.85]] * 3}), "accuracy (%)", 100)
     scores.plot(baselines={"low": 10.0})
     dots = scores.axes_[0].collections[0].get_offsets()

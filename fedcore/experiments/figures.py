@@ -52,15 +52,18 @@ class CurvesDisplay:
         return cls(curves, metric, seeds)
 
     def plot(self, axes: Sequence[Axes] | None = None, logy: bool = False, legend: bool = True,
-             label: str | None = None, xlabel: bool = True) -> CurvesDisplay:
+             label: str | None = None, xlabel: bool = True, order: Sequence[str] | None = None) -> CurvesDisplay:
         """One panel per setting; each method its own colour, line style and markers, its band one sd wide;
-        ``label`` names the metric in the titles (default: its column name)."""
+        ``label`` names the metric in the titles (default: its column name); ``order`` fixes each method's style by
+        its place in it (the same method looks the same in every panel and figure), else by its place in the
+        panel."""
         if axes is None:
             figure, axes = plt.subplots(1, len(self.curves), figsize=(5 * len(self.curves), 3.6),
                                         layout="constrained", squeeze=False)
             axes = list(axes[0])
         for ax, (setting, by_method) in zip(axes, self.curves.items()):
-            for index, (method, curve) in enumerate(by_method.items()):
+            for place, (method, curve) in enumerate(by_method.items()):
+                index = list(order).index(method) if order is not None and method in order else place
                 ax.plot(curve.index, curve["mean"], label=method, **run_style(index, len(by_method), len(curve)))
                 ax.fill_between(curve.index, curve["mean"] - curve["sd"], curve["mean"] + curve["sd"],
                                 color=f"C{index % 10}", alpha=0.15, linewidth=0)
