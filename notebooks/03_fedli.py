@@ -122,8 +122,17 @@ print(inspect.getsource(FedLiLS.round))
 #   $\eta_{\max} = 10$ so the search backtracks. Each accepted step has $\eta \ge \eta_{lo} = \min(\eta_{\max},
 #   2\beta_b (1-c)/L)$, and by the Polyak-Łojasiewicz inequality a round multiplies the gap $f(x_t) - f^*$ by at
 #   most $(1 - 2 c \mu \eta_{lo})^K$ ($\mu$, $L$: the extreme eigenvalues of $A^\top A / n$);
-# - **where it breaks**: two convex clients, $f_1(x) = 0.01 (x - 10)^2$ and $f_2(x) = x^2$ from $x_0 = 0$
-#   ($x^* = 10/101$), $K = 10$ Armijo steps each, server step 1.
+# - **where it breaks**: two convex clients, $f_1(x) = 0.01 (x - 10)^2$ and $f_2(x) = 1.1\, x^2$ from $x_0 = 0$
+#   ($x^* = 10/111$), $K = 10$ Armijo steps each (every step from 1, $c = 0.1$, $\beta_b = 0.9$), server step 1.
+#   With $f_2 = x^2$ client 2's condition $\eta \le (1-c)/a$ would be exactly the first backtrack, 0.9: a tie that
+#   floating-point rounding decides, so two correct implementations print different digits; $a = 1.1$ is off it.
+#
+# The step of the proof (Appendix B, Lemma 3 restated as Lemma 7) that carries the clients' descent to the global
+# objective reads, in our copy of the text (its equations lost): *"Armijo line search is given as: [...] Summation
+# over [...] and [...] and dividing by [...] Using [...] and taking expectations keeping [...] fixed"*. Summing
+# client $i$'s condition $f_i(x_{i,k+1}) \le f_i(x_{i,k}) - c\,\eta\,\|g\|^2$ over the clients bounds
+# $\sum_i w_i f_i$ at the clients' **own** points $x_{i,k}$; that is the global objective $f$ at one point only when
+# those points coincide. The right panel below is where they do not.
 
 # %%
 shared = objectives.shared_clients()
@@ -131,11 +140,13 @@ bound = theory.linear_rate_bound(shared, local_steps=5, eta_max=10.0)
 first_pass = dict(eta_max=10.0, init_step_size=10.0, fallback_step_size=None, batches_per_epoch=5)  # start at the cap
 gaps = theory.suboptimality(shared, algorithms.fedli_ls(**first_pass), local_steps=5, rounds=12)
 convex = theory.two_client_run(local_steps=10, rounds=10 if SCALE != "smoke" else 4)
-plots.savefig(figures.descent_panels(gaps, bound, convex, x_star=10 / 101), "03_lemma3.png", FIGURES)
+x_star = theory.convex_optimum()
+plots.savefig(figures.descent_panels(gaps, bound, convex, x_star=x_star), "03_lemma3.png", FIGURES)
 worst = max(b / a for a, b in zip(gaps, gaps[1:]) if a > 1e-12)
+factor, limit = theory.linear_fit(convex.x)  # x_{t+1} - x_inf = factor (x_t - x_inf)
 print(f"shared data: worst per-round factor {worst:.4f}, bound {bound:.4f}; two convex clients: global objective "
       f"{' -> '.join(f'{v:.3f}' for v in convex.global_objective[:5])} ...; x ends at {convex.x[-1]:.3f}, "
-      f"x* = {10 / 101:.3f}")
+      f"x* = {x_star:.3f}; x converges linearly, factor {factor:.3f} per round, to {limit:.3f}")
 
 # %% [markdown]
 # Left, the lemma holds and the rate is linear, well within the bound: the bound assumes the smallest step the
@@ -143,9 +154,12 @@ print(f"shared data: worst per-round factor {worst:.4f}, bound {bound:.4f}; two 
 # reaches float64's floor. Middle, every client lowers its own objective in every round after the first (each
 # hollow triangle below its square, in the client's colour; client 2 starts at its own optimum, $x_0 = 0$, and
 # returns close to it every round), and yet the global objective climbs, and then settles (it rises in the
-# rounds the claims table counts, by ever smaller amounts). Right, the server's $x_t$ settles far from $x^*$: client 1's ten steps towards its own optimum
-# at 10 overshoot what the federation wants. With a constant server step, $x_t$ stops where the clients' mean move
-# $\Delta(x)$ is zero, and that point is not $x^*$; a smaller server step reaches the same point, only more slowly.
+# rounds the claims table counts, by ever smaller amounts). Right, the server's $x_t$ settles far from $x^*$: client
+# 1's ten steps towards its own optimum at 10 overshoot what the federation wants. The iterates converge
+# **linearly** (the factor fitted by `theory.linear_fit` is printed above: each round removes the same share of
+# the distance to the limit), but to their own fixed point, not to $x^*$: a linear rate holds, the optimum is
+# missed. With a constant server step, $x_t$ stops where the clients' mean move $\Delta(x)$ is zero, and that
+# point is not $x^*$; a smaller server step reaches the same point, only more slowly.
 #
 # What separates the two cases is not convexity but agreement: the clients' objectives must be alike (or $K$
 # small and the clients' steps equal). One local step each is not enough by itself: with unequal Armijo steps, one
@@ -168,7 +182,19 @@ plots.savefig(plt.gcf(), "03_remark2.png", FIGURES)
 # %% [markdown]
 # Each arrow is one move on its own curve: client 1's large step carries it far down $f_1$, past $f$'s barrier at 0;
 # client 2's small step slides down $f_2$; the server's move to their average $\bar x$ (green, on the global $f$)
-# ends higher on $f$ than $x_0$. Move the step sizes and the start (the widgets need a running kernel):
+# ends higher on $f$ than $x_0$. The step sizes above are set by hand. With the steps the line search itself returns
+# (each client's Armijo search on its own $f_i$, from SLS's start 1 and from its cap 10):
+
+# %%
+for start in (1.0, 10.0):
+    searched = theory.remark2_line_search(start=start)
+    print(f"from {start:g}: steps {searched['eta1']:.3g} and {searched['eta2']:.3g}; f_1 {searched['f1(x0)']:.3f} -> "
+          f"{searched['f1(x1)']:.3f}, f_2 {searched['f2(x0)']:.3f} -> {searched['f2(x2)']:.3f}; global f "
+          f"{searched['f(x0)']:.3f} -> {searched['f(x_bar)']:.3f} ({'descends' if searched['global descends'] else 'ASCENDS'})")
+
+# %% [markdown]
+# Both clients descend their own objectives and the average ascends, whichever start the search takes. Move the
+# step sizes and the start (the widgets need a running kernel):
 
 # %%
 remark2_explorer = widgets.interactive(
@@ -399,7 +425,7 @@ display(fedli_explorer)
 # theory rows are exact computations ("deterministic", 0 seeds).
 
 # %%
-evidence = paper.Evidence(gaps, bound, convex, theory.remark2_step(), accuracy, loss, sweeps.get("femnist"),
+evidence = paper.Evidence(gaps, bound, convex, theory.remark2_line_search(), accuracy, loss, sweeps.get("femnist"),
                           scale=SCALE, scopes=experiment.scopes(tasks, SCALE, [SEED]))
 with pd.option_context("display.max_colwidth", None):
     display(paper.claims_table(evidence))

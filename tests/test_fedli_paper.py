@@ -112,8 +112,14 @@ def test_claims_on_the_quadratics_and_hand_made_tables(quadratics) -> None:
     table = paper.claims_table(evidence)
     assert list(table["verdict"]) == [DOES_NOT_HOLD, DOES_NOT_HOLD, HOLDS, NOT_TESTABLE]  # refuted by the two clients
     assert "rises in 6 of 6 rounds" in table.loc[0, "ours"]
+    assert "converges linearly (factor 0.451 per round)" in table.loc[1, "ours"]  # ALGORITHMS.md: about 0.45
+    assert "the optimum is missed" in table.loc[1, "ours"] and "cannot be checked" in table.loc[1, "ours"]
+    searched = paper.claims_table(paper.Evidence(quadratics[0], quadratics[1], quadratics[2],
+                                                 theory.remark2_line_search(), scale="small"))
+    assert "from each client's line search" in searched.loc[2, "ours"] and searched.loc[2, "verdict"] == HOLDS
     assert list(table.columns) == ["claim (main text)", "ours", "verdict", "scope", "seeds", "the paper's own tables"]
-    descending = SimpleNamespace(global_objective=[1.0, 0.5, 0.2], x=[0.0, 10 / 101])  # no counterexample
+    descending = SimpleNamespace(global_objective=[1.0, 0.5, 0.2],  # no counterexample: linear, to x*
+                                 x=[paper.X_STAR + 0.5**t for t in range(12)])
     kept = paper.claims_table(paper.Evidence(quadratics[0], evidence.shared_bound, descending, quadratics[3]))
     assert list(kept["verdict"][:2]) == [HOLDS, HOLDS]
     accuracy = pd.DataFrame([[80.0, 79.0, 78.0, 77.0, 76.0, 75.0, 74.0], [40.0, 41.0, 48.0, 42.0, 45.0, 35.0, 41.0]],

@@ -35,9 +35,19 @@ FIRST_PASS_LINE_SEARCH = {"eta_max": 1.0, "init_step_size": 1.0, "fallback_step_
 ``fedcore.algorithms.fedli_ls`` now defaults to SLS's constants (start 1, cap 10, a step of 1e-6 after 100 failed
 tries, the growth over each client's epoch); 03 keeps these until its second pass re-runs it on SLS's."""
 
-CONVEX_CLIENTS = {"a": (0.01, 1.0), "b": (10.0, 0.0), "x0": 0.0}
-"""ALGORITHMS.md's two convex clients: ``f_1(x) = 0.01 (x - 10)^2``, ``f_2(x) = x^2``, from ``x_0 = 0``; the
-global optimum of ``f = (f_1 + f_2) / 2`` is ``x* = 10 / 101``."""
+CONVEX_CLIENTS = {"a": (0.01, 1.1), "b": (10.0, 0.0), "x0": 0.0}
+"""ALGORITHMS.md's two convex clients, off the Armijo tie: ``f_1(x) = 0.01 (x - 10)^2``, ``f_2(x) = 1.1 x^2``, from
+``x_0 = 0``; the global optimum of ``f = (f_1 + f_2) / 2`` is ``x* = 0.1 / 1.11 = 10 / 111``.  (With ``f_2 = x^2``
+client 2's Armijo condition ``eta <= (1 - c) / a`` is exactly the first backtrack 0.9: a tie that rounding decides,
+so two correct implementations print different digits.)"""
+TWO_CLIENT_LINE_SEARCH = {"eta_max": 1.0, "init_step_size": 1.0, "fallback_step_size": None}
+"""The line search of ALGORITHMS.md's instance (c = 0.1, backtrack 0.9, every step from 1, the growth of one full
+batch per epoch capped at 1): its numbers are reproduced exactly."""
+
+
+def convex_optimum(a: Sequence[float] = CONVEX_CLIENTS["a"], b: Sequence[float] = CONVEX_CLIENTS["b"]) -> float:
+    """The minimizer ``sum_i a_i b_i / sum_i a_i`` of ``sum_i a_i (x - b_i)^2``."""
+    return sum(a_i * b_i for a_i, b_i in zip(a, b)) / sum(a)
 
 
 @dataclass(frozen=True)
@@ -54,12 +64,12 @@ class TwoClientRun:
 
 def two_client_run(a: Sequence[float] = CONVEX_CLIENTS["a"], b: Sequence[float] = CONVEX_CLIENTS["b"],
                    x0: float = CONVEX_CLIENTS["x0"], local_steps: int = 10, rounds: int = 10) -> TwoClientRun:
-    """FedLi-LS (Armijo clients, server step 1, the reset growth of one sample per epoch) on
-    :func:`quadratic_clients`, every client in every round with uniform weights, full-batch steps."""
+    """FedLi-LS (Armijo clients with :data:`TWO_CLIENT_LINE_SEARCH`, server step 1, the reset growth of one sample
+    per epoch) on :func:`quadratic_clients`, every client in every round with uniform weights, full-batch steps."""
     data = quadratic_clients(a, b)
     xs = [float(check_number("x0", x0))]
     history = simulate(Problem(data, models.make("linear_regression", (1,), None).double()),
-                       algorithms.fedli_ls(batches_per_epoch=1, **FIRST_PASS_LINE_SEARCH), rounds, len(a),
+                       algorithms.fedli_ls(batches_per_epoch=1, **TWO_CLIENT_LINE_SEARCH), rounds, len(a),
                        local_steps, 1,
                        weighting="uniform", progress=False, trace=True, x0=torch.tensor([x0], dtype=torch.float64),
                        callback=lambda t, state: xs.append(float(state["x"])))
