@@ -203,14 +203,19 @@ def score_table(results: Mapping[str, Mapping[str, Sequence[History]]], score: C
 def mean_sd(table: pd.DataFrame, scale: float = 1.0, digits: int = 2) -> pd.DataFrame:
     """Methods by tasks, each cell ``"mean ± sd"`` over the seeds of :func:`score_table`'s ``table`` (times
     ``scale``: 100 for percent); a (task, method) with a diverged seed shows how many diverged."""
-    def cell(values: pd.Series) -> str:
-        finite = values.dropna() * scale
-        if len(finite) < len(values):
-            return f"{len(values) - len(finite)} of {len(values)} diverged"
-        sd = f" ± {finite.std(ddof=1):.{digits}f}" if len(finite) > 1 else ""
-        return f"{finite.mean():.{digits}f}{sd}"
-    cells = table.apply(cell, axis=1)
+    cells = table.apply(lambda values: mean_sd_cell(values, scale, digits), axis=1)
     return cells.unstack("task")[list(dict.fromkeys(table.index.get_level_values("task")))]
+
+
+def mean_sd_cell(values: Sequence[float] | pd.Series, scale: float = 1.0, digits: int = 2) -> str:
+    """``"81.23 ± 0.45"``: the mean ± standard deviation (``ddof = 1``) of one score per seed, times ``scale``; only
+    the mean for one seed; ``"1 of 3 diverged"`` where a seed diverged (NaN)."""
+    values = pd.Series(values, dtype=float)
+    finite = values.dropna() * scale
+    if len(finite) < len(values):
+        return f"{len(values) - len(finite)} of {len(values)} diverged"
+    sd = f" ± {finite.std(ddof=1):.{digits}f}" if len(finite) > 1 else ""
+    return f"{finite.mean():.{digits}f}{sd}"
 
 
 def near_best(values: Sequence[float] | pd.Series, within: float, higher_is_better: bool = True) -> np.ndarray:

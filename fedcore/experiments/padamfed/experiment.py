@@ -315,10 +315,7 @@ def variants_table(defaults_runs: Mapping[str, Sequence[History]],
 
 def mean_and_sd(scores: Sequence[float], scale: float = 100.0) -> str:
     """``"81.23 ± 0.45"``: the mean ± standard deviation of ``scores`` times ``scale`` (or how many diverged)."""
-    values = pd.Series(scores, dtype=float) * scale
-    if values.isna().any():
-        return f"{int(values.isna().sum())} of {len(values)} diverged"
-    return f"{values.mean():.2f} ± {values.std(ddof=1):.2f}" if len(values) > 1 else f"{values.mean():.2f}"
+    return common.mean_sd_cell(scores, scale)
 
 
 def scores_of(runs: Mapping[str, Sequence[History]]) -> pd.DataFrame:

@@ -18,14 +18,20 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-import numpy as np
 import pandas as pd
 
 from fedcore.experiments.claims import CONFIRMED, NOT_TESTABLE, OUTCOMES, Claim, Judgement, Scope, compare, judge
 from fedcore.experiments.claims import claims_table as shared_claims_table
 from fedcore.experiments.common import mean_over_seeds, span_points
 from fedcore.experiments.padamfed.experiment import NEAR_BEST, PARAMETER_FREE
-from fedcore.experiments.padamfed.theory import HETEROGENEITY_NAME, REPARAMETRIZED_NAME, SEED, TARGET, TASK_NAME
+from fedcore.experiments.padamfed.theory import (
+    HETEROGENEITY_NAME,
+    REPARAMETRIZED_NAME,
+    SEED,
+    TARGET,
+    TASK_NAME,
+    mean_ratios,
+)
 
 STEP_SIZE_TABLE = pd.DataFrame(
     [
@@ -116,7 +122,7 @@ def _halves(ratios: pd.Series) -> str:
 
 
 def _ratio_text(table: pd.DataFrame, method: str) -> str:
-    means = 10 ** np.log10(table[method].astype(float)).mean(axis=1)
+    means = mean_ratios(table)[method]
     return ", ".join(f"{index:.3g}: {value:.2g}" for index, value in means.items())
 
 

@@ -20,9 +20,10 @@ seeds :data:`SEEDS` (client sampling and minibatches; the start is the task's ow
 
 from __future__ import annotations
 
+import contextlib
 import math
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -60,11 +61,18 @@ BASELINE_GRIDS = {"FedAvg": {"client_lr": half_decades(-3.0, 0.0)}, "SCAFFOLD": 
 step ``gamma = eta K``, SCAFFOLD's)."""
 
 
-def run_quietly(problem: Problem, algorithm: Any, **run: Any) -> History:
-    """:func:`fedcore.simulate` without its warning when a run diverges: the quadratics expect some runs to
-    diverge, and show them as inf (``History.diverged`` says so)."""
+@contextlib.contextmanager
+def divergence_quiet() -> Iterator[None]:
+    """No warning when a run diverges: the quadratics expect some runs to diverge, and show them as inf
+    (``History.diverged`` says so)."""
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=".* diverged at round", category=RuntimeWarning)
+        yield
+
+
+def run_quietly(problem: Problem, algorithm: Any, **run: Any) -> History:
+    """:func:`fedcore.simulate` without its warning when a run diverges (:func:`divergence_quiet`)."""
+    with divergence_quiet():
         return simulate(problem, algorithm, **run)
 
 
@@ -100,8 +108,7 @@ def gradient_ratios(task: QuadraticTask, build: Callable[..., Any], grid: Mappin
     """:func:`gradient_ratio` of ``build(**values)`` at every point of ``grid`` from every seed, the runs batched by
     :func:`fedcore.sweep`: rows the points, columns the seeds (inf where a run diverged)."""
     point, seeds = _point(point), check_seeds("seeds", seeds, distinct=True)
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message=".* diverged at round", category=RuntimeWarning)
+    with divergence_quiet():
         runs = sweep(task.problem, build, dict(grid), seeds=seeds, eval_every=point["rounds"], weighting="uniform",
                      record=task.record, store=store, progress=False, summary=lambda history: {
                          "ratio": _ratio(task, history, point["rounds"])}, **point)
@@ -115,8 +122,7 @@ def ratios_of(task: QuadraticTask, methods: Mapping[str, Any], seeds: Sequence[i
     passes of :func:`fedcore.simulate_runs`: ``{(name, seed): ratio}``."""
     point, seeds = _point(point), check_seeds("seeds", seeds, distinct=True)
     runs = [(name, seed) for name in methods for seed in seeds]
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message=".* diverged at round", category=RuntimeWarning)
+    with divergence_quiet():
         histories = simulate_runs(task.problem, [methods[name] for name, _ in runs], seeds=[seed for _, seed in runs],
                                   eval_every=point["rounds"], weighting="uniform", record=task.record, store=store,
                                   progress=False, **point)
