@@ -267,10 +267,7 @@ def explore_fedli(client_lr: float = 0.1, rounds: int = 20, problem: Problem | N
     only FedAvg and FedExP depend on the slider."""
     check_positive("client_lr", client_lr)
     problem, options = _live_run(problem, rounds=_check_steps("rounds", rounds), store=store)
-    from fedcore.experiments.fedli.theory import FIRST_PASS_LINE_SEARCH
-
-    first_pass = dict(FIRST_PASS_LINE_SEARCH, batches_per_epoch=options["local_steps"])  # notebook 03's first pass
-    runs = {"FedLi-LS (server step 1)": algorithms.fedli_ls(**first_pass),
+    runs = {"FedLi-LS (server step 1)": algorithms.fedli_ls(),
             f"FedLi-LU (clients' lr {FEDLI_LU_CLIENT_LR:g})": algorithms.fedli_lu(FEDLI_LU_CLIENT_LR),
             f"FedAvg (lr {client_lr:g})": algorithms.fedavg(client_lr),
             f"FedExP (lr {client_lr:g})": algorithms.fedexp(client_lr)}

@@ -21,34 +21,37 @@
 # **FedLi-LS** lets the clients run SGD with a stochastic **Armijo line search** and claims that their
 # descent carries over to the server objective (with a linear rate for strongly convex objectives); **FedLi-LU**
 # lets the clients report their losses and computes the server's step by a **Deep-Frank-Wolfe** update. Its tables
-# put FedLi-LU first on three of four tasks. The official code never ran the line search and never implemented the
-# max-step rule: fedcore's FedLi is a first working implementation, and a reconstruction (our copy of the text lost
-# most equations). **FedExP**, a baseline of the paper, sets its server step from the clients' updates.
+# put FedLi-LU first on three of four tasks. The authors' code never ran the line search or the largest-step server
+# rule; fedcore's FedLi is a reconstruction from the text (our copy lost most equations), checked against an
+# independent implementation written from the paper, which agrees with it to about 1e-14 where both read the text
+# the same way. **FedExP**, a baseline of the paper, sets its server step from the clients' updates.
 #
 # This notebook:
 #
 # 1. shows the framework (Algorithm 1) beside the fedcore code, and puts Lemma 3 and the linear rate to the test on
 #    federated quadratics: where they hold, and where client drift breaks them;
 # 2. builds an instance of Remark 2 (non-convex clients, each descending, the average ascending) with an explorer;
-# 3. reruns Tables 1 and 2 on the tasks reachable here (a Fashion-MNIST stand-in for FEMNIST, and Shakespeare) with
-#    all seven methods, the baselines tuned by a stated grid, and reads them beside the paper's;
-# 4. looks at the server steps the two FedLi methods compute, and at how much FedLi-LU depends on its clients'
-#    learning rate;
+# 3. reruns Tables 1 and 2 on the task reachable at this scale (a Fashion-MNIST stand-in for FEMNIST) with all
+#    seven methods over several seeds, the baselines tuned by a stated grid, FedLi-LS under three server rules, and
+#    reads them beside the paper's whole tables;
+# 4. looks at the server steps the two FedLi methods compute, and sweeps FedLi's own constants and the clients'
+#    learning rate: is "hyper-parameter-free" borne out, and is FedLi-LU easy to tune on the paper's horizon?
 # 5. measures what the line search costs, and the step sizes the clients settle on;
 # 6. lets you move the baselines' learning rate and watch which methods move;
 # 7. sets the paper's claims beside our measurements, with verdicts, and says what differs.
 #
 # **Parameters.** `SCALE` is `smoke` (CI, about a minute), `small` (a 2-core CPU; the time is printed at the end:
-# what you see here) or `paper` (500 rounds; for a GPU). Rerun with, e.g.,
-# `papermill 03_fedli.ipynb out.ipynb -p SCALE small -p SEED 1`. Finished runs are kept in the results store
-# (`fedcore.store`), so a rerun recomputes only what changed; `-p STORE off` recomputes everything.
+# what you see here) or `paper` (500 rounds, every task; for a GPU). Rerun with, e.g.,
+# `papermill 03_fedli.ipynb out.ipynb -p SCALE small -y "SEEDS: [3, 4, 5]"`. Finished runs are kept in the results
+# store (`fedcore.store`), so a rerun recomputes only what changed; `-p STORE off` recomputes everything.
 
 # %% tags=["parameters"]
 import os
 
 SCALE = os.environ.get("FEDCORE_SCALE", "small")  # smoke | small | paper
 DEVICE = "cpu"  # "cuda" on a GPU
-SEED = 0  # data partition, model initialization, client sampling and minibatches
+PARTITION_SEED = 0  # the data partition and the kept test samples: the same for every run
+SEEDS = None  # None: the scale's seeds (0, 1, 2 at small); each seed draws a run's initial model, client sampling, minibatches
 PROGRESS = False  # tqdm progress bars during training
 STORE = os.environ.get("FEDCORE_STORE", "")  # results store: "" build/store.sqlite, "off" none, or a file path
 FIGURES = os.environ.get("FEDCORE_FIGURES")  # a folder to save the figures into (None: don't save)
@@ -72,12 +75,14 @@ import fedcore
 from fedcore import algorithms, explore, objectives, plots
 from fedcore.algorithms.fedli import FedLiLS
 from fedcore.experiments.fedli import experiment, figures, paper, theory
+from fedcore.experiments.figures import CurvesDisplay, identical_groups
 from fedcore.store import default_store
 
 store = default_store(STORE)
 started = time.perf_counter()
 plt.rcParams["figure.dpi"] = 80  # keeps the committed notebook small
-print(f"SCALE={SCALE}: {experiment.SCALES[SCALE]}")
+seeds = experiment.seeds_at(SCALE, SEEDS)  # every training run below is repeated over these seeds
+print(f"SCALE={SCALE}: {experiment.SCALES[SCALE]}; seeds {seeds}")
 
 # %% [markdown]
 # ## 1. The framework, and when local descent is global descent
@@ -91,12 +96,14 @@ print(f"SCALE={SCALE}: {experiment.SCALES[SCALE]}")
 # pseudo-gradient $\Delta_t = \sum_i w_i (x_{i,K} - x_t)$ (the mean client move):
 #
 # - **FedLi-LS**: clients run SGD with the stochastic Armijo line search (Vaswani et al., 2019): start each step
-#   from $\min(\eta_{\max}, \rho^{b/n} \eta_{\text{prev}})$ (the "reset" growth: $\rho = 2$, $b/n$ one minibatch's
-#   share of the client's epoch, so fedcore grows by $2^{1/K}$; every round starts again from $\eta_{\max} = 1$),
-#   shrink $\eta \leftarrow \beta_b \eta$ ($\beta_b = 0.9$) until $F_i(w - \eta g; \xi) \le F_i(w; \xi) - c\,
-#   \eta \|g\|^2$ ($c = 0.1$) on the same minibatch; the server takes $x_{t+1} = x_t + \eta_g \Delta_t$ with
-#   $\eta_g = 1$ (convex) or $\eta_g = \max_i \eta_i$ (non-convex: section 3 uses this rule, so with
-#   $\eta_{\max} = 1$ it shrinks the update; the explorer of section 6 uses $\eta_g = 1$).
+#   from $\min(\eta_{\max}, \rho^{b/n_i} \eta_{\text{prev}})$ (SLS's "reset" growth: $\rho = 2$, $b/n_i$ one
+#   minibatch's share of client $i$'s epoch; each round's first step starts from 1, and the cap is
+#   $\eta_{\max} = 10$, so a client's step can grow above 1), shrink $\eta \leftarrow \beta_b \eta$
+#   ($\beta_b = 0.9$) until $F_i(w - \eta g; \xi) \le F_i(w; \xi) - c\, \eta \|g\|^2$ ($c = 0.1$) on the same
+#   minibatch (after 100 failed tries the client moves by SLS's fixed $10^{-6}$); the server takes
+#   $x_{t+1} = x_t + \eta_g \Delta_t$ with $\eta_g = 1$ (convex) or $\eta_g = \max_i \eta_i$ (non-convex:
+#   section 3 uses this rule, and compares it with $\eta_g = 1$ and with a cap of 1, under which it can only
+#   shrink the update; the explorer of section 6 uses $\eta_g = 1$).
 # - **FedLi-LU**: clients run SGD; the server's Deep-Frank-Wolfe step on $d = -\Delta_t$ with pseudo-objective
 #   $L_t$ and weight decay $\lambda$: $\gamma_t = \mathrm{clip}_{[0,1]}\big((L_t - \eta \langle d, r\rangle) / (\eta
 #   \|d\|^2 + \epsilon)\big)$, $r = \lambda x_t$, $x \leftarrow x_t - \eta (r + \gamma_t d)$, then momentum
@@ -119,7 +126,8 @@ print(inspect.getsource(FedLiLS.round))
 # while raising the federation's. Two tests on least squares, every client in every round, full-batch steps:
 #
 # - **where the argument is sound**: four clients holding the same rows (every $f_i = f$), $K = 5$,
-#   $\eta_{\max} = 10$ so the search backtracks. Each accepted step has $\eta \ge \eta_{lo} = \min(\eta_{\max},
+#   every round's first step started at the cap $\eta_{\max} = 10$ (`theory.SHARED_LINE_SEARCH`), so the search
+#   backtracks. Each accepted step has $\eta \ge \eta_{lo} = \min(\eta_{\max},
 #   2\beta_b (1-c)/L)$, and by the Polyak-Łojasiewicz inequality a round multiplies the gap $f(x_t) - f^*$ by at
 #   most $(1 - 2 c \mu \eta_{lo})^K$ ($\mu$, $L$: the extreme eigenvalues of $A^\top A / n$);
 # - **where it breaks**: two convex clients, $f_1(x) = 0.01 (x - 10)^2$ and $f_2(x) = 1.1\, x^2$ from $x_0 = 0$
@@ -137,8 +145,7 @@ print(inspect.getsource(FedLiLS.round))
 # %%
 shared = objectives.shared_clients()
 bound = theory.linear_rate_bound(shared, local_steps=5, eta_max=10.0)
-first_pass = dict(eta_max=10.0, init_step_size=10.0, fallback_step_size=None, batches_per_epoch=5)  # start at the cap
-gaps = theory.suboptimality(shared, algorithms.fedli_ls(**first_pass), local_steps=5, rounds=12)
+gaps = theory.suboptimality(shared, algorithms.fedli_ls(**theory.SHARED_LINE_SEARCH), local_steps=5, rounds=12)
 convex = theory.two_client_run(local_steps=10, rounds=10 if SCALE != "smoke" else 4)
 x_star = theory.convex_optimum()
 plots.savefig(figures.descent_panels(gaps, bound, convex, x_star=x_star), "03_lemma3.png", FIGURES)
@@ -214,184 +221,253 @@ display(remark2_explorer)
 #
 # - **FEMNIST → Fashion-MNIST** (EMNIST cannot be fetched): 100 clients by Dirichlet(0.5) (FEMNIST's own split is
 #   by writer), 10 per round, batch 32, one local epoch capped at the scale's $K$ (at `small` 5 steps, about a
-#   quarter of an epoch: printed below); at `small` a one-hidden-layer MLP (64 units) instead of a CNN;
-# - **Shakespeare** on its own texts (one client per play and role; at `small` 100 roles), the char-LSTM; the LSTM is
-#   slow on a CPU, so at `small` its runs are shorter (20 rounds of 2 local steps, tuning runs of 5 rounds, three
-#   client rates: printed below);
-# - **CIFAR-10/100** with ResNet-18 (GroupNorm), 100 clients by Dirichlet(0.5), join the tables at `SCALE=paper`
-#   where torchvision has the files (a GPU job; the code path is tested on generated tensors of CIFAR's shape).
+#   quarter of an epoch: printed below); below `paper` a one-hidden-layer MLP (64 units) instead of a CNN;
+# - **Shakespeare** (its own texts, one client per play and role, the char-LSTM) and **CIFAR-10/100** (ResNet-18 with
+#   GroupNorm, Dirichlet(0.5)) run at `SCALE=paper` only: a GPU job. On 2 CPU cores the LSTM's 20 rounds left six of
+#   the seven methods at the trivial baseline and took half the notebook's time, so at `small` Shakespeare could
+#   not test anything. The CIFAR code path is tested on generated tensors of CIFAR's shape.
 #
 # Each task is a `fedcore.experiments.common.Task` (`experiment.tasks`): the data, its partition drawn once from
-# `SEED`, the model drawn from a seed, the round settings and the metric with its trivial baseline; `SEED` also
-# draws the initial model, the client sampling and the minibatches of every run.
+# `PARTITION_SEED`, the model drawn from a seed, the round settings and the metric with its trivial baseline. Each
+# seed of `seeds` draws the initial model, the client sampling and the minibatches of a run, and every number
+# below is over those seeds. A run's score is its test accuracy on the whole test set, averaged over its last four
+# evaluations (Table 2: the clients' training loss over the same rounds).
 #
 # The baselines are tuned by a grid search (ours: the paper's grid values were lost; `experiment.tune`, on the
-# shared `fedcore.experiments.common.tune`), each point run for the scale's tuning rounds (the paper: 100) and kept
-# by the lowest final training loss (the paper: the highest training accuracy, which fedcore's runs do not record).
-# FedLi-LS has no learning rate; FedLi-LU's clients run SGD at FedAvg's tuned rate (the paper does not say which
-# rate they use).
+# shared `fedcore.experiments.common.tune`), each point run from every seed for the scale's tuning rounds (the paper:
+# 100) and kept by the lowest mean final training loss (the paper: the highest training accuracy, which fedcore's
+# runs do not record). FedLi-LS has no learning rate; FedLi-LU's clients run SGD at FedAvg's tuned rate (the paper
+# does not say which rate they use).
 
 # %%
 with pd.option_context("display.max_colwidth", None):
     display(pd.Series({m: ", ".join(f"{k} in {[round(v, 4) for v in vs]}" for k, vs in grid.items())
                        for m, grid in experiment.grids(SCALE).items()}, name="grid").to_frame())
-print("Shakespeare at this scale:", experiment.SCALES[SCALE]["shakespeare"] or "the same as above")
 
 # %%
-tasks = experiment.tasks(SCALE, SEED, DEVICE)
-histories, chosen = {}, {}
+tasks = experiment.tasks(SCALE, PARTITION_SEED, DEVICE)
+results, chosen = {}, {}
 for name, task in tasks.items():
-    fedcore.warm_up(task.problem(SEED))
-    chosen[name] = experiment.tune(task, SCALE, SEED, store=store).chosen
-    histories[name] = experiment.run(task, chosen[name], SEED, store=store, progress=PROGRESS)
+    fedcore.warm_up(task.problem(seeds[0]))
+    chosen[name] = experiment.tune(task, SCALE, seeds, store=store).chosen
+    results[name] = experiment.run(task, chosen[name], seeds, store=store, progress=PROGRESS)
     edges = experiment.on_grid_edge(chosen[name], experiment.grids(SCALE, name))
     print(f"{name}: K = {task.settings['local_steps']} (one local epoch: {experiment.epoch_steps(task.data)}), "
-          f"{task.settings['rounds']} rounds; chosen: {chosen[name]}\n   on an edge of its grid: "
-          f"{', '.join(edges) or 'none'}")
-
-# %%
-accuracy = experiment.results_table(histories, "test_accuracy")
-loss = experiment.results_table(histories, "train_loss")
-label = {"femnist": "FEMNIST (ours: Fashion-MNIST stand-in)", "shakespeare": "Shakespeare", "cifar10": "CIFAR-10",
-         "cifar100": "CIFAR-100"}.get
-display(paper.beside(accuracy, paper.TABLE1, label).style.format("{:.2f}"))
-paper.beside(loss, paper.TABLE2, label).style.format("{:.4f}")
+          f"{task.settings['rounds']} rounds, {len(task.data.test_targets)} test samples; chosen: {chosen[name]}\n"
+          f"   on an edge of its grid: {', '.join(edges) or 'none'}")
+tables = {name: {m: runs for m, runs in by_method.items() if m in paper.METHODS} for name, by_method in results.items()}
+accuracy = experiment.scores(tables, seeds, "test_accuracy")
+loss = experiment.scores(tables, seeds, "train_loss")
 
 # %% [markdown]
-# Above: Table 1 (top-1 test accuracy, %) and Table 2 (training loss: the sampled clients' mean loss in the last
-# round, as the paper reports it; one round of ten clients, so it is noisy), the paper's numbers beside ours, in
-# the paper's order of methods. Our runs are short and on stand-ins, so read the order of the methods, not the
-# numbers, and compare each column with what a model that learned nothing scores (the most frequent class, or next
-# character). Where a tuned value sits on an edge of its grid (printed above the tables), the best value may lie
-# beyond it: at `small` Shakespeare's three client rates stop at 1. FedProx with a small $\mu$ and
-# $K \le 5$ moves almost exactly as FedAvg does (its proximal pull $\mu (x - x_t)$ is tiny after a few steps), so
-# their numbers nearly coincide.
+# A tuned value on an edge of its grid (printed above: at `small`, FedExP's smallest $\epsilon$) may have a better
+# value beyond it; FedExP, already the best method here, could only gain.
+#
+# The paper's Tables 1 and 2 in full, its numbers (the mean of 5 seeds after 500 rounds) beside ours (mean ± sd over
+# `seeds`, at this scale's rounds), in the paper's order of methods; "—": the task runs at `SCALE=paper` only.
+
+# %%
+label = {"femnist": "FEMNIST (ours: Fashion-MNIST stand-in)", "shakespeare": "Shakespeare", "cifar10": "CIFAR-10",
+         "cifar100": "CIFAR-100"}.get
+missing = "—"  # runs at paper scale only
+display(paper.beside(experiment.table_cells(accuracy), paper.TABLE1, label, missing).rename_axis(
+    "Table 1: test accuracy (%)"))
+paper.beside(experiment.table_cells(loss, digits=3), paper.TABLE2, label, missing).rename_axis(
+    "Table 2: training loss")
 
 # %%
 for name, task in tasks.items():
-    learned = [m for m in accuracy.columns if accuracy.loc[name, m] > task.baseline + 0.5]
-    print(f"{label(name)}: trivial baseline {task.baseline:.2f}%; above it by more than 0.5: "
-          f"{', '.join(learned) or 'none'}")
+    means = experiment.means(accuracy).loc[name]
+    learned = [m for m in means.index if means[m] > task.baseline + paper.LEARNED_MARGIN]
+    print(f"{label(name)}: trivial baseline {task.baseline:.2f}%; more than {paper.LEARNED_MARGIN:g} points above it: "
+          f"{len(learned)} of {len(means)} methods ({', '.join(learned) or 'none'})")
 
 # %% [markdown]
-# A method at the baseline has not learned yet in these few rounds; where only some methods are above it, the
-# column says which learned fastest, not which ends best. Below, the curves, as test accuracy (a fraction);
-# identical curves hide each other, and the cell prints which they are. On Shakespeare every curve starts at 0: with seed 0 the
-# untrained LSTM predicts "(" at almost every position, a character that almost never comes next in the test text.
+# Below, the curves (mean ± sd over the seeds), in % as in the tables, with a tick at every evaluation; curves that
+# coincide on every seed are drawn once and named together in the legend.
 
 # %%
-figure, axes = plt.subplots(1, len(histories), figsize=(5.5 * len(histories), 3.8), layout="constrained")
-for ax, (task, runs) in zip(axes, histories.items()):
-    plots.compare(runs, "test_accuracy", ax=ax, legend=False)
-    ax.set_title(label(task), fontsize="medium")
-figure.legend(*axes[0].get_legend_handles_labels(), loc="outside right center", fontsize="small")
-plots.savefig(figure, "03_tables_curves.png", FIGURES)
-for task, runs in histories.items():
-    print(f"{label(task)}: identical accuracy curves: {experiment.identical_curves(runs) or 'none'}")
+curves = CurvesDisplay.from_results({label(name): runs for name, runs in tables.items()}, "test_accuracy",
+                                    scale=100).plot(label="test accuracy (%)", order=paper.METHODS,
+                                                    evaluation_ticks=True, mark_identical=True)
+plots.savefig(curves.figure_, "03_tables_curves.png", FIGURES)
+for panel, by_method in curves.curves.items():
+    same = [" = ".join(group) for group in identical_groups(by_method) if len(group) > 1]
+    print(f"{panel}: identical curves: {'; '.join(same) or 'none'}")
 
 # %% [markdown]
 # ### Reading Tables 1 and 2 beside the paper's
 #
 # For each task, the paper's column and ours: the best method, where the two FedLi methods rank among the seven
-# (ties said), their margin over FedAvg, FedLi-LU's rank by training loss, and how far our order of the seven
-# methods agrees with the paper's (Spearman's rank correlation: +1 the same order, 0 unrelated, -1 reversed):
+# (ours on the means; ties said), their margin over FedAvg (ours paired over seeds, ± 2 standard errors, and whether
+# it lies beyond that noise), FedLi-LU's rank by training loss, and how far our order of the seven methods agrees
+# with the paper's (Spearman's rank correlation: +1 the same order, 0 unrelated, -1 reversed; on the means, and its
+# range over the seeds, one seed's order at a time):
 
 # %%
 with pd.option_context("display.max_colwidth", None):
     display(paper.reading(accuracy, loss, label))
 
 # %% [markdown]
-# What the committed run (`SCALE=small`, seed 0) shows, read from the table above:
+# What the committed run (`SCALE=small`, seeds 0-2) shows, read from the tables above:
 #
-# - **The paper's own columns.** On FEMNIST FedLi-LU is first by 0.12 points over FedAvg, with the sixth-best
-#   training loss of seven; on Shakespeare FedAdam is first and both FedLi methods are below FedAvg. The paper's two
-#   tables do not tell one story about FedLi-LU, and the paper itself calls FedLi-LS "comparable" to the baselines.
-# - **Ours, on the FEMNIST stand-in.** The two FedLi methods are the last two, FedLi-LS about 3 points and FedLi-LU
-#   about 8 points below FedAvg, while the five tuned baselines end within 1.5 points of each other. The negative
-#   rank correlation says our order of the seven methods runs largely against the paper's. Section 4 shows why
-#   FedLi-LU is slow here: its computed step never acts.
-# - **Ours, on Shakespeare.** After 20 rounds of 2 local steps six methods are tied at the trivial baseline (FedAdam
-#   alone has left it), so the ranks and the positive correlation there come from ties and carry no information.
-# - **Training loss.** FedLi-LU has the highest training loss of the seven on both our tasks, as in the paper's
-#   Shakespeare column and near its FEMNIST one (sixth of seven).
+# - **Ours, on the FEMNIST stand-in.** Every method learned (all seven more than 5 points above the trivial
+#   baseline). The two FedLi methods are the last two: FedLi-LS 4.1 points and FedLi-LU 10.0 points below FedAvg,
+#   both beyond the noise, while FedExP and FedAdam lead at about 80%. FedLi-LS's margin over FedAvg is close to the
+#   paper's own on FEMNIST (-4.01); FedLi-LU's is not (the paper: +0.12).
+# - **Training loss.** FedLi-LU has the highest training loss of the seven (the paper: sixth of seven on FEMNIST).
+# - **The paper's own columns.** On FEMNIST FedLi-LU is first by 0.12 points over FedAvg with the sixth-best training
+#   loss; on Shakespeare FedAdam is first and both FedLi methods are below FedAvg. The paper itself calls FedLi-LS
+#   "comparable" to the baselines.
 #
-# These are one seed and 40 rounds on a stand-in (Shakespeare: 20), against the paper's mean of five seeds over 500 rounds; a point
-# between two baselines is within what another seed would move, a gap of several points is not.
+# The table above is what the claims of section 7 read. Three cautions in reading it. Methods within a point of
+# each other on the means are within what another seed moves (the margins say which differences lie beyond the
+# noise). A rank correlation over seven methods, several of them tied within the noise, says little about the
+# order of those methods; its range over the seeds shows how much of it survives the seed. And our numbers are
+# 40 rounds of a quarter epoch on a stand-in (at `small`), against 500 rounds of a full epoch: early training.
 #
-# ## 4. The server steps FedLi computes, and FedLi-LU's clients' rate
+# ### FedLi-LS under three server rules
 #
-# "Hyper-parameter-free" is about the server's step. Which steps did the two methods take in the runs above?
-# FedLi-LS's server step $\eta_g$ is the largest client step of the round (section 3's rule); FedLi-LU's
+# Table 1's FedLi-LS takes the non-convex rule, $\eta_g = \max_i \eta_i$, under SLS's cap of 10. With a cap of 1
+# the largest client step is at most 1, so the rule can only shrink the clients' mean move; the convex rule
+# $\eta_g = 1$ takes the mean move as it is. The same seeds for each (so the differences are paired):
+
+# %%
+for name, runs in results.items():
+    print(label(name))
+    display(experiment.server_rules_table(runs))
+
+# %% [markdown]
+# In the committed run the clients' last steps stay below 1 in every round (section 4: the largest $\eta_g$ is
+# 0.45), so SLS's cap of 10 never binds and a cap of 1 changes nothing beyond the noise. The largest-client-step rule
+# takes about a quarter of the clients' mean move ($\eta_g$ about 0.24), and the convex rule $\eta_g = 1$ is 1.7
+# points better, beyond the noise: with SLS's constants on this task the rule the paper motivates for non-convex
+# objectives gives the server a smaller step, not a larger one.
+
+# %% [markdown]
+# ## 4. The server steps FedLi computes, and the constants it still has
+#
+# "Hyper-parameter-free" is about the server's step. Which steps did the two methods take in Table 1's runs (every
+# round of every seed)? FedLi-LS's server step $\eta_g$ is the largest client step of the round; FedLi-LU's
 # Deep-Frank-Wolfe $\gamma_t$ is clipped to $[0, 1]$, and at $\gamma_t = 1$ the server's update is
 # $\eta = 0.01$ times the pseudo-gradient plus momentum $\mu = 0.9$: a fixed step, about a tenth of FedAvg's
 # move once the momentum has built up.
 
 # %%
-experiment.server_steps(histories).round(3)
+experiment.server_steps(results).round(3)
 
 # %% [markdown]
-# Where $\gamma_t$ sits at 1 in every round, FedLi-LU is server SGD with momentum at a fixed small rate, and its
-# clients' SGD rate is the one learning rate left. The paper does not say which client rate FedLi-LU's clients
-# use; Table 1 above gives them FedAvg's tuned rate. Below, every client rate of a wide grid, for FedLi-LU and for
-# the two baselines whose clients also run SGD (FedAvg, and FedExP at its tuned $\epsilon$), on the tasks of
-# `SCALES[SCALE]["rate_sweep_tasks"]` (at `small` the FEMNIST stand-in alone: the LSTM's runs would not fit the
-# time budget), with FedLi-LS (no rate to set) as a flat line. Filled markers: within 3 points of the method's
-# best.
+# Both methods still carry constants: FedLi-LS the line search's cap $\eta_{\max}$ and Armijo constant $c$ (and
+# $\beta_b$, $\rho$), FedLi-LU the DFW step $\eta$ (with $\gamma_t$ at 1, its server rate) and its clients' SGD rate.
+# "Free" should mean that their defaults work without tuning. We sweep each constant around its default, the others
+# at theirs, and judge it by the rule every method is judged by (`fedcore.experiments.common.span_width`): the
+# width, in decades, of the contiguous values around the one a user runs with (FedLi: the default; a baseline: its
+# tuned value) whose mean accuracy lies within 3 points of the best. A default outside that range has width 0: the
+# constant must be tuned. Beside them, the clients' SGD rate of FedLi-LU, FedAvg and FedExP (at its tuned
+# $\epsilon$) over half-decades. FedLi-LS's constants run on Table 1's horizon. FedLi-LU's fixed small server step
+# makes it slow on 40 rounds, so its constants, and the client rates of the three SGD methods, also run on the
+# paper's own 500 rounds (`experiment.long_task`), where slowness no longer decides: the paper's tuning remark
+# (Appendix C) is judged there.
 
 # %%
-sweeps = {name: experiment.client_rate_sweep(tasks[name], chosen[name], SEED, histories[name]["FedLi-LS"],
-                                             store=store, progress=PROGRESS)
-          for name in experiment.SCALES[SCALE]["rate_sweep_tasks"]}
-rates = figures.ClientRateDisplay.from_sweeps(sweeps, chosen).plot(label=label)
-plots.savefig(rates.figure_, "03_client_rate.png", FIGURES)
-for task, table in sweeps.items():
-    below = int((table["FedLi-LU"] < table["FedAvg"]).sum())
-    print(f"{label(task)}: FedLi-LU below FedAvg at {below} of {len(table)} rates; FedLi-LU from "
-          f"{table['FedLi-LU'].min():.1f}% to {table['FedLi-LU'].max():.1f}% across the rates")
-    display(experiment.rate_summary(table).round(2))
+long = {name: experiment.long_task(task, SCALE) for name, task in tasks.items()}
+sweep_task = "femnist"
+rates = {"tables": experiment.client_rate_sweep(tasks[sweep_task], chosen[sweep_task], seeds, store=store,
+                                                progress=PROGRESS),
+         "long": experiment.client_rate_sweep(long[sweep_task], chosen[sweep_task], seeds, store=store,
+                                              progress=PROGRESS)}
+lu_rate = experiment.best_value(rates["long"], "FedLi-LU")  # FedLi-LU's clients at their best rate of 500 rounds
+constants = {setting: experiment.constant_sweep(tasks[sweep_task] if entry["horizon"] == "tables" else long[sweep_task],
+                                                setting, seeds, client_lr=lu_rate, store=store, progress=PROGRESS)
+             for setting, entry in experiment.CONSTANTS.items()}
+rounds_of = {"tables": tasks[sweep_task].settings["rounds"], "long": long[sweep_task].settings["rounds"]}
+panels = {f"client SGD rate, {rounds_of[h]} rounds": rates[h] for h in ("tables", "long")}
+panels |= {f"{setting}, {rounds_of[entry['horizon']]} rounds": pd.concat({entry["method"]: constants[setting]}, axis=1)
+           for setting, entry in experiment.CONSTANTS.items()}
+tuned_avg = chosen[sweep_task]["FedAvg"]["client_lr"]
+marks = {f"client SGD rate, {rounds_of['tables']} rounds": {"FedAvg's tuned rate (Table 1)": tuned_avg},
+         f"client SGD rate, {rounds_of['long']} rounds": {"FedLi-LU's best rate": lu_rate}}
+marks |= {f"{s}, {rounds_of[e['horizon']]} rounds": {"default": e["default"]} for s, e in experiment.CONSTANTS.items()}
+xlabels = {panel: panel.split(",")[0].replace("FedLi-LS ", "").replace("FedLi-LU ", "") for panel in panels}
+sweeps = figures.SweepsDisplay.from_tables(panels, marks, xlabels).plot(order=paper.METHODS)
+plots.savefig(sweeps.figure_, "03_constants.png", FIGURES)
 
 # %% [markdown]
-# In the committed run FedLi-LU's accuracy spans the whole range from the trivial baseline to its best across the
-# rates (printed above), and it peaks at 0.1, FedAvg's tuned rate: Table 1 gave FedLi-LU its best client rate. It
-# is below FedAvg at every rate but the largest, where all three methods sit at the trivial baseline. Computing
-# the server's step (here, in effect, not computing it: $\gamma_t$ stayed at 1) does not remove the clients' rate
-# as a hyperparameter, and FedLi-LU is the least forgiving of the three: one half-decade away from its best rate
-# it loses far more accuracy than FedAvg does (the summary table gives each method's range within 3 points of its
-# best; FedAvg's and FedExP's curves lie almost on top of each other). Section 7 judges the paper's sentence that
-# FedLi-LU's tuning is "almost the least effort-taking" on this range.
+# Filled markers: within 3 points of the method's best (means over the seeds). The spans, each around the value a
+# user runs with, per seed and on the means:
+
+# %%
+tuned = {m: chosen[sweep_task][m]["client_lr"] for m in ("FedAvg", "FedExP")}
+spans = {f"{setting} ({entry['horizon']})": constants[setting] for setting, entry in experiment.CONSTANTS.items()}
+spans |= {f"{m}'s client rate (tables)": rates["tables"][m] for m in ("FedAvg", "FedExP")}
+spans |= {f"{m}'s client rate (long)": rates["long"][m] for m in paper.RATE_METHODS}
+around = {f"{setting} ({entry['horizon']})": entry["default"] for setting, entry in experiment.CONSTANTS.items()}
+around |= {f"{m}'s client rate (tables)": tuned[m] for m in tuned}
+around |= {f"{m}'s client rate (long)": experiment.best_value(rates["long"], m) for m in paper.RATE_METHODS}
+experiment.span_table(spans, around)
+
+# %% [markdown]
+# And on the paper's 500 rounds, each SGD method at its best client rate, FedLi-LU once with its default DFW step and
+# once with its best (paired against FedAvg):
+
+# %%
+experiment.at_best({"FedAvg": rates["long"]["FedAvg"], "FedExP": rates["long"]["FedExP"],
+                    "FedLi-LU, default DFW eta": rates["long"]["FedLi-LU"],
+                    "FedLi-LU, best DFW eta": constants["FedLi-LU eta (DFW)"]}, "FedAvg")
+
+# %% [markdown]
+# What the sweeps show in the committed run:
+#
+# - **FedLi-LS's cap $\eta_{\max}$** is free: every cap from 1 to 1000 gives the same accuracy (the clients' steps
+#   never reach 1, so the cap only binds at 0.1, 3 points lower): 3.3 decades around the default over the seeds,
+#   against half a decade to one for the baselines' tuned client rate.
+# - **Its Armijo constant $c$**: the default 0.1 is the best value; 0.01 to 0.3 stay within 3 points, 0.9 collapses
+#   (32.6%). About as forgiving as the baselines' rate.
+# - **FedLi-LU's DFW step $\eta$** is not free: on 500 rounds the default 0.01 scores 81.1%, 5.2 points below
+#   $\eta = 0.1$ (86.3%), so the default lies outside its good range. With $\gamma_t$ clipped at 1 in every round,
+#   this constant is FedLi-LU's server rate, and it wants tuning as FedAvg's rate does.
+# - **The clients' SGD rate on 500 rounds**: one decade within 3 points of the best for FedLi-LU and FedAvg alike,
+#   0.5 to 1 for FedExP: FedLi-LU's rate is as forgiving as FedAvg's there. On 40 rounds FedLi-LU's whole curve lies
+#   about 10 points below FedAvg's: it is slow, not hard to tune. (The spans are measured on a half-decade grid, so
+#   widths that differ by less than half a decade cannot be told apart.)
+# - **At their best**, on 500 rounds, FedLi-LU with its default DFW step stays 4.75 points below FedAvg, beyond the
+#   noise; with its best DFW step it is 0.4 points above FedAvg, and FedExP another 0.5 above it.
 #
 # ## 5. What the line search costs
 #
 # Each backtracking step evaluates the loss once more on the same minibatch (all sampled clients at once: the count
-# is the most any client needed). Seconds per round against FedAvg (after `fedcore.warm_up`), the mean number of
-# loss evaluations per local step, and the step sizes FedLi-LS's clients settle on:
+# is the most any client needed). Seconds per round against FedAvg (each run alone, after `fedcore.warm_up`; the
+# ratio is the median over the seeds of each seed's ratio, so a slow moment of the machine counts once), the mean
+# number of loss evaluations per local step, and the step sizes FedLi-LS's clients settle on (the figure: the first
+# seed's run):
 
 # %%
-costs = {label(task): experiment.line_search_cost(runs) for task, runs in histories.items()}
+costs = {label(task): experiment.line_search_cost(runs) for task, runs in tables.items()}
 display(pd.concat(costs).style.format(precision=3, na_rep="-"))
-steps = figures.StepSizesDisplay.from_histories(histories).plot(label=label)
+steps = figures.StepSizesDisplay.from_histories({task: {m: runs[m][0] for m in runs} for task, runs in tables.items()})
+steps = steps.plot(label=label)
 plots.savefig(steps.figure_, "03_step_sizes.png", FIGURES)
 
 # %% [markdown]
-# The table's columns: seconds per round (mean over rounds) and its ratio to FedAvg's; for FedLi-LS, the line
+# The table's columns: seconds per round and its ratio to FedAvg's (medians over the seeds); for FedLi-LS, the line
 # search's loss evaluations per local step (the most any of the round's clients needed; "-": not a line-search
 # method) and the clients' last step sizes (each round's mean, minimum and maximum over the clients, averaged over
-# the rounds). Every round restarts the search from $\eta_{\max} = 1$ (clients keep no step size between rounds),
-# far above the steps the MLP accepts, so the first local step of each round backtracks many times; the later steps
-# backtrack too, since the step a minibatch accepts varies from batch to batch and the count is the worst client's.
-# On the LSTM the accepted steps sit nearer the cap of 1 and the search backtracks less, so FedLi-LS costs less
-# there relative to FedAvg. The top of each band is the server's step $\eta_g$ under section 3's rule: the server
-# takes that share of the clients' mean move, which is why FedLi-LS moves more slowly than FedAvg on the MLP.
+# the rounds and seeds). Each round starts every client's search from SLS's first step of 1 (clients keep no step
+# size between rounds), far above the 0.06 to 0.24 the MLP accepts, so a round's first local step backtracks about
+# 14 to 27 times ($0.9^{14} \approx 0.23$, $0.9^{27} \approx 0.06$); the later steps start from the last accepted step times the small
+# growth $2^{b/n_i}$ and backtrack little. With $K = 5$ steps per round that first search dominates the count, and
+# FedLi-LS costs about six times FedAvg's time per round here. The top of each band in the figure is the server's
+# step $\eta_g$ under section 3's rule.
 #
 # ## 6. Explorer: move the baselines' learning rate
 #
 # `fedcore.explore.explore_fedli` runs FedAvg and FedExP at the slider's client rate beside FedLi-LS (no rate to
-# set; here with server step $\eta_g = 1$, the convex rule, not section 3's largest-client-step rule, and on
-# another task, so its numbers are not Table 1's) and FedLi-LU (its clients at a fixed 0.1), on the small task of the other
-# notebooks (Fashion-MNIST on 20 clients, a logistic regression). Only FedAvg and FedExP depend on the slider: the
-# test `tests/test_fedli_theory.py::test_fedli_explorer_moves_only_the_baselines` checks that FedLi-LS's and
-# FedLi-LU's curves stay put whatever you choose. The legend gives each run's final test accuracy. Once headless,
-# then live:
+# set; here with SLS's constants and server step $\eta_g = 1$, the convex rule, not section 3's largest-client-step
+# rule, and on another task, so its numbers are not Table 1's) and FedLi-LU (its clients at a fixed 0.1), on the
+# small task of the other notebooks (Fashion-MNIST on 20 clients, a logistic regression). Only FedAvg and FedExP
+# depend on the slider: the test `tests/test_fedli_theory.py::test_fedli_explorer_moves_only_the_baselines` checks
+# that FedLi-LS's and FedLi-LU's curves stay put whatever you choose. The legend gives each run's final test
+# accuracy. Once headless, then live:
 
 # %%
 explore.explore_fedli(client_lr=0.1, rounds=20, store=store)
@@ -408,43 +484,59 @@ display(fedli_explorer)
 # %% [markdown]
 # ## 7. The paper's claims beside ours
 #
-# Each verdict is computed (`paper.CLAIMS`, `paper.SUMMARY_CLAIMS`): **holds** if every check passes,
-# **partly** if some do, **does not hold** if none does; except that a claim stated for every convex federation
-# (Lemma 3, the linear rate) does not hold once one federation that meets its hypotheses breaks it. So the first
-# two rows: both hold for clients that share their data and fail for the two different convex clients (the "ours"
-# column says both). This is under our reading: the lemma's own assumption (its equation (9)) was lost from our
-# copy of the text, and the counterexample may not meet it. The third row is Remark 2 (section 2). The fourth is
-# the paper's remark that FedLi-LU needs almost the least tuning, judged on section 4's sweep: FedLi-LU's range of
-# good client rates must be at least FedAvg's and FedExP's. The last three are the paper's summary sentences,
-# judged on our tasks, each beside what the paper's own Tables 1 and 2 say of it: its own tables support "across
-# the board" only partly (a FedLi method is first on 3 of 4 tasks; FedAdam is first on Shakespeare, ahead of both
-# FedLi methods); the last row is our own check against FedAvg alone, not a quotation.
-# Ties are said: on our Shakespeare runs most methods sit tied at the trivial baseline.
-# Each row says what its verdict rests on (`scope`): the tasks, the scale, the rounds per run (with the model where
-# it is not the paper's) and the seeds; the rows on Tables 1 and 2 and on the sweep rest on one seed (`SEED`), the
-# theory rows are exact computations ("deterministic", 0 seeds).
+# Each verdict is computed (`paper.CLAIMS`, `paper.SUMMARY_CLAIMS`) by the shared rules
+# (`fedcore.experiments.claims`): a comparison over seeds counts only when the mean paired difference is larger than
+# twice its standard error; **holds** if every check is confirmed, **partly** if some are, **does not hold** if none
+# is and one is contradicted, **inconclusive** if all lie within the noise. A claim stated for every convex
+# federation (Lemma 3, the linear rate) does not hold once one federation that meets its hypotheses breaks it: the
+# first two rows hold for clients that share their data and fail for the two different convex clients (the "ours"
+# column says both). This is under our reading: the lemma's own assumption (its equation (9)) was lost from our copy
+# of the text, and the counterexample may not meet it. The third row is Remark 2 (section 2). The fourth and fifth
+# are the tuning claims of section 4: "hyper-parameter-free" on FedLi's own constants, each constant's span against
+# FedAvg's and FedExP's client rate on the same horizon, paired over seeds; and the remark that FedLi-LU needs almost
+# the least tuning, on the 500-round client-rate sweep. The last three are the paper's summary sentences, judged on
+# our tables over seeds on the tasks where most methods learned, each beside what the paper's own Tables 1 and 2 say
+# of it (its own tables support "across the board" only partly: FedAdam is first on Shakespeare, ahead of both FedLi
+# methods); the last row is our own check against FedAvg alone, not a quotation. Each row says what its verdict
+# rests on (`scope`): the tasks, the scale, the rounds per run (with the model where it is not the paper's) and the
+# seeds; the theory rows are exact computations ("deterministic", 0 seeds).
 
 # %%
-evidence = paper.Evidence(gaps, bound, convex, theory.remark2_line_search(), accuracy, loss, sweeps.get("femnist"),
-                          scale=SCALE, scopes=experiment.scopes(tasks, SCALE, [SEED]))
+scopes = experiment.scopes(tasks, SCALE, seeds) | {
+    paper.LONG: experiment.scopes({long[sweep_task].name: long[sweep_task]}, SCALE, seeds)[long[sweep_task].name]}
+evidence = paper.Evidence(gaps, bound, convex, theory.remark2_line_search(), accuracy, loss,
+                          baselines={name: task.baseline for name, task in tasks.items()},
+                          rates={"tables": rates["tables"], paper.LONG: rates["long"]}, tuned_rates=tuned,
+                          constants=constants, constant_settings=experiment.CONSTANTS, scale=SCALE, scopes=scopes)
 with pd.option_context("display.max_colwidth", None):
     display(paper.claims_table(evidence))
 print(f"notebook ran in {(time.perf_counter() - started) / 60:.1f} min at SCALE={SCALE}")
 
 # %% [markdown]
+# In the committed run: the theory rows as in sections 1 and 2. **Hyper-parameter-free** holds only in part: FedLi-LS's
+# cap and Armijo constant are at least as forgiving as the baselines' tuned client rate, but FedLi-LU's DFW step must
+# be tuned (its default is 5 points below its best on 500 rounds). FedLi-LU's **tuning remark** holds on 500 rounds:
+# its clients' rate is as forgiving as FedAvg's and FedExP's (on 40 rounds it would not be, which is why the remark is
+# judged on the paper's horizon). The three **summary sentences** do not hold on the stand-in: both FedLi methods end
+# below FedAvg and below the best baseline, beyond the noise. What would have turned them: a FedLi method above the
+# best baseline on more than twice the standard error of the paired differences, as FedLi-LU with a tuned DFW step
+# nearly is on 500 rounds (section 4). They rest on one stand-in task at 40 rounds; Shakespeare and CIFAR, where the
+# paper puts FedLi-LU 7.6 points above FedAvg on CIFAR-10, need `SCALE=paper`.
+#
 # **What differs from the paper, and why it matters.**
 #
-# - **Data and models.** Fashion-MNIST with an MLP stands in for FEMNIST with a CNN (at `small`); Shakespeare runs on
-#   its own texts with our parser and, at `small`, 100 roles; CIFAR runs only at `SCALE=paper`.
-# - **Scale.** At `small`, 40 rounds with at most 5 local steps (Shakespeare: 20 rounds of 2) and one seed, against
-#   500 rounds of a full local epoch and the mean of 5 seeds: early-training numbers, where differences of a point
-#   or two mean little.
-# - **Tuning.** Our grids, searched on the final training loss of short runs (the paper: training accuracy after 100
-#   rounds); FedLi-LU's client rate is FedAvg's tuned one.
+# - **Data and models.** Fashion-MNIST with an MLP stands in for FEMNIST with a CNN (below `paper`); Shakespeare and
+#   CIFAR run only at `SCALE=paper`, so at `small` every trained verdict rests on the one stand-in task.
+# - **Scale.** At `small`, Tables 1 and 2 are 40 rounds of at most 5 local steps over 3 seeds, against 500 rounds
+#   of a full local epoch and the mean of 5 seeds: early-training numbers. FedLi-LU's tuning claims run on 500
+#   rounds of the same local steps.
+# - **Tuning.** Our grids, searched on the mean final training loss of short runs over the seeds (the paper:
+#   training accuracy after 100 rounds); FedLi-LU's client rate in Table 1 is FedAvg's tuned one.
 # - **Regularization.** The paper uses weight decay and gradient clipping for every method; fedcore uses neither
 #   (FedLi-LU's server step keeps its own $\lambda = 10^{-5}$).
-# - **Reconstruction.** FedLi-LS's max-step server rule, the line search's reset growth and FedLi-LU's DFW constants
-#   follow our reading of the text and the authors' DFW code (`fedcore.algorithms.fedli` lists every choice); the
-#   authors' own code never ran the line search.
+# - **Reconstruction.** FedLi-LS's max-step server rule, the line search's constants (SLS's: start 1, cap 10, growth
+#   over each client's epoch, $10^{-6}$ after 100 failed tries) and FedLi-LU's DFW constants follow our reading of the
+#   text, SLS and the authors' DFW code (`fedcore.algorithms.fedli` lists every choice); the authors' own code never
+#   ran the line search.
 # - **Lemma 3.** Our reading of a lemma whose equations were lost; the counterexample and Remark 2's instance are
 #   ours.

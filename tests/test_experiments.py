@@ -265,6 +265,15 @@ def test_curves_display_computes_mean_and_sd_over_seeds_then_draws():
     assert [line.get_color() for line in display.axes_[0].get_lines()] == ["C0", "C1"]
     ordered = figures.CurvesDisplay.from_results(results, "train_loss").plot(order=["Z", "B", "A"])
     assert [line.get_color() for line in ordered.axes_[0].get_lines()] == ["C2", "C1"]  # A third, B second
+    twins = {"low": {"A": [run([1.0, 0.5, 0.4]), run([1.0, 0.7, 0.3])], "B": [run([1.0, 0.5, 0.4]),
+                                                                                run([1.0, 0.7, 0.3])],
+                     "C": [run([1.0, 0.9, 0.8])] * 2}}
+    marked = figures.CurvesDisplay.from_results(twins, "train_loss").plot(mark_identical=True, evaluation_ticks=True)
+    assert [line.get_label() for line in marked.axes_[0].get_lines()] == ["A = B", "C"]  # drawn once, named both
+    assert list(marked.axes_[0].get_xticks()) == [0, 1, 2]  # a tick at every evaluated round
+    from fedcore.experiments.figures import identical_groups
+
+    assert identical_groups(marked.curves["low"]) == [["A", "B"], ["C"]]
     scores = figures.ScoresDisplay.from_scores(_scores({"A": [[0.8, 0.9, 0.85]] * 3}), "accuracy (%)", 100)
     scores.plot(baselines={"low": 10.0})
     dots = scores.axes_[0].collections[0].get_offsets()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import math
 
+import numpy as np
 import pandas as pd
 import pytest
 import torch
@@ -42,29 +43,44 @@ def test_femnist_stand_in_task(femnist) -> None:
                                       "eval_every": 3, "weighting": "samples"}
     assert set(femnist.settings) == set(ROUND_SETTINGS)
     small = experiment.scale_settings("small", "femnist")
-    assert (small["rounds"], small["tune_rounds"], small["max_local_steps"]) == (40, 10, 5)
+    assert (small["rounds"], small["tune_rounds"], small["max_local_steps"], small["test_samples"]) == (40, 10, 5, None)
+    assert experiment.seeds_at("small") == [0, 1, 2] and experiment.seeds_at("smoke") == [0, 1]
+    assert experiment.seeds_at("paper") == [0, 1, 2, 3, 4] and experiment.seeds_at("small", [4, 7]) == [4, 7]
     assert experiment.scale_settings("paper", "femnist")["rounds"] == 500
     assert experiment.scale_settings("paper", "femnist")["max_local_steps"] is None  # the full epoch
     paper_task = experiment.tasks("paper", names=["femnist"])["femnist"]
     assert paper_task.problem(0).x0().numel() > 10**6 and "CNN" in paper_task.model_label  # the CNN
     assert paper_task.settings["local_steps"] == experiment.epoch_steps(paper_task.data)
+    assert len(paper_task.data.test_targets) == 10_000  # the whole test set
     with pytest.raises(ValueError, match="SCALE='huge'"):
         experiment.tasks("huge")
     with pytest.raises(ValueError, match="names='emnist' not one of"):
         experiment.tasks("smoke", names=["emnist"])
+    with pytest.raises(ValueError, match="task='shakespeare' does not run at scale 'small'"):
+        experiment.tasks("small", names=["shakespeare"])
+    with pytest.raises(ValueError, match="seeds"):
+        experiment.seeds_at("small", [1, 1])
+
+
+def test_the_long_horizon_is_the_task_with_the_papers_rounds(femnist) -> None:
+    long = experiment.long_task(femnist, "smoke")
+    assert long.name == "femnist (long)" and long.data is femnist.data
+    assert dict(long.settings) == {**femnist.settings, "rounds": 4, "eval_every": 2}
+    assert experiment.SCALES["small"]["long"] == {"rounds": 500, "eval_every": 50}  # the paper's 500 rounds
 
 
 def test_the_task_runs_as_the_data_model_and_options_did_before(femnist) -> None:
     """The runs of a Task are those the notebook made before it moved onto the common layer: Fashion-MNIST by
-    Dirichlet(0.5) from the seed, the MLP drawn from the seed, simulate's default (sample) weighting."""
+    Dirichlet(0.5) from the partition seed, the MLP drawn from each run's seed, simulate's default (sample)
+    weighting; each seed its own model and clients."""
     data = load_fashion_mnist(100, "dirichlet", 0, alpha=0.5).test_subset(200, 0)
-    problem = Problem(data, models.make("mlp", (1, 28, 28), 10, seed=0, hidden=(64,)))
-    before = simulate(problem, algorithms.fedavg(0.1), rounds=3, clients_per_round=10, local_steps=2, batch_size=32,
-                      eval_every=3, seed=0, progress=False)
-    after = experiment.run(femnist, CHOSEN, 0)["FedAvg"]
-    pd.testing.assert_frame_equal(before.frame.drop(columns="seconds"), after.frame.drop(columns="seconds"))
-    other = experiment.run(femnist, CHOSEN, 1)["FedAvg"]  # another seed: another model and other clients
-    assert other.final("train_loss") != after.final("train_loss")
+    runs = experiment.run(femnist, CHOSEN, [0, 1], server_rules=False)["FedAvg"]
+    for seed, after in zip((0, 1), runs):
+        problem = Problem(data, models.make("mlp", (1, 28, 28), 10, seed=seed, hidden=(64,)))
+        before = simulate(problem, algorithms.fedavg(0.1), rounds=3, clients_per_round=10, local_steps=2,
+                          batch_size=32, eval_every=3, seed=seed, progress=False)
+        pd.testing.assert_frame_equal(before.frame.drop(columns="seconds"), after.frame.drop(columns="seconds"))
+    assert runs[0].final("train_loss") != runs[1].final("train_loss")
 
 
 def test_scopes_say_the_task_scale_rounds_seeds_and_model(femnist) -> None:
@@ -80,109 +96,160 @@ def test_grids_and_their_smoke_points() -> None:
     smoke = experiment.grids("smoke")
     assert smoke["FedAdam"] == {"client_lr": [0.1], "server_lr": [10**-1.5]}
     assert experiment.grids("small") == experiment.GRIDS == experiment.grids("small", "femnist")
-    assert experiment.grids("small", "shakespeare")["FedProx"]["client_lr"] == pytest.approx([0.1, 10**-0.5, 1.0])
-    assert experiment.grids("small", "shakespeare")["FedProx"]["mu"] == [0.001, 0.01, 0.1]
 
 
-def test_tune_keeps_the_lowest_final_training_loss(femnist, monkeypatch) -> None:
-    """The grid search is common.tune's, over the one seed, scored as before: the final training loss of a run of
-    tune_rounds rounds without test evaluations, the point with the lowest chosen."""
+def test_tune_keeps_the_lowest_mean_final_training_loss_over_the_seeds(femnist, monkeypatch) -> None:
+    """The grid search is common.tune's over the seeds: the final training loss of a run of tune_rounds rounds
+    without test evaluations, the point with the lowest mean over the seeds chosen."""
     monkeypatch.setattr(experiment, "GRIDS", {"FedAvg": {"client_lr": [0.001, 0.1]}})
     monkeypatch.setitem(experiment.SCALES["smoke"], "grid_points", None)
-    tuning = experiment.tune(femnist, "smoke", 0)
+    tuning = experiment.tune(femnist, "smoke", [0, 1])
     assert isinstance(tuning, Tuning)
     tuning_run = {**femnist.settings, "rounds": 2, "eval_every": 0}  # smoke's tune_rounds
-    losses = {lr: experiment.final_train_loss(simulate(femnist.problem(0), algorithms.fedavg(lr), seed=0,
-                                                       progress=False, **tuning_run))
-              for lr in (0.001, 0.1)}
-    assert tuning.chosen["FedAvg"] == {"client_lr": min(losses, key=losses.get)}
+    starts = femnist.initial([0, 1])
+    losses = {(lr, seed): experiment.final_train_loss(simulate(
+        femnist.problem(0), algorithms.fedavg(lr), seed=seed, x0=starts[seed], progress=False, **tuning_run))
+        for lr in (0.001, 0.1) for seed in (0, 1)}
+    means = {lr: (losses[(lr, 0)] + losses[(lr, 1)]) / 2 for lr in (0.001, 0.1)}
+    assert tuning.chosen["FedAvg"] == {"client_lr": min(means, key=means.get)}
     assert all(type(value) is float for value in tuning.chosen["FedAvg"].values())  # printed as 0.1, not np.float64
-    assert sorted(tuning.tables["FedAvg"]["score"]) == pytest.approx(sorted(losses.values()))
-    assert tuning.tables["FedAvg"].loc[0.1, 0] == pytest.approx(losses[0.1])  # one column per seed
+    assert tuning.tables["FedAvg"].loc[0.1, 1] == pytest.approx(losses[(0.1, 1)])  # one column per seed
+    assert tuning.tables["FedAvg"].loc[0.001, "score"] == pytest.approx(means[0.001])
 
 
-def test_builders_make_the_seven_methods_in_table_order(femnist) -> None:
-    built = {method: build() for method, build in experiment.algorithms_at(CHOSEN, femnist).items()}
+def test_builders_make_the_seven_methods_in_table_order() -> None:
+    built = {method: build() for method, build in experiment.algorithms_at(CHOSEN).items()}
     assert list(built) == list(fedli_paper.METHODS)
     assert {m: a.name for m, a in built.items()} == {m: m for m in fedli_paper.METHODS}
-    assert built["FedLi-LS"].server_step_size == "max_client_step" and built["FedLi-LS"].batches_per_epoch == 2
+    ls = built["FedLi-LS"]  # SLS's constants, the growth over each client's epoch, the non-convex server rule
+    assert (ls.server_step_size, ls.eta_max, ls.init_step_size, ls.batches_per_epoch, ls.c) == \
+        ("max_client_step", 10.0, 1.0, None, 0.1)
     assert built["FedLi-LU"].client_lr == 0.1 and built["FedProx"].correction.mu == 0.01
+    assert experiment.fedli_ls(eta_max=1.0).eta_max == 1.0 and experiment.fedli_ls().server_step_size == \
+        "max_client_step"
     with pytest.raises(ValueError, match=r"no hyperparameters for \['SCAFFOLD'\]"):
-        experiment.algorithms_at({k: v for k, v in CHOSEN.items() if k != "SCAFFOLD"}, femnist)
+        experiment.algorithms_at({k: v for k, v in CHOSEN.items() if k != "SCAFFOLD"})
 
 
 def _history(rows: list[dict], algorithm: str = "x") -> History:
     return History(pd.DataFrame(rows).set_index("round"), algorithm, "loop", {})
 
 
-def test_results_and_cost_tables_by_hand() -> None:
-    a = _history([{"round": 1, "test_accuracy": 0.5, "train_loss": 2.0, "seconds": 1.0},
-                  {"round": 2, "test_accuracy": 0.6, "train_loss": 1.5, "seconds": 3.0}])
-    b = _history([{"round": 1, "test_accuracy": 0.4, "train_loss": 2.5, "seconds": 4.0,
-                   "loss_evaluations_per_step": 3.0, "client_step_mean": 0.5, "client_step_min": 0.2,
-                   "client_step_max": 0.9},
-                  {"round": 2, "test_accuracy": 0.7, "train_loss": 1.0, "seconds": 8.0,
-                   "loss_evaluations_per_step": 1.0, "client_step_mean": 0.7, "client_step_min": 0.4,
-                   "client_step_max": 1.0}])
-    table1 = experiment.results_table({"femnist": {"FedAvg": a, "FedLi-LS": b}}, "test_accuracy")
-    assert table1.loc["femnist", "FedAvg"] == pytest.approx(60.0) and table1.loc["femnist", "FedLi-LS"] == 70.0
-    assert experiment.results_table({"femnist": {"FedAvg": a}}, "train_loss").loc["femnist", "FedAvg"] == 1.5
-    cost = experiment.line_search_cost({"FedAvg": a, "FedLi-LS": b})
-    assert cost.loc["FedLi-LS", "relative to FedAvg"] == pytest.approx(3.0)
-    assert cost.loc["FedLi-LS", "loss evaluations per step"] == 2.0 and cost.loc["FedLi-LS", "max"] == 0.95
+def _run(accuracies: list[float], losses: list[float], seconds: float, **columns: list[float]) -> History:
+    rows = [{"round": r + 1, "test_accuracy": a, "train_loss": loss, "seconds": seconds,
+             **{k: v[r] for k, v in columns.items()}} for r, (a, loss) in enumerate(zip(accuracies, losses))]
+    return _history(rows)
+
+
+def test_scores_tables_and_costs_by_hand() -> None:
+    """Table 1's score is the mean test accuracy (%) over the last four evaluations, Table 2's the training loss over
+    the same rounds; the cells are mean ± sd over seeds; the cost ratio is the median of the per-seed ratios."""
+    avg = [_run([0.1, 0.5, 0.6, 0.7, 0.8], [3.0, 2.0, 1.0, 1.0, 1.0], 1.0),
+           _run([0.1, 0.5, 0.6, 0.7, 0.6], [3.0, 2.0, 2.0, 2.0, 2.0], 2.0),
+           _run([0.1, 0.1, 0.1, 0.1, 0.1], [3.0, 3.0, 3.0, 3.0, 3.0], 1.0)]
+    ls = [_run([0.2] * 5, [1.0] * 5, s, loss_evaluations_per_step=[2.0] * 5, client_step_mean=[0.5] * 5,
+               client_step_min=[0.1] * 5, client_step_max=[m] * 5) for s, m in ((3.0, 1.0), (2.0, 2.0), (5.0, 3.0))]
+    accuracy = experiment.scores({"femnist": {"FedAvg": avg, "FedLi-LS": ls}}, [0, 1, 2])
+    assert accuracy.loc[("femnist", "FedAvg")].tolist() == pytest.approx([65.0, 60.0, 10.0])  # rounds 2-5
+    assert accuracy.loc[("femnist", "FedLi-LS")].tolist() == pytest.approx([20.0] * 3)
+    loss = experiment.scores({"femnist": {"FedAvg": avg}}, [0, 1, 2], "train_loss")
+    assert loss.loc[("femnist", "FedAvg")].tolist() == pytest.approx([1.25, 2.0, 3.0])
+    cells = experiment.table_cells(accuracy)
+    assert cells.loc["femnist", "FedAvg"] == f"45.00 ± {np.std([65, 60, 10], ddof=1):.2f}"
+    assert experiment.means(accuracy).loc["femnist", "FedAvg"] == pytest.approx(45.0)
+    cost = experiment.line_search_cost({"FedAvg": avg, "FedLi-LS": ls})
+    assert cost.loc["FedLi-LS", "relative to FedAvg"] == pytest.approx(3.0)  # the median of 3, 1 and 5
+    assert cost.loc["FedLi-LS", "seconds per round"] == 3.0 and cost.loc["FedAvg", "relative to FedAvg"] == 1.0
+    assert cost.loc["FedLi-LS", "loss evaluations per step"] == 2.0 and cost.loc["FedLi-LS", "max"] == 2.0
     assert math.isnan(cost.loc["FedAvg", "loss evaluations per step"])
-    with pytest.raises(ValueError, match="needs a FedAvg run"):
-        experiment.line_search_cost({"FedLi-LS": b})
+    with pytest.raises(ValueError, match="needs FedAvg's runs"):
+        experiment.line_search_cost({"FedLi-LS": ls})
+    with pytest.raises(ValueError, match="metric='test_loss' not one of"):
+        experiment.scores({"femnist": {"FedAvg": avg}}, [0, 1, 2], "test_loss")
 
 
-def test_one_smoke_round_of_every_method_on_both_tasks(femnist) -> None:
+def test_server_rules_are_paired_against_table_1s(femnist) -> None:
+    def runs(values: list[float], step: float) -> list[History]:
+        return [_run([v / 100] * 4, [1.0] * 4, 1.0, eta_g=[step] * 4) for v in values]
+
+    table = experiment.server_rules_table({"FedLi-LS": runs([50.0, 60.0, 70.0], 0.5),
+                                           "FedLi-LS (largest client step, cap 1)": runs([49.0, 59.0, 69.0], 0.4),
+                                           "FedLi-LS (server step 1, cap 10)": runs([51.0, 59.0, 72.0], 1.0)})
+    assert list(table.index) == list(experiment.SERVER_RULES)
+    column = "minus 'largest client step, cap 10' (points)"
+    assert table.loc["largest client step, cap 1", column] == "-1.00 ± 0.00 (contradicted)"  # the same every seed
+    assert table.loc["server step 1, cap 10", column].endswith("(within the noise)")  # +1, -1, +2
+    assert table.loc["server step 1, cap 10", "mean server step eta_g"] == 1.0
+    assert table.loc["largest client step, cap 10", "accuracy (%)"] == "60.00 ± 10.00"
     one_round = dataclasses.replace(femnist, settings={**femnist.settings, "rounds": 1, "eval_every": 1})
-    histories = experiment.run(one_round, CHOSEN, 0)
-    assert list(histories) == list(fedli_paper.METHODS) and all(not h.diverged for h in histories.values())
-    assert histories["FedLi-LS"].final("loss_evaluations_per_step") >= 1
+    built = experiment.run(one_round, CHOSEN, [0])
+    assert list(built) == [*fedli_paper.METHODS, "FedLi-LS (largest client step, cap 1)",
+                           "FedLi-LS (server step 1, cap 10)"]
+    assert built["FedLi-LS (server step 1, cap 10)"][0].final("eta_g") == 1.0
+    assert built["FedLi-LS (largest client step, cap 1)"][0].final("eta_g") <= 1.0
+    assert all(not runs[0].diverged for runs in built.values())
+    assert built["FedLi-LS"][0].final("loss_evaluations_per_step") >= 1
+
+
+def test_the_shakespeare_code_path(monkeypatch) -> None:
+    """Shakespeare runs at paper scale only; its task (the LSTM on the plays' roles) is built the same way."""
+    monkeypatch.setitem(experiment.SCALES["smoke"], "tasks", ("femnist", "shakespeare"))
     shakespeare = experiment.tasks("smoke", names=["shakespeare"])["shakespeare"]
     lstm = shakespeare.problem(0)
     assert lstm.x0().dtype == torch.float32 and shakespeare.data.num_clients == 10
-    assert (shakespeare.settings["rounds"], shakespeare.settings["local_steps"]) == (2, 1)  # smoke's overrides
-    small = experiment.scale_settings("small", "shakespeare")
-    assert (small["rounds"], small["eval_every"], small["tune_rounds"], small["max_local_steps"]) == (20, 5, 5, 2)
-    assert "LSTM" in shakespeare.model_label
-    one = simulate(lstm, algorithms.fedli_ls(batches_per_epoch=1), **{**shakespeare.settings, "rounds": 1,
-                                                                        "eval_every": 1, "progress": False})
+    assert "LSTM" in shakespeare.model_label and experiment.task_names("paper")[1] == "shakespeare"
+    one = simulate(lstm, experiment.fedli_ls(), **{**shakespeare.settings, "rounds": 1, "local_steps": 1,
+                                                   "eval_every": 1, "progress": False})
     assert math.isfinite(one.final("train_loss"))
 
 
-def test_client_rate_sweep_runs_each_rate_as_table_1_does(femnist, monkeypatch) -> None:
-    monkeypatch.setattr(experiment, "SWEEP_LRS", [0.01, 1.0])
-    table = experiment.client_rate_sweep(femnist, CHOSEN, 0)
-    assert list(table.columns) == ["FedLi-LU", "FedAvg", "FedExP", "FedLi-LS"] and list(table.index) == [0.01, 1.0]
-    run = {**femnist.settings, "seed": 0, "progress": False}
+def test_client_rate_sweep_runs_each_rate_and_seed_as_table_1_does(femnist) -> None:
+    table = experiment.client_rate_sweep(femnist, CHOSEN, [0, 1], rates=[0.01, 1.0])
+    assert list(table.columns) == [(m, s) for m in ("FedLi-LU", "FedAvg", "FedExP") for s in (0, 1)]
+    assert list(table.index) == [0.01, 1.0] and table.index.name == "client SGD rate"
+    starts = femnist.initial([0, 1])
     for method, build in {"FedLi-LU": lambda: algorithms.fedli_lu(1.0), "FedAvg": lambda: algorithms.fedavg(1.0),
                           "FedExP": lambda: algorithms.fedexp(1.0, eps=0.01)}.items():
-        assert table.loc[1.0, method] == pytest.approx(experiment.final_accuracy(
-            simulate(femnist.problem(0), build(), **run)))
-    assert table["FedLi-LS"].nunique() == 1  # no rate: one run, a flat column
-    ls = experiment.run(femnist, CHOSEN, 0)["FedLi-LS"]
-    assert table.loc[1.0, "FedLi-LS"] == experiment.final_accuracy(ls)
-    other = simulate(femnist.problem(0), algorithms.fedavg(1.0), **run)  # a given run is used as it is, not rerun
-    given = experiment.client_rate_sweep(femnist, CHOSEN, 0, fedli_ls=other)
-    assert (given["FedLi-LS"] == experiment.final_accuracy(other)).all() and other.final("test_accuracy") != ls.final(
-        "test_accuracy")
-    pd.testing.assert_frame_equal(given.drop(columns="FedLi-LS"), table.drop(columns="FedLi-LS"))
-    assert table.loc[0.01, "FedLi-LU"] != table.loc[1.0, "FedLi-LU"]  # its clients' rate matters
-    summary = experiment.rate_summary(table)
-    assert list(summary.index) == ["FedLi-LU", "FedAvg", "FedExP"]  # the flat column has no best rate
+        direct = simulate(femnist.problem(0), build(), seed=1, x0=starts[1], progress=False, **femnist.settings)
+        assert table.loc[1.0, (method, 1)] == pytest.approx(experiment.score(direct))
+    assert table.loc[0.01, ("FedLi-LU", 0)] != table.loc[1.0, ("FedLi-LU", 0)]  # its clients' rate matters
 
 
-def test_rate_summary_by_hand() -> None:
-    rates = [0.001, 0.01, 0.1, 1.0]
-    table = pd.DataFrame({"FedLi-LU": [10.0, 70.0, 78.0, 11.0], "FedAvg": [40.0, 76.0, 79.0, 77.0],
-                          "FedExP": [60.0, 77.0, 78.0, math.nan], "FedLi-LS": 75.0}, index=rates)
-    summary = experiment.rate_summary(table)
-    assert summary.loc["FedLi-LU", "best accuracy"] == 78.0 and summary.loc["FedLi-LU", "at rate"] == 0.1
-    assert summary.loc["FedAvg", "decades within 3 points of best"] == pytest.approx(2.0)  # 0.01 .. 1
-    assert summary.loc["FedLi-LU", "decades within 3 points of best"] == 0.0
-    assert summary.loc["FedExP", "decades within 3 points of best"] == pytest.approx(1.0)  # 0.01 .. 0.1 (1 diverged)
+def test_constant_sweep_runs_fedli_at_each_value(femnist) -> None:
+    starts = femnist.initial([0, 1])
+    table = experiment.constant_sweep(femnist, "FedLi-LS c", [0, 1])
+    assert list(table.index) == experiment.CONSTANTS["FedLi-LS c"]["values"] and list(table.columns) == [0, 1]
+    direct = simulate(femnist.problem(0), experiment.fedli_ls(c=0.3), seed=0, x0=starts[0], progress=False,
+                      **femnist.settings)
+    assert table.loc[0.3, 0] == pytest.approx(experiment.score(direct))
+    lu = experiment.constant_sweep(femnist, "FedLi-LU eta (DFW)", [0, 1], client_lr=0.1)
+    direct = simulate(femnist.problem(0), algorithms.fedli_lu(0.1, eta=0.1), seed=1, x0=starts[1], progress=False,
+                      **femnist.settings)
+    assert lu.loc[0.1, 1] == pytest.approx(experiment.score(direct))
+    with pytest.raises(ValueError, match="needs client_lr"):
+        experiment.constant_sweep(femnist, "FedLi-LU eta (DFW)", [0])
+    with pytest.raises(ValueError, match="constant='mu' not one of"):
+        experiment.constant_sweep(femnist, "mu", [0])
+
+
+def test_span_table_by_hand() -> None:
+    """The good span around the value a user runs with: contiguous, within 3 points of the best; 0 when the
+    value itself is not within (it must be tuned)."""
+    values = [0.001, 0.01, 0.1, 1.0, 10.0]
+    default_good = pd.DataFrame({0: [10.0, 76.0, 78.0, 77.0, 11.0], 1: [10.0, 70.0, 78.0, 76.0, 11.0]}, index=values)
+    default_bad = pd.DataFrame({0: [80.0, 70.0, 60.0, 79.0, 78.0], 1: [80.0, 70.0, 60.0, 79.0, 78.0]}, index=values)
+    table = experiment.span_table({"a": default_good, "b": default_bad}, {"a": 0.1, "b": 0.1})
+    assert table.loc["a", "width per seed (decades)"] == "2, 1"  # 0.01..1; 0.1..1
+    assert table.loc["a", "width on the mean (decades)"] == pytest.approx(1.0)  # mean 73 at 0.01: not within
+    assert table.loc["b", "width per seed (decades)"] == "0, 0" and table.loc["b", "best value"] == 0.001
+    assert table.loc["b", "at the default or tuned (%)"] == 60.0
+    rates = pd.concat({"FedAvg": default_good}, axis=1)
+    assert experiment.best_value(rates, "FedAvg") == 0.1 == experiment.best_value(default_good)
+    best = experiment.at_best({"a": default_good, "b": default_bad}, "a")
+    assert best.loc["b", "best value"] == 0.001 and best.loc["b", "score (%)"] == "80.00 ± 0.00"
+    assert best.loc["b", "minus a (points)"] == "+2.00 ± 0.00 (confirmed)" and best.loc["a", "minus a (points)"] == "-"
+    with pytest.raises(ValueError, match="reference='c' is not one of the tables"):
+        experiment.at_best({"a": default_good}, "c")
 
 
 @pytest.mark.parametrize("task, classes", [("cifar10", 10), ("cifar100", 100)])
@@ -190,8 +257,8 @@ def test_cifar_code_path_on_generated_tensors_of_the_same_shape(task, classes, m
     """At paper scale CIFAR runs with ResNet-18 and Dirichlet(0.5); here the loader gets CIFAR-shaped images."""
     monkeypatch.setattr(experiment, "load_torchvision", cifar_like_loader(classes))
     assert experiment.task_names("paper") == ("femnist", "shakespeare", "cifar10", "cifar100")
-    assert experiment.task_names("small") == ("femnist", "shakespeare")
-    with pytest.raises(ValueError, match="only at scale 'paper'"):
+    assert experiment.task_names("small") == ("femnist",)
+    with pytest.raises(ValueError, match="runs only at 'paper'|does not run at scale 'small'"):
         experiment.tasks("small", names=[task])
     built = experiment.tasks("paper", names=[task])[task]
     data = built.data
@@ -203,17 +270,17 @@ def test_cifar_code_path_on_generated_tensors_of_the_same_shape(task, classes, m
     assert not history.diverged and 0 <= history.final("test_accuracy") <= 1
 
 
-def test_server_steps_identical_curves_and_grid_edges() -> None:
-    ls = _history([{"round": 1, "eta_g": 0.2, "test_accuracy": 0.5}, {"round": 2, "eta_g": 0.4, "test_accuracy": 0.6}])
-    lu = _history([{"round": 1, "gamma": 1.0, "test_accuracy": 0.5}, {"round": 2, "gamma": 0.25, "test_accuracy": 0.6}])
-    avg = _history([{"round": 1, "test_accuracy": 0.5}, {"round": 2, "test_accuracy": 0.7}])
+def test_server_steps_and_grid_edges() -> None:
+    ls = [_history([{"round": 1, "eta_g": 0.2}, {"round": 2, "eta_g": 0.4}]),
+          _history([{"round": 1, "eta_g": 1.5}, {"round": 2, "eta_g": 0.3}])]
+    lu = [_history([{"round": 1, "gamma": 1.0}, {"round": 2, "gamma": 0.25}]),
+          _history([{"round": 1, "gamma": 1.0}, {"round": 2, "gamma": 1.0}])]
     steps = experiment.server_steps({"femnist": {"FedLi-LS": ls, "FedLi-LU": lu}})
-    assert steps.loc["femnist", "FedLi-LS eta_g: mean"] == pytest.approx(0.3)
-    assert steps.loc["femnist", "FedLi-LU: rounds"] == 2 and steps.loc["femnist", "rounds with gamma_t = 1"] == 1
-    assert steps.round(1).loc["femnist", "max"] == 0.4  # numeric columns, so the notebook can round them
+    assert steps.loc["femnist", "FedLi-LS eta_g: mean"] == pytest.approx(0.6)  # every round of every seed
+    assert steps.loc["femnist", "rounds above 1"] == 1 and steps.loc["femnist", "max"] == 1.5
+    assert steps.loc["femnist", "FedLi-LU: rounds"] == 4 and steps.loc["femnist", "rounds with gamma_t = 1"] == 3
+    assert steps.round(1).loc["femnist", "min"] == 0.2  # numeric columns, so the notebook can round them
     assert steps.loc["femnist", "smallest gamma_t"] == 0.25
-    assert experiment.identical_curves({"FedLi-LS": ls, "FedLi-LU": lu, "FedAvg": avg}) == [["FedLi-LS", "FedLi-LU"]]
-    assert experiment.identical_curves({"FedLi-LS": ls, "FedAvg": avg}) == []
     grids = {"FedAvg": {"client_lr": [0.1, 10**-0.5, 1.0]}, "FedProx": {"client_lr": [0.1, 1.0], "mu": [0.01]}}
     chosen = {"FedAvg": {"client_lr": 1.0}, "FedProx": {"client_lr": 0.1, "mu": 0.01}}
     assert experiment.on_grid_edge(chosen, grids) == ["FedAvg client_lr = 1 (largest)",

@@ -17,25 +17,40 @@ from fedcore.experiments.fedli import figures  # noqa: E402
 from fedcore.results import History  # noqa: E402
 
 SWEEP = pd.DataFrame({"FedLi-LU": [10.0, 76.0, 78.0, 11.0], "FedAvg": [40.0, 76.0, 79.0, 77.0],
-                      "FedExP": [60.0, 77.0, 78.0, math.nan], "FedLi-LS": 75.0}, index=[0.001, 0.01, 0.1, 1.0])
+                      "FedExP": [60.0, 77.0, 78.0, math.nan]}, index=[0.001, 0.01, 0.1, 1.0])
 
 
-def test_client_rate_display_fills_the_rates_within_three_points_of_each_best() -> None:
-    display = figures.ClientRateDisplay.from_sweeps({"femnist": SWEEP}, {"femnist": {"FedAvg": {"client_lr": 0.1}}})
-    assert display.within == 3.0 and display.tuned == {"femnist": 0.1}
-    expected = np.array([[False, False, False, True], [True, True, True, True], [True, True, True, True],
-                         [False, True, False, True]])  # FedExP's diverged run (NaN) is never near the best
-    assert (display.good["femnist"] == expected).all()
-    display.plot(label=lambda task: f"{task} (stand-in)")
+def _over_seeds(table: pd.DataFrame) -> pd.DataFrame:
+    """``table`` as three seeds that differ by -1, 0, +1 (so the mean over the seeds is ``table``)."""
+    return pd.concat({m: pd.DataFrame({s: table[m] + d for s, d in zip((0, 1, 2), (-1.0, 0.0, 1.0))})
+                      for m in table}, axis=1)
+
+
+def test_sweeps_display_fills_the_values_within_three_points_of_each_best() -> None:
+    constant = pd.concat({"FedLi-LS": pd.DataFrame({0: [70.0, 75.0], 1: [72.0, 75.0]}, index=[1.0, 10.0])}, axis=1)
+    display = figures.SweepsDisplay.from_tables(
+        {"client rate": _over_seeds(SWEEP), "eta_max": constant},
+        {"client rate": {"FedAvg's tuned rate": 0.1}, "eta_max": {"default": 10.0}},
+        {"client rate": "clients' SGD rate", "eta_max": "eta_max"})
+    assert display.within == 3.0 and display.seeds == 3
+    pd.testing.assert_frame_equal(display.tables["client rate"], SWEEP, check_names=False)
+    expected = np.array([[False, False, False], [True, True, True], [True, True, True],
+                         [False, True, False]])  # FedExP's diverged run (NaN) is never near the best
+    assert (display.good["client rate"] == expected).all()
+    assert display.tables["eta_max"]["FedLi-LS"].tolist() == [71.0, 75.0]
+    assert display.good["eta_max"].ravel().tolist() == [False, True]  # 71 is 4 below 75
+    display.plot(columns=2, order=["FedLi-LU", "FedLi-LS", "FedAvg", "FedExP"])
     ax = display.axes_[0]
-    assert ax.get_title() == "femnist (stand-in)" and ax.get_xscale() == "log"
+    assert ax.get_title() == "client rate" and ax.get_xscale() == "log" and ax.get_xlabel() == "clients' SGD rate"
+    assert ax.get_ylabel() == "test accuracy (%), mean of 3 seeds"
     tuned = [line for line in ax.get_lines() if line.get_label() == "FedAvg's tuned rate"]
     assert len(tuned) == 1 and list(tuned[0].get_xdata()) == [0.1, 0.1]
     lu_filled, lu_hollow = ax.get_lines()[1:3]  # FedLi-LU's filled and hollow markers
     assert list(lu_filled.get_xdata()) == [0.01, 0.1] and list(lu_hollow.get_xdata()) == [0.001, 1.0]
+    assert display.axes_[1].get_lines()[0].get_color() == "C1"  # FedLi-LS keeps its place in the order
     plt.close(display.figure_)
-    with pytest.raises(ValueError, match=r"no FedAvg point for the tasks \['femnist'\]"):
-        figures.ClientRateDisplay.from_sweeps({"femnist": SWEEP}, {})
+    with pytest.raises(ValueError, match=r"must have \(method, seed\) columns"):
+        figures.SweepsDisplay.from_tables({"client rate": SWEEP}, {}, {})
 
 
 def _history(rows: list[dict]) -> History:

@@ -255,6 +255,9 @@ def test_good_span_is_the_contiguous_range_around_one() -> None:
     hole = pd.Series([0.82, 0.81, 0.30, 0.82], index=[0.1, 1.0, 10.0, 100.0])
     assert common.good_span(hole, 0.03) == (0.1, 1.0)  # 100 is good but not contiguous with 1
     assert common.good_span(pd.Series([np.nan, np.nan], index=[1.0, 10.0]), 0.03) is None
+    assert common.span_width(column, 0.03) == pytest.approx(3.0)  # 0.1 .. 100: three decades
+    assert common.span_width(hole, 0.03, around=0.1) == pytest.approx(1.0) and common.span_width(gap, 0.03) == 0.0
+    assert common.span_width(column, 0.001) == 0.0  # 1 alone
     with pytest.raises(ValueError, match="around=1.0 is not one of the multipliers"):
         common.good_span(pd.Series([0.5], index=[10.0]), 0.03)
     table = pd.DataFrame({("A", 0): column, ("A", 1): column - 0.01})

@@ -276,6 +276,14 @@ def good_span(column: pd.Series, within: float, around: float = 1.0) -> tuple[fl
     return float(column.index[low]), float(column.index[high])
 
 
+def span_width(column: pd.Series, within: float, around: float = 1.0) -> float:
+    """The width in decades of :func:`good_span` around ``around`` (a default, or a tuned value): 0 for the value
+    alone, and 0 when ``around`` itself is not within ``within`` of the best (the setting must be tuned) or every
+    run diverged."""
+    span = good_span(column, within, around)
+    return 0.0 if span is None else float(np.log10(span[1] / span[0]))
+
+
 def span_points(column: pd.Series, within: float) -> int:
     """How many multipliers :func:`good_span` holds (0 when 1 is not within ``within`` of the best)."""
     span = good_span(column, within)

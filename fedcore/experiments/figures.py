@@ -10,6 +10,7 @@ test), then ``.plot(...)`` draws it and keeps the ``figure_`` and ``axes_``.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -52,25 +53,36 @@ class CurvesDisplay:
         return cls(curves, metric, seeds)
 
     def plot(self, axes: Sequence[Axes] | None = None, logy: bool = False, legend: bool = True,
-             label: str | None = None, xlabel: bool = True, order: Sequence[str] | None = None) -> CurvesDisplay:
+             label: str | None = None, xlabel: bool = True, order: Sequence[str] | None = None,
+             evaluation_ticks: bool = False, mark_identical: bool = False) -> CurvesDisplay:
         """One panel per setting; each method its own colour, line style and markers, its band one sd wide;
         ``label`` names the metric in the titles (default: its column name); ``order`` fixes each method's style by
         its place in it (the same method looks the same in every panel and figure), else by its place in the
-        panel."""
+        panel.  ``evaluation_ticks`` puts the round ticks at the rounds where the metric was measured (every
+        second one or more when there are many); ``mark_identical`` draws methods whose curves coincide once,
+        labelled ``"FedAvg = FedProx"``, so that no curve hides another unsaid."""
         if axes is None:
             figure, axes = plt.subplots(1, len(self.curves), figsize=(5 * len(self.curves), 3.6),
                                         layout="constrained", squeeze=False)
             axes = list(axes[0])
         for ax, (setting, by_method) in zip(axes, self.curves.items()):
-            for place, (method, curve) in enumerate(by_method.items()):
+            drawn = identical_groups(by_method) if mark_identical else [[method] for method in by_method]
+            for group in drawn:
+                method, curve = group[0], by_method[group[0]]
+                place = list(by_method).index(method)
                 index = list(order).index(method) if order is not None and method in order else place
-                ax.plot(curve.index, curve["mean"], label=method, **run_style(index, len(by_method), len(curve)))
+                ax.plot(curve.index, curve["mean"], label=" = ".join(group),
+                        **run_style(index, len(by_method), len(curve)))
                 ax.fill_between(curve.index, curve["mean"] - curve["sd"], curve["mean"] + curve["sd"],
                                 color=f"C{index % 10}", alpha=0.15, linewidth=0)
+            if evaluation_ticks and by_method:
+                rounds = list(next(iter(by_method.values())).index)
+                ax.set_xticks(rounds[::max(1, math.ceil(len(rounds) / 11))])
             ax.set_title(f"{setting}: {label or self.metric.replace('_', ' ')}", fontsize="medium")
             if xlabel:
                 ax.set_xlabel("round")
-            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+            if not evaluation_ticks:
+                ax.xaxis.set_major_locator(MaxNLocator(integer=True))
             if logy:
                 plain_log_scale(ax)
             ax.grid(alpha=0.3)
@@ -79,6 +91,15 @@ class CurvesDisplay:
             self.figure_.legend(*axes[0].get_legend_handles_labels(), loc="outside right center",
                                 title=f"mean ± sd, {self.seeds} seeds", fontsize="small")
         return self
+
+
+def identical_groups(curves: Mapping[str, pd.DataFrame]) -> list[list[str]]:
+    """The methods of ``curves`` (``{method: frame with a "mean" column}``) grouped by identical mean curves, in
+    their order: ``[["FedAvg", "FedProx"], ["SCAFFOLD"]]``."""
+    groups: dict[tuple, list[str]] = {}
+    for method, curve in curves.items():
+        groups.setdefault(tuple(curve["mean"].round(10).items()), []).append(method)
+    return list(groups.values())
 
 
 @dataclass

@@ -1,69 +1,79 @@
-"""FedLi's Tables 1 and 2 on the tasks reachable here (notebook ``03_fedli``, sections 3 and 4), on the common layer
-(:mod:`fedcore.experiments.common`).
+"""FedLi's Tables 1 and 2 and its hyper-parameter claims on the tasks reachable here (notebook ``03_fedli``,
+sections 3 to 5), on the common layer (:mod:`fedcore.experiments.common`).
 
 The paper (:mod:`~fedcore.experiments.fedli.paper`: its setup and numbers) trains on CIFAR-10/100, FEMNIST and
-Shakespeare.  Here (:func:`tasks` builds them as :class:`~fedcore.experiments.common.Task`):
+Shakespeare.  Here (:func:`tasks` builds them as :class:`~fedcore.experiments.common.Task`; :data:`SCALES` says
+which run at which scale):
 
 - **FEMNIST -> Fashion-MNIST** (EMNIST cannot be fetched): 100 clients by Dirichlet(0.5) (the paper's split of
   FEMNIST is by writer; its Dirichlet value for CIFAR was lost), 10 per round, batch 32, one local epoch (K =
   ceil(mean client size / 32), capped per scale).  Model: the paper's "a CNN" is not specified; at ``paper`` scale
-  fedcore's ``cnn`` (Reddi et al.'s EMNIST CNN), at ``small`` and ``smoke`` a one-hidden-layer MLP (64 units), so the
-  notebook fits 2 CPU cores.
-- **Shakespeare** on its own data (one client per play and role), the char-LSTM, 10 clients per round, batch 32.
-- **CIFAR-10/100** with ResNet-18 (GroupNorm), 100 clients by Dirichlet(0.5), run only at ``paper`` scale where
-  torchvision has the files (:data:`CIFAR`, :func:`task_names`).
+  fedcore's ``cnn`` (Reddi et al.'s EMNIST CNN), below it a one-hidden-layer MLP (64 units), so the notebook fits
+  2 CPU cores.  Every scale runs it.
+- **Shakespeare** on its own data (one client per play and role), the char-LSTM, 10 clients per round, batch 32:
+  ``paper`` scale only.  At ``small``, 20 rounds of the LSTM left six of seven methods at the trivial baseline and
+  took half the notebook's time, so it says nothing there.
+- **CIFAR-10/100** with ResNet-18 (GroupNorm), 100 clients by Dirichlet(0.5): ``paper`` scale only, where
+  torchvision has the files (:data:`CIFAR`).
 
-The partition is drawn once from the seed :func:`tasks` is given and stays fixed; a seed draws the initial model,
-the client sampling and the minibatches (``task.problem(seed)``, ``simulate(..., seed=seed)``).
+The partition is drawn once (``partition_seed``) and stays fixed; a seed of :func:`seeds_at` draws the initial
+model, the client sampling and the minibatches, and every result is reported over those seeds.
 
-Methods (:func:`builders`): FedLi-LS (Armijo clients, the non-convex server rule: the largest client step, with the
-reset growth of one local epoch), FedLi-LU (SGD clients and the DFW server), and the tuned baselines FedAdam, FedAvg,
-FedProx, SCAFFOLD and FedExP.  The paper does not say which client rate FedLi-LU's SGD clients use; here FedAvg's
-tuned rate (the one a user of FedAvg would have).  **Tuning** (:data:`GRIDS`, :func:`tune`, through
-:func:`fedcore.experiments.common.tune`): the paper searches 100 rounds on training accuracy; fedcore's runs record
-the clients' training loss, not accuracy, so the search keeps the lowest final training loss after :data:`SCALES`'
-``tune_rounds``.  The grids' values were lost in our copy of the text: ours are half-decades of the client rate,
-FedProx's mu, FedAdam's server rate and FedExP's eps.
+Methods (:func:`algorithms_at`): FedLi-LS (Armijo clients with SLS's constants, the non-convex server rule: the
+largest client step), FedLi-LU (SGD clients and the DFW server), and the tuned baselines FedAdam, FedAvg, FedProx,
+SCAFFOLD and FedExP.  The paper does not say which client rate FedLi-LU's SGD clients use; here FedAvg's tuned rate
+(the one a user of FedAvg would have).  **Tuning** (:data:`GRIDS`, :func:`tune`, through
+:func:`fedcore.experiments.common.tune` over the seeds): the paper searches 100 rounds on training accuracy;
+fedcore's runs record the clients' training loss, not accuracy, so the search keeps the lowest final training loss
+(mean over the seeds) after :data:`SCALES`' ``tune_rounds``.  The grids' values were lost in our copy of the text:
+ours are half-decades of the client rate, FedProx's mu, FedAdam's server rate and FedExP's eps.
+
+**Scores** (:func:`score`): a run's test accuracy in %, averaged over its last four evaluations on the whole test set
+(:func:`fedcore.experiments.common.window_score`); Table 2's training loss over the same rounds.
+
+**FedLi's own constants** (:data:`CONSTANTS`, :func:`constant_sweep`): FedLi-LS's cap ``eta_max`` and Armijo
+constant ``c`` on the tables' horizon, FedLi-LU's Deep-Frank-Wolfe ``eta`` on the long horizon
+(:func:`long_task`: the paper's 500 rounds, where FedLi-LU is not merely slow), each a decade grid around its
+default; beside them the clients' SGD rate of FedLi-LU, FedAvg and FedExP (:func:`client_rate_sweep`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+import numpy as np
 import pandas as pd
 from torch import nn
 
 from fedcore import algorithms, models
-from fedcore.checks import check_choice, check_int, check_scale, check_seed
+from fedcore.checks import check_choice, check_scale, check_seed, check_seeds
 from fedcore.data import FederatedData, load_fashion_mnist, load_shakespeare, load_torchvision
 from fedcore.experiments import common
-from fedcore.experiments.claims import Scope, trivial_baseline
-from fedcore.experiments.common import Task, Tuning, good_range, half_decades
+from fedcore.experiments.claims import Scope, compare, trivial_baseline
+from fedcore.experiments.common import Task, Tuning, half_decades, span_width, window_score
 from fedcore.experiments.fedli.paper import METHODS, NEAR_BEST
-from fedcore.experiments.fedli.theory import FIRST_PASS_LINE_SEARCH
 from fedcore.results import History
 from fedcore.run import simulate, sweep
 from fedcore.store import Store
 
 SCALES: dict[str, dict[str, Any]] = {
     "smoke": {"rounds": 3, "eval_every": 3, "tune_rounds": 2, "max_local_steps": 2, "test_samples": 200,
-              "shakespeare_roles": 10, "grid_points": 1, "rate_sweep_tasks": ("femnist",),
-              "shakespeare": {"rounds": 2, "eval_every": 2, "tune_rounds": 1, "max_local_steps": 1}},
-    "small": {"rounds": 40, "eval_every": 5, "tune_rounds": 10, "max_local_steps": 5, "test_samples": 2000,
-              "shakespeare_roles": 100, "grid_points": None, "rate_sweep_tasks": ("femnist",),
-              "shakespeare": {"rounds": 20, "eval_every": 5, "tune_rounds": 5, "max_local_steps": 2,
-                              "client_lrs": half_decades(-1.0, 0.0)}},
+              "shakespeare_roles": 10, "grid_points": 1, "seeds": 2, "tasks": ("femnist",),
+              "long": {"rounds": 4, "eval_every": 2}},
+    "small": {"rounds": 40, "eval_every": 5, "tune_rounds": 10, "max_local_steps": 5, "test_samples": None,
+              "shakespeare_roles": 100, "grid_points": None, "seeds": 3, "tasks": ("femnist",),
+              "long": {"rounds": 500, "eval_every": 50}},
     "paper": {"rounds": 500, "eval_every": 10, "tune_rounds": 100, "max_local_steps": None, "test_samples": None,
-              "shakespeare_roles": None, "grid_points": None, "rate_sweep_tasks": ("femnist", "shakespeare"),
-              "shakespeare": {}},
+              "shakespeare_roles": None, "grid_points": None, "seeds": 5,
+              "tasks": ("femnist", "shakespeare", "cifar10", "cifar100"), "long": {"rounds": 500, "eval_every": 10}},
 }
 """Per scale: rounds (the paper: 500), evaluation period, rounds per tuning run (the paper: 100), a cap on K,
 test samples (None: all), Shakespeare roles (None: every eligible one), grid points per list (None: all; smoke:
-the middle one), the tasks of the client-rate sweep (:func:`client_rate_sweep`; the LSTM's is left to ``paper``,
-for time), and what Shakespeare's char-LSTM, the slow task on a CPU, does differently (fewer rounds and
-local steps, three client rates in the grids at ``small``)."""
+the middle one), seeds (the paper: 5), the tasks that run, and the long horizon of FedLi-LU's sweeps
+(:func:`long_task`)."""
 TASKS = ("femnist", "shakespeare")
 CIFAR = ("cifar10", "cifar100")
 """CIFAR-10/100 with ResNet-18 (GroupNorm), 100 clients by Dirichlet(0.5): ``paper`` scale only, where torchvision
@@ -80,26 +90,57 @@ GRIDS: dict[str, dict[str, list[float]]] = {
     "FedAdam": {"client_lr": CLIENT_LRS, "server_lr": half_decades(-2.0, -1.0)},
     "FedExP": {"client_lr": CLIENT_LRS, "eps": [0.001, 0.01, 0.1]},
 }
-"""The baselines' grids (ours; the paper's were lost): 5 + 15 + 5 + 15 + 15 = 55 runs per task."""
+"""The baselines' grids (ours; the paper's were lost): 5 + 15 + 5 + 15 + 15 = 55 points per task."""
 FEDADAM_TAU = 1e-3
-SWEEP_LRS = half_decades(-3.0, 0.5)
-"""The clients' SGD rates of :func:`client_rate_sweep`: half-decades from 0.001 to 3.16."""
+SWEEP_LRS = half_decades(-2.5, 0.5)
+"""The clients' SGD rates of :func:`client_rate_sweep`: half-decades from 0.00316 to 3.16."""
+SERVER_RULES: dict[str, dict[str, Any]] = {
+    "largest client step, cap 10": {"server_step_size": "max_client_step"},
+    "largest client step, cap 1": {"server_step_size": "max_client_step", "eta_max": 1.0},
+    "server step 1, cap 10": {"server_step_size": "one"},
+}
+"""FedLi-LS's server rules beside Table 1 (the first is Table 1's FedLi-LS): the non-convex rule ``eta_g =
+max_i eta_i`` under SLS's cap of 10 and under a cap of 1 (where it can only shrink the update), and the convex rule
+``eta_g = 1``."""
+CONSTANTS: dict[str, dict[str, Any]] = {
+    "FedLi-LS eta_max": {"method": "FedLi-LS", "name": "eta_max", "default": 10.0,
+                         "values": [0.1, 1.0, 10.0, 100.0, 1000.0], "horizon": "tables"},
+    "FedLi-LS c": {"method": "FedLi-LS", "name": "c", "default": 0.1,
+                   "values": [0.001, 0.01, 0.1, 0.3, 0.9], "horizon": "tables"},
+    "FedLi-LU eta (DFW)": {"method": "FedLi-LU", "name": "eta", "default": 0.01,
+                           "values": [1e-4, 1e-3, 1e-2, 1e-1, 1.0], "horizon": "long"},
+}
+"""FedLi's constants swept around their defaults (SLS's cap and Armijo constant; the authors' DFW step, which with
+``gamma_t`` clipped at 1 is FedLi-LU's server rate), each on the horizon where it is judged: the tables' for
+FedLi-LS, the long one (:func:`long_task`) for FedLi-LU.  ``c`` must stay below 1, so its grid is not a decade
+grid above the default."""
+RATE_METHODS = ("FedLi-LU", "FedAvg", "FedExP")
+"""The methods whose clients run SGD at a rate: the client-rate sweeps (:func:`client_rate_sweep`)."""
 
 
 def _scale(scale: str) -> dict[str, Any]:
     return check_scale(scale, SCALES)
 
 
+def seeds_at(scale: str, seeds: Sequence[int] | None = None) -> list[int]:
+    """The seeds every run is repeated over at ``scale``: ``seeds``, or ``0 .. SCALES[scale]["seeds"] - 1``."""
+    return list(range(_scale(scale)["seeds"])) if seeds is None else check_seeds("seeds", seeds, distinct=True)
+
+
 def task_names(scale: str) -> tuple[str, ...]:
-    """The tasks that run at ``scale``: :data:`TASKS`, and :data:`CIFAR` at ``paper``."""
-    return TASKS + CIFAR if _scale(scale) is SCALES["paper"] else TASKS
+    """The tasks that run at ``scale`` (:data:`SCALES`): the FEMNIST stand-in everywhere, Shakespeare and
+    :data:`CIFAR` at ``paper``."""
+    return _scale(scale)["tasks"]
 
 
 def scale_settings(scale: str, task: str) -> dict[str, Any]:
-    """:data:`SCALES`' entry of ``scale`` for ``task`` (Shakespeare's overrides applied)."""
-    base = _scale(scale)
+    """:data:`SCALES`' entry of ``scale``, checked that ``task`` runs at it."""
+    chosen = _scale(scale)
     check_choice("task", task, TASKS + CIFAR)
-    return {**base, **(base["shakespeare"] if task == "shakespeare" else {})}
+    if task not in chosen["tasks"]:
+        raise ValueError(f"task={task!r} does not run at scale {scale!r}: tasks {list(chosen['tasks'])} (Shakespeare "
+                         "and CIFAR run only at 'paper')")
+    return chosen
 
 
 def epoch_steps(data: FederatedData) -> int:
@@ -109,12 +150,10 @@ def epoch_steps(data: FederatedData) -> int:
 
 def _data(task: str, scale: str, seed: int, device: str) -> FederatedData:
     """The stand-in of ``task`` at ``scale``, its partition drawn from ``seed``: Fashion-MNIST by Dirichlet(0.5) over
-    100 clients for FEMNIST, the Shakespeare roles (all, or :data:`SCALES`' count) for Shakespeare; CIFAR-10/100 at
-    ``paper`` scale.  The test set is cut to the scale's ``test_samples``."""
-    chosen = _scale(scale)
+    100 clients for FEMNIST, the Shakespeare roles (all, or :data:`SCALES`' count) for Shakespeare; CIFAR-10/100.
+    The test set is cut to the scale's ``test_samples``."""
+    chosen = scale_settings(scale, task)
     if task in CIFAR:
-        if task not in task_names(scale):
-            raise ValueError(f"task={task!r} runs only at scale 'paper' (ResNet-18, torchvision files); got {scale!r}")
         data = load_torchvision(task, CLIENTS, "dirichlet", seed, device=device, alpha=ALPHA)
     elif task == "femnist":
         data = load_fashion_mnist(CLIENTS, "dirichlet", seed, device=device, alpha=ALPHA)
@@ -139,18 +178,19 @@ def _model(task: str, scale: str, data: FederatedData) -> tuple[Callable[[int], 
         "a 784-64-10 MLP standing in for the CNN"
 
 
-def tasks(scale: str, seed: int = 0, device: str = "cpu", names: Sequence[str] | None = None) -> dict[str, Task]:
+def tasks(scale: str, partition_seed: int = 0, device: str = "cpu",
+          names: Sequence[str] | None = None) -> dict[str, Task]:
     """``{name: Task}`` for the tasks of ``scale`` (:func:`task_names`, or ``names``): the data, its partition drawn
-    from ``seed`` (and fixed), the model drawn from a seed, test accuracy with its trivial baseline (%, the most
-    frequent class or next character), and the round settings: the scale's rounds and evaluation period (Shakespeare's
-    own at ``small``), 10 clients per round, one local epoch of batch 32 capped at the scale's ``max_local_steps``,
-    the clients weighted by their samples (:data:`WEIGHTING`)."""
-    seed = check_seed("seed", seed)
+    from ``partition_seed`` (and fixed), the model drawn from a seed, test accuracy with its trivial baseline (%,
+    the most frequent class or next character), and the round settings: the scale's rounds and evaluation period,
+    10 clients per round, one local epoch of batch 32 capped at the scale's ``max_local_steps``, the clients
+    weighted by their samples (:data:`WEIGHTING`)."""
+    partition_seed = check_seed("partition_seed", partition_seed)
     names = task_names(scale) if names is None else tuple(check_choice("names", name, TASKS + CIFAR)
                                                           for name in names)
     built = {}
     for name in names:
-        chosen, data = scale_settings(scale, name), _data(name, scale, seed, device)
+        chosen, data = scale_settings(scale, name), _data(name, scale, partition_seed, device)
         model, label = _model(name, scale, data)
         steps, cap = epoch_steps(data), chosen["max_local_steps"]
         settings = {"rounds": chosen["rounds"], "clients_per_round": CLIENTS_PER_ROUND,
@@ -158,6 +198,14 @@ def tasks(scale: str, seed: int = 0, device: str = "cpu", names: Sequence[str] |
                     "eval_every": chosen["eval_every"], "weighting": WEIGHTING}
         built[name] = Task(name, data, model, settings, baseline=trivial_baseline(data), model_label=label)
     return built
+
+
+def long_task(task: Task, scale: str) -> Task:
+    """``task`` on the long horizon of ``scale`` (:data:`SCALES`' ``long``: the paper's 500 rounds at ``small``),
+    where FedLi-LU's fixed small server step has had time to act: its sweeps run there."""
+    horizon = _scale(scale)["long"]
+    return dataclasses.replace(task, name=f"{task.name} (long)",
+                               settings={**task.settings, **horizon})
 
 
 def scopes(tasks: Mapping[str, Task], scale: str, seeds: Sequence[int]) -> dict[str, Scope]:
@@ -178,39 +226,37 @@ _BASELINES: dict[str, Callable[..., Any]] = {
 
 
 def grids(scale: str, task: str | None = None) -> dict[str, dict[str, list[float]]]:
-    """:data:`GRIDS` at ``scale`` for ``task``: at ``smoke`` the middle value of every list; where the scale gives
-    the task its own ``client_lrs`` (Shakespeare at ``small``), those."""
+    """:data:`GRIDS` at ``scale``: at ``smoke`` the middle value of every list."""
     chosen = _scale(scale) if task is None else scale_settings(scale, task)
-    lrs = chosen.get("client_lrs")
-    full = {method: {**grid, **({"client_lr": lrs} if lrs else {})} for method, grid in GRIDS.items()}
     if chosen["grid_points"] is None:
-        return full
+        return {method: {name: list(values) for name, values in grid.items()} for method, grid in GRIDS.items()}
     return {method: {name: [values[len(values) // 2]] for name, values in grid.items()}
-            for method, grid in full.items()}
+            for method, grid in GRIDS.items()}
 
 
-def final_value(history: History, metric: str) -> float:
-    """What Tables 1 and 2 report of a run: ``metric``'s last value, in % for ``test_accuracy``; NaN if the run
-    diverged."""
-    if history.diverged:
-        return math.nan
-    return (100.0 if metric == "test_accuracy" else 1.0) * history.final(metric)
+def score(history: History) -> float:
+    """Table 1's number for a run: its test accuracy in %, averaged over its last four evaluations
+    (:func:`fedcore.experiments.common.window_score`); NaN if it diverged."""
+    return 100.0 * window_score(history, "test_accuracy")
+
+
+def loss_score(history: History) -> float:
+    """Table 2's number for a run: the clients' mean training loss averaged over the rounds of :func:`score`'s
+    window; NaN if it diverged."""
+    return window_score(history, "train_loss")
 
 
 def final_train_loss(history: History) -> float:
-    """The tuning score and Table 2's number: the clients' mean training loss in the last round."""
-    return final_value(history, "train_loss")
+    """The tuning score: the clients' mean training loss in the last round (NaN if the run diverged)."""
+    return math.nan if history.diverged else history.final("train_loss")
 
 
-def final_accuracy(history: History) -> float:
-    """Table 1's number: the last test accuracy in %."""
-    return final_value(history, "test_accuracy")
-
-
-def tune(task: Task, scale: str, seed: int = 0, *, store: Store | None = None, progress: bool = False) -> Tuning:
-    """Each baseline's grid point (:func:`grids`) with the lowest :func:`final_train_loss` after the scale's
-    ``tune_rounds`` rounds from ``seed``, without test evaluations (:func:`fedcore.experiments.common.tune`)."""
-    tuning = common.tune(task, make_builders(), grids(scale, task.name), [check_seed("seed", seed)], final_train_loss,
+def tune(task: Task, scale: str, seeds: Sequence[int], *, store: Store | None = None,
+         progress: bool = False) -> Tuning:
+    """Each baseline's grid point (:func:`grids`) with the lowest mean :func:`final_train_loss` over ``seeds``
+    after the scale's ``tune_rounds`` rounds, without test evaluations
+    (:func:`fedcore.experiments.common.tune`)."""
+    tuning = common.tune(task, make_builders(), grids(scale, task.name), seeds, final_train_loss,
                          higher_is_better=False, store=store, progress=progress,
                          rounds=scale_settings(scale, task.name)["tune_rounds"], eval_every=0)
     chosen = {method: {key: float(value) for key, value in point.items()} for method, point in tuning.chosen.items()}
@@ -223,82 +269,122 @@ def make_builders() -> dict[str, Callable[..., Any]]:
     return dict(_BASELINES)
 
 
-def algorithms_at(chosen: Mapping[str, Mapping[str, float]], task: Task) -> dict[str, Callable[[], Any]]:
-    """``{method: build()}`` for the seven methods in Table 1's order: FedLi-LS with the non-convex server rule and
-    the reset growth of one local epoch (``task``'s K), FedLi-LU with FedAvg's tuned client rate and the authors'
-    DFW constants, the baselines at their ``chosen`` points (:func:`tune`)."""
+def fedli_ls(**options: Any) -> algorithms.FedLiLS:
+    """Table 1's FedLi-LS: SLS's constants (first step 1, cap 10, growth over each client's own epoch) and the
+    non-convex server rule, the largest client step; ``options`` replace any of them (:data:`SERVER_RULES`)."""
+    return algorithms.fedli_ls(**{"server_step_size": "max_client_step", **options})
+
+
+def algorithms_at(chosen: Mapping[str, Mapping[str, float]]) -> dict[str, Callable[[], Any]]:
+    """``{method: build()}`` for the seven methods in Table 1's order: FedLi-LS (:func:`fedli_ls`), FedLi-LU with
+    FedAvg's tuned client rate and the authors' DFW constants, the baselines at their ``chosen`` points
+    (:func:`tune`)."""
     missing = [method for method in _BASELINES if method not in chosen]
     if missing:
         raise ValueError(f"chosen has no hyperparameters for {missing}: give every baseline of {list(_BASELINES)}")
-    epoch = check_int("local_steps", task.settings["local_steps"])
     made: dict[str, Callable[[], Any]] = {
         "FedLi-LU": lambda: algorithms.fedli_lu(chosen["FedAvg"]["client_lr"]),
-        "FedLi-LS": lambda: algorithms.fedli_ls(batches_per_epoch=epoch, server_step_size="max_client_step",
-                                                **FIRST_PASS_LINE_SEARCH),
+        "FedLi-LS": fedli_ls,
     }
     made |= {method: (lambda m=method: _BASELINES[m](**chosen[m])) for method in _BASELINES}
     return {method: made[method] for method in METHODS}
 
 
-def run(task: Task, chosen: Mapping[str, Mapping[str, float]], seed: int = 0, *, store: Store | None = None,
-        progress: bool = False) -> dict[str, History]:
-    """``{method: History}``: Tables 1 and 2's runs, every method of :func:`builders` on ``task`` from ``seed``'s
-    initial model, client sampling and minibatches, with the task's round settings.  Each method runs alone
-    (:func:`fedcore.simulate`, not :func:`fedcore.experiments.common.run_seeds`, whose batched passes give the same
-    numbers but split a pass's time among its runs), so its ``seconds`` are its own: section 5 compares them."""
-    seed = check_seed("seed", seed)
-    problem = task.problem(seed)
-    return {method: simulate(problem, build(), seed=seed, store=store, progress=progress, **task.settings)
-            for method, build in algorithms_at(chosen, task).items()}
+def run(task: Task, chosen: Mapping[str, Mapping[str, float]], seeds: Sequence[int], *,
+        server_rules: bool = True, store: Store | None = None, progress: bool = False) -> dict[str, list[History]]:
+    """``{method: [History of each seed]}``: Tables 1 and 2's runs, every method of :func:`algorithms_at` on
+    ``task`` from each seed's initial model, client sampling and minibatches, and with ``server_rules`` FedLi-LS
+    under the other rules of :data:`SERVER_RULES` (``"FedLi-LS (server step 1, cap 10)"`` ...).  Each run goes
+    alone (:func:`fedcore.simulate`, not the batched passes of
+    :func:`fedcore.experiments.common.run_seeds`, which give the same numbers but split a pass's time among its
+    runs), so its ``seconds`` are its own: section 5 compares them."""
+    seeds = check_seeds("seeds", seeds, distinct=True)
+    builds = dict(algorithms_at(chosen))
+    if server_rules:
+        builds |= {f"FedLi-LS ({rule})": (lambda options=options: fedli_ls(**options))
+                   for rule, options in list(SERVER_RULES.items())[1:]}
+    starts = task.initial(seeds)
+    problem = task.problem(seeds[0])
+    return {method: [simulate(problem, build(), seed=seed, x0=starts[seed], store=store, progress=progress,
+                              **task.settings) for seed in seeds]
+            for method, build in builds.items()}
 
 
-def results_table(histories: Mapping[str, Mapping[str, History]], metric: str) -> pd.DataFrame:
-    """Tasks by methods: ``metric``'s last value, as % for ``test_accuracy`` (Table 1) or as is for ``train_loss``
-    (Table 2: the clients' mean training loss in the last round, as the paper reports it)."""
-    return pd.DataFrame({task: {method: final_value(h, metric) for method, h in runs.items()}
-                         for task, runs in histories.items()}).T
+def scores(results: Mapping[str, Mapping[str, Sequence[History]]], seeds: Sequence[int],
+           metric: str = "test_accuracy") -> pd.DataFrame:
+    """One row per (task, method), one column per seed: :func:`score` (``"test_accuracy"``, Table 1) or
+    :func:`loss_score` (``"train_loss"``, Table 2) of each run of ``results`` (``{task: run(...)}``)."""
+    check_choice("metric", metric, ("test_accuracy", "train_loss"))
+    return common.score_table(results, score if metric == "test_accuracy" else loss_score, seeds)
 
 
-def line_search_cost(histories: Mapping[str, History]) -> pd.DataFrame:
-    """Per method: seconds per round, relative to FedAvg, and for FedLi-LS the line search's loss evaluations per
-    local step and the clients' step sizes (mean over rounds of the round's mean, min, max)."""
-    if "FedAvg" not in histories:
-        raise ValueError(f"histories needs a FedAvg run to compare with; it has {list(histories)}")
+def table_cells(table: pd.DataFrame, digits: int = 2) -> pd.DataFrame:
+    """Tasks by methods, each cell ``"mean ± sd"`` over the seeds of :func:`scores`' ``table`` (the layout of the
+    paper's Tables 1 and 2)."""
+    return common.mean_sd(table, digits=digits).T
+
+
+def means(table: pd.DataFrame) -> pd.DataFrame:
+    """Tasks by methods: the mean over the seeds of :func:`scores`' ``table`` (NaN where a seed diverged)."""
+    return table.mean(axis=1, skipna=False).unstack("method")[list(dict.fromkeys(
+        table.index.get_level_values("method")))]
+
+
+def line_search_cost(runs: Mapping[str, Sequence[History]]) -> pd.DataFrame:
+    """Per method of ``runs`` (``{method: [History of each seed]}``, :func:`run`'s): the seconds per round (the median
+    over the seeds of each run's mean), its ratio to FedAvg's (the median over the seeds of the per-seed ratios: the
+    machine's noise cancels within a seed's pair), and for FedLi-LS the line search's loss evaluations per local
+    step and the clients' step sizes (each round's mean, min, max over the clients, averaged over rounds and
+    seeds)."""
+    if "FedAvg" not in runs:
+        raise ValueError(f"runs needs FedAvg's runs to compare with; it has {list(runs)}")
+    base = [float(h.frame["seconds"].mean()) for h in runs["FedAvg"]]
     rows = {}
-    base = float(histories["FedAvg"].frame["seconds"].mean())
-    for method, history in histories.items():
-        frame = history.frame
-        row = {"seconds per round": float(frame["seconds"].mean()),
-               "relative to FedAvg": float(frame["seconds"].mean()) / base}
+    for method, histories in runs.items():
+        if len(histories) != len(base):
+            raise ValueError(f"{method} has {len(histories)} runs, FedAvg {len(base)}: one per seed each")
+        seconds = [float(h.frame["seconds"].mean()) for h in histories]
+        row = {"seconds per round": float(np.median(seconds)),
+               "relative to FedAvg": float(np.median([s / b for s, b in zip(seconds, base)]))}
         for column, name in (("loss_evaluations_per_step", "loss evaluations per step"),
                              ("client_step_mean", "client step: mean"), ("client_step_min", "min"),
                              ("client_step_max", "max")):
-            if column in frame:
-                row[name] = float(frame[column].mean())
+            if column in histories[0].frame:
+                row[name] = float(np.mean([h.frame[column].mean() for h in histories]))
         rows[method] = row
     return pd.DataFrame(rows).T
 
 
-def server_steps(histories: Mapping[str, Mapping[str, History]]) -> pd.DataFrame:
-    """Per task: the server steps the two FedLi methods computed.  FedLi-LS's ``eta_g`` (the largest client step,
-    section 3's rule: the share of the clients' mean move the server takes) and FedLi-LU's Deep-Frank-Wolfe
-    ``gamma_t``: at 1 it is clipped, and the server's step is then ``eta`` times the pseudo-gradient plus momentum,
-    a fixed step, not a computed one."""
+def server_steps(results: Mapping[str, Mapping[str, Sequence[History]]]) -> pd.DataFrame:
+    """Per task: the server steps the two FedLi methods computed, over all rounds of all seeds.  FedLi-LS's
+    ``eta_g`` (the largest client step: the share of the clients' mean move the server takes) and FedLi-LU's
+    Deep-Frank-Wolfe ``gamma_t``: at 1 it is clipped, and the server's step is then ``eta`` times the
+    pseudo-gradient plus momentum, a fixed step, not a computed one."""
     rows = {}
-    for task, runs in histories.items():
-        eta_g, gamma = runs["FedLi-LS"].frame["eta_g"].dropna(), runs["FedLi-LU"].frame["gamma"].dropna()
+    for task, runs in results.items():
+        eta_g = pd.concat([h.frame["eta_g"].dropna() for h in runs["FedLi-LS"]])
+        gamma = pd.concat([h.frame["gamma"].dropna() for h in runs["FedLi-LU"]])
         rows[task] = {"FedLi-LS eta_g: mean": eta_g.mean(), "min": eta_g.min(), "max": eta_g.max(),
-                      "FedLi-LU: rounds": len(gamma), "rounds with gamma_t = 1": int((gamma >= 1.0).sum()),
-                      "smallest gamma_t": gamma.min()}
+                      "rounds above 1": int((eta_g > 1.0).sum()), "FedLi-LU: rounds": len(gamma),
+                      "rounds with gamma_t = 1": int((gamma >= 1.0).sum()), "smallest gamma_t": gamma.min()}
     return pd.DataFrame(rows).T
 
 
-def identical_curves(runs: Mapping[str, History], metric: str = "test_accuracy") -> list[list[str]]:
-    """Groups of methods whose ``metric`` curves are identical (they hide each other in a figure)."""
-    groups: dict[tuple, list[str]] = {}
-    for method, history in runs.items():
-        groups.setdefault(tuple(history.frame[metric].dropna().round(12)), []).append(method)
-    return [group for group in groups.values() if len(group) > 1]
+def server_rules_table(runs: Mapping[str, Sequence[History]]) -> pd.DataFrame:
+    """FedLi-LS under each rule of :data:`SERVER_RULES` (rows): its :func:`score` (mean ± sd over the seeds), the
+    mean server step, and its paired difference from Table 1's rule (± 2 standard errors, and whether it lies
+    beyond the noise: :func:`fedcore.experiments.claims.compare`)."""
+    first = list(SERVER_RULES)[0]
+    reference = [score(h) for h in runs["FedLi-LS"]]
+    rows = {}
+    for rule in SERVER_RULES:
+        histories = runs["FedLi-LS" if rule == first else f"FedLi-LS ({rule})"]
+        values = [score(h) for h in histories]
+        outcome, text = compare(values, reference)
+        rows[rule] = {"accuracy (%)": common.mean_sd_cell(values),
+                      "mean server step eta_g": float(np.mean([h.frame["eta_g"].mean() for h in histories])),
+                      f"minus '{first}' (points)": "-" if rule == first else f"{text} ({outcome})"}
+    return pd.DataFrame(rows).T.rename_axis("FedLi-LS server rule")
 
 
 def on_grid_edge(chosen: Mapping[str, Mapping[str, float]],
@@ -314,32 +400,95 @@ def on_grid_edge(chosen: Mapping[str, Mapping[str, float]],
     return edges
 
 
-def client_rate_sweep(task: Task, chosen: Mapping[str, Mapping[str, float]], seed: int = 0,
-                      fedli_ls: History | None = None, *, store: Store | None = None,
+def _swept(task: Task, build: Callable[..., Any], name: str, values: Sequence[float], seeds: Sequence[int],
+           store: Store | None, progress: bool) -> dict[int, pd.Series]:
+    """``{seed: :func:`score` per value}`` of ``build(**{name: value})`` on ``task`` (:func:`fedcore.sweep`, in
+    passes; NaN where a run diverged)."""
+    swept = sweep(task.problem(seeds[0]), build, {name: list(values)}, seeds=seeds, x0=task.initial(seeds),
+                  summary=lambda h: {"score": score(h)}, store=store, progress=progress, **task.settings)
+    swept["seed"] = swept["seed"] if "seed" in swept else seeds[0]  # sweep drops the column for one seed
+    swept["score"] = swept["score"] if "score" in swept else math.nan
+    return {seed: swept[swept["seed"] == seed].set_index(name)["score"].reindex(list(values)) for seed in seeds}
+
+
+def _by_method_seed(columns: Mapping[tuple[str, int], pd.Series], index: str) -> pd.DataFrame:
+    table = pd.DataFrame(dict(columns))
+    table.columns = pd.MultiIndex.from_tuples(table.columns, names=["method", "seed"])
+    return table.rename_axis(index)
+
+
+def client_rate_sweep(task: Task, chosen: Mapping[str, Mapping[str, float]], seeds: Sequence[int],
+                      rates: Sequence[float] = SWEEP_LRS, *, store: Store | None = None,
                       progress: bool = False) -> pd.DataFrame:
-    """How much FedLi-LU still depends on a learning rate: the final test accuracy (%, :func:`final_accuracy`) at
-    every clients' SGD rate of :data:`SWEEP_LRS` (rows) for the methods whose clients run SGD at a rate nobody sets
-    for them: FedLi-LU (its server step is computed; the paper does not say which client rate it used), FedAvg
-    and FedExP (at its ``chosen`` eps); FedLi-LS (Armijo clients, no rate) once, as a flat column.  The runs are
-    Table 1's (``task``'s round settings, from ``seed``), so the table's point at the tuned rate is Table 1's number;
-    a diverged run scores NaN.  ``fedli_ls``: Table 1's FedLi-LS run, if there is one (else it is run here)."""
-    seed = check_seed("seed", seed)
-    problem, settings = task.problem(seed), {**task.settings, "seed": seed, "store": store, "progress": progress}
-    sgd_clients = {"FedLi-LU": algorithms.fedli_lu, "FedAvg": _BASELINES["FedAvg"],
-                   "FedExP": lambda client_lr: _BASELINES["FedExP"](client_lr, chosen["FedExP"]["eps"])}
-    table = {method: sweep(problem, build, {"client_lr": SWEEP_LRS},
-                           summary=lambda h: {"score": final_accuracy(h)}, **settings).set_index("client_lr")["score"]
-             for method, build in sgd_clients.items()}
-    if fedli_ls is None:
-        fedli_ls = simulate(problem, algorithms_at(chosen, task)["FedLi-LS"](), **settings)
-    line_search = final_accuracy(fedli_ls)
-    return pd.DataFrame({**table, "FedLi-LS": line_search}).rename_axis("client SGD rate")
+    """How much FedLi-LU still depends on a learning rate: :func:`score` at every clients' SGD rate of ``rates``
+    (rows) for the methods whose clients run SGD (:data:`RATE_METHODS`: FedLi-LU, whose server step is computed;
+    FedAvg; FedExP at its ``chosen`` eps), from every seed (columns: method, seed), on ``task``'s round settings
+    (:func:`long_task` for the long horizon); a diverged run scores NaN."""
+    seeds = check_seeds("seeds", seeds, distinct=True)
+    builds = {"FedLi-LU": algorithms.fedli_lu, "FedAvg": _BASELINES["FedAvg"],
+              "FedExP": lambda client_lr: _BASELINES["FedExP"](client_lr, chosen["FedExP"]["eps"])}
+    columns = {}
+    for method in RATE_METHODS:
+        for seed, column in _swept(task, builds[method], "client_lr", rates, seeds, store, progress).items():
+            columns[(method, seed)] = column
+    return _by_method_seed(columns, "client SGD rate")
 
 
-def rate_summary(table: pd.DataFrame, within: float = NEAR_BEST) -> pd.DataFrame:
-    """Per method of :func:`client_rate_sweep`: its best accuracy, at which rate, the worst, and how many decades
-    of rates lie within ``within`` points of the best (``common.good_range``)."""
-    return pd.DataFrame({method: {"best accuracy": table[method].max(), "at rate": table[method].idxmax(),
-                                  "worst accuracy": table[method].min(),
-                                  f"decades within {within:g} points of best": good_range(table[method], within)}
-                         for method in table if table[method].nunique() > 1}).T
+def constant_sweep(task: Task, constant: str, seeds: Sequence[int], client_lr: float | None = None, *,
+                   store: Store | None = None, progress: bool = False) -> pd.DataFrame:
+    """:func:`score` of FedLi at every value of one of its ``constant`` (a key of :data:`CONSTANTS`; rows), the
+    others at their defaults, from every seed (columns: seed), on ``task``'s round settings.  FedLi-LS runs as in
+    Table 1 (:func:`fedli_ls`); FedLi-LU's clients at ``client_lr`` (required for FedLi-LU's constants)."""
+    check_choice("constant", constant, tuple(CONSTANTS))
+    entry = CONSTANTS[constant]
+    if entry["method"] == "FedLi-LU":
+        if client_lr is None:
+            raise ValueError(f"constant={constant!r} needs client_lr, the rate of FedLi-LU's SGD clients")
+
+        def build(**value: float) -> Any:
+            return algorithms.fedli_lu(client_lr, **value)
+    else:
+        build = fedli_ls
+    swept = _swept(task, build, entry["name"], entry["values"], check_seeds("seeds", seeds, distinct=True),
+                   store, progress)
+    return pd.DataFrame(swept).rename_axis(entry["name"]).rename_axis("seed", axis=1)
+
+
+def best_value(table: pd.DataFrame, method: str | None = None) -> float:
+    """The value (a rate, a constant; a row of ``table``) with the best mean over the seeds: of ``method``'s columns
+    of a ``(method, seed)`` table, or of a table with one column per seed."""
+    columns = table if method is None else table[method]
+    return float(columns.mean(axis=1, skipna=False).idxmax())
+
+
+def at_best(tables: Mapping[str, pd.DataFrame], reference: str) -> pd.DataFrame:
+    """Each setting of ``tables`` (``{label: table}``, rows the swept values, one column per seed) at its best value:
+    the value, the score (mean ± sd over the seeds) and its paired difference from ``reference``'s (± 2 standard
+    errors, beyond the noise or not: :func:`fedcore.experiments.claims.compare`)."""
+    if reference not in tables:
+        raise ValueError(f"reference={reference!r} is not one of the tables {list(tables)}")
+    best = {label: table.loc[best_value(table)] for label, table in tables.items()}
+    rows = {}
+    for label, scores in best.items():
+        outcome, text = compare(list(scores), list(best[reference]))
+        rows[label] = {"best value": best_value(tables[label]), "score (%)": common.mean_sd_cell(scores),
+                       f"minus {reference} (points)": "-" if label == reference else f"{text} ({outcome})"}
+    return pd.DataFrame(rows).T
+
+
+def span_table(tables: Mapping[str, pd.DataFrame], around: Mapping[str, float],
+               within: float = NEAR_BEST) -> pd.DataFrame:
+    """Per setting (``{setting: table}``, a table with one column per seed; rows the values): its value ``around``
+    (a default, or the tuned value), the best value (mean over seeds) and its score, the score at ``around``, and
+    :func:`fedcore.experiments.common.span_width` (the decades of the contiguous values around it within ``within``
+    points of the best) per seed and on the mean."""
+    rows = {}
+    for setting, table in tables.items():
+        mean = table.mean(axis=1, skipna=False)
+        at = around[setting]
+        rows[setting] = {"around (default or tuned)": at, "best value": mean.idxmax(),
+                         "best (%)": round(mean.max(), 2), "at the default or tuned (%)": round(mean[at], 2),
+                         "width on the mean (decades)": span_width(mean, within, at),
+                         "width per seed (decades)": ", ".join(f"{span_width(table[s], within, at):g}"
+                                                               for s in table)}
+    return pd.DataFrame(rows).T

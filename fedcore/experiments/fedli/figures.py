@@ -4,7 +4,8 @@
 - :func:`remark2`: Remark 2 in one picture, each client's step on its own curve and the server's move on the
   global one;
 - :func:`descent_panels`: Lemma 3 put to the test (clients that share their data; two different convex clients);
-- :class:`ClientRateDisplay`: the client-rate sweep (``experiment.client_rate_sweep``), the rates within
+- :class:`SweepsDisplay`: the sweeps of the client rate and of FedLi's constants (``experiment.client_rate_sweep``,
+  ``experiment.constant_sweep``), means over seeds, the values within
   :data:`~fedcore.experiments.fedli.paper.NEAR_BEST` points of each method's best filled;
 - :class:`StepSizesDisplay`: the step sizes FedLi-LS's clients accept, round by round.
 
@@ -25,9 +26,9 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
-from fedcore.experiments.common import near_best_by_column
+from fedcore.experiments.common import mean_over_seeds, near_best_by_column
 from fedcore.experiments.fedli.paper import NEAR_BEST
-from fedcore.plots import LINE_STYLES, check_type, robustness
+from fedcore.plots import LINE_STYLES, check_type, legend_handles, robustness
 from fedcore.results import History
 
 
@@ -99,38 +100,54 @@ def _axes_row(axes: Sequence[Axes] | None, panels: int, width: float, height: fl
 
 
 @dataclass
-class ClientRateDisplay:
-    """Per task, the client-rate sweep's ``tables`` (rates by methods, final test accuracy in %), the mask ``good``
-    of the rates within ``within`` points of each method's best, and FedAvg's ``tuned`` rate."""
+class SweepsDisplay:
+    """Per panel, a sweep's mean scores over the seeds (``tables``: values by methods, test accuracy in %), the mask
+    ``good`` of the values within ``within`` points of each method's best, and the values to ``mark`` (``{label:
+    value}``: a default, a tuned rate), with the panel's ``xlabels``."""
 
     tables: dict[str, pd.DataFrame]
     good: dict[str, np.ndarray]
-    tuned: dict[str, float]
+    marks: dict[str, dict[str, float]]
+    xlabels: dict[str, str]
     within: float
+    seeds: int
     figure_: Figure | None = field(default=None, repr=False)
     axes_: Sequence[Axes] | None = field(default=None, repr=False)
 
     @classmethod
-    def from_sweeps(cls, sweeps: Mapping[str, pd.DataFrame], chosen: Mapping[str, Mapping[str, Mapping[str, float]]],
-                    within: float = NEAR_BEST) -> ClientRateDisplay:
-        """From ``{task: experiment.client_rate_sweep(...)}`` and the tuned points ``{task: {method: point}}``:
-        each method's near-best rates (:func:`fedcore.experiments.common.near_best_by_column`)."""
-        missing = [task for task in sweeps if "FedAvg" not in chosen.get(task, {})]
-        if missing:
-            raise ValueError(f"chosen has no FedAvg point for the tasks {missing}: give chosen[task]['FedAvg']")
-        return cls({task: table for task, table in sweeps.items()},
-                   {task: near_best_by_column(table, within) for task, table in sweeps.items()},
-                   {task: float(chosen[task]["FedAvg"]["client_lr"]) for task in sweeps}, within)
+    def from_tables(cls, tables: Mapping[str, pd.DataFrame], marks: Mapping[str, Mapping[str, float]],
+                    xlabels: Mapping[str, str], within: float = NEAR_BEST) -> SweepsDisplay:
+        """From ``{panel: table}`` (rows the swept values, columns ``(method, seed)``: ``experiment.client_rate_sweep``
+        or a constant's sweep under its method's name): each method's mean over the seeds and its near-best values
+        (:func:`fedcore.experiments.common.near_best_by_column`)."""
+        for panel, table in tables.items():
+            check_type(f"tables[{panel!r}]", table, pd.DataFrame)
+            if table.columns.nlevels != 2:
+                raise ValueError(f"tables[{panel!r}] must have (method, seed) columns; got {list(table.columns)}")
+        means = {panel: mean_over_seeds(table) for panel, table in tables.items()}
+        seeds = max(table.columns.get_level_values(1).nunique() for table in tables.values())
+        return cls(means, {panel: near_best_by_column(table, within) for panel, table in means.items()},
+                   {panel: dict(marks.get(panel, {})) for panel in tables}, {p: xlabels.get(p, "") for p in tables},
+                   within, seeds)
 
-    def plot(self, axes: Sequence[Axes] | None = None, label: Callable[[str], str] = str) -> ClientRateDisplay:
-        """One panel per task (titled ``label(task)``): each method's accuracy against the clients' SGD rate, the
-        near-best points filled, FedAvg's tuned rate as a dotted line."""
-        axes = _axes_row(axes, len(self.tables), 6.5, 3.8)
-        for ax, (task, table) in zip(axes, self.tables.items()):
-            robustness(table, self.good[task], ax=ax, title=label(task), xlabel="clients' SGD rate",
-                       ylabel="final test accuracy (%)", legend=False)
-            ax.axvline(self.tuned[task], color="grey", linestyle=":", label="FedAvg's tuned rate")
-            ax.legend(fontsize="small", loc="center left", bbox_to_anchor=(1.01, 0.5))
+    def plot(self, axes: Sequence[Axes] | None = None, columns: int = 3,
+             order: Sequence[str] | None = None) -> SweepsDisplay:
+        """One panel per sweep, ``columns`` to a row: each method's mean accuracy against the swept value (log
+        axis), the near-best points filled, the marked values as dotted lines; ``order`` fixes each method's style
+        by its place in it (the same method looks the same in every panel)."""
+        if axes is None:
+            rows = -(-len(self.tables) // columns)
+            _, grid = plt.subplots(rows, columns, figsize=(5.2 * columns, 3.6 * rows), layout="constrained",
+                                   squeeze=False)
+            axes = list(grid.ravel())
+            for ax in axes[len(self.tables):]:
+                ax.set_visible(False)
+        for ax, (panel, table) in zip(axes, self.tables.items()):
+            robustness(table, self.good[panel], ax=ax, title=panel, xlabel=self.xlabels[panel],
+                       ylabel=f"test accuracy (%), mean of {self.seeds} seeds", legend=False, order=order)
+            for style, (name, value) in zip((":", "--", "-."), self.marks[panel].items()):
+                ax.axvline(value, color="grey", linestyle=style, label=name)
+            ax.legend(*legend_handles(ax), fontsize="x-small")
         self.figure_, self.axes_ = axes[0].figure, axes
         return self
 

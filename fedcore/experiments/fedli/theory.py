@@ -30,10 +30,11 @@ from fedcore.problem import Problem
 from fedcore.results import History
 from fedcore.run import simulate
 
-FIRST_PASS_LINE_SEARCH = {"eta_max": 1.0, "init_step_size": 1.0, "fallback_step_size": None}
-"""The line search of notebook 03's first pass: start and cap 1, the last shrunken step after 100 failed tries.
-``fedcore.algorithms.fedli_ls`` now defaults to SLS's constants (start 1, cap 10, a step of 1e-6 after 100 failed
-tries, the growth over each client's epoch); 03 keeps these until its second pass re-runs it on SLS's."""
+SHARED_LINE_SEARCH = {"init_step_size": 10.0}
+"""The line search of Lemma 3's homogeneous case (notebook 03, section 1): SLS's constants, with each round's first
+step started at the cap of 10 rather than at 1.  Then every accepted step is at least ``eta_lo = min(10, 2 beta_b
+(1 - c) / L)``, the assumption of :func:`linear_rate_bound`: a search stops at its start or after one backtrack past
+``2 (1 - c) / L``, and the reset growth never starts a step below the last accepted one."""
 
 CONVEX_CLIENTS = {"a": (0.01, 1.1), "b": (10.0, 0.0), "x0": 0.0}
 """ALGORITHMS.md's two convex clients, off the Armijo tie: ``f_1(x) = 0.01 (x - 10)^2``, ``f_2(x) = 1.1 x^2``, from
