@@ -272,4 +272,4 @@ def explore_fedli(client_lr: float = 0.1, rounds: int = 20, problem: Problem | N
             f"FedAvg (lr {client_lr:g})": algorithms.fedavg(client_lr),
             f"FedExP (lr {client_lr:g})": algorithms.fedexp(client_lr)}
     plots.fedopt_panels({name: simulate(problem, algorithm, **options) for name, algorithm in runs.items()},
-                        title=f"the baselines' client learning rate: {client_lr:g}")
+                        title=f"the baselines' client learning rate: {client_lr:g}", percent=True)

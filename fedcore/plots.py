@@ -214,16 +214,21 @@ def server_optimizer_panels(path: ServerPath, reference: ServerPath | None = Non
     return figure
 
 
-def fedopt_panels(runs: Mapping[str, History], title: str = "", smooth: int = 1) -> Figure:
-    """The explorers' figure: test accuracy and training loss (log scale; with ``smooth`` > 1 its running mean over
+def fedopt_panels(runs: Mapping[str, History], title: str = "", smooth: int = 1, percent: bool = False) -> Figure:
+    """The explorers' figure: test accuracy (in % with ``percent``, as a notebook's tables give it) and training loss (log scale; with ``smooth`` > 1 its running mean over
     that many rounds, since one round's loss is that round's few clients') of ``runs`` against rounds, ``title``
     above, one legend to the right of both panels with each run's final test accuracy."""
     if not isinstance(runs, Mapping) or not runs:
         raise TypeError(f"runs={runs!r} must be a non-empty {{label: History}}")
     figure, (left, right) = plt.subplots(1, 2, figsize=(11.5, 3.8), layout="constrained")
-    labelled = {f"{label}: {history.final('test_accuracy'):.3f}" if "test_accuracy" in history.frame else label:
-                history for label, history in runs.items()}
+    check_bool("percent", percent)
+    final = "{:.1%}" if percent else "{:.3f}"
+    labelled = {f"{label}: {final.format(history.final('test_accuracy'))}" if "test_accuracy" in history.frame else
+                label: history for label, history in runs.items()}
     compare(labelled, "test_accuracy", ax=left, legend=False)
+    if percent:
+        left.yaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{100 * value:g}"))
+        left.set_ylabel("test accuracy (%)")
     compare(labelled, "train_loss", ax=right, logy=True, legend=False, smooth=smooth)
     figure.legend(*left.get_legend_handles_labels(), loc="outside right center", fontsize="small",
                   title="final test accuracy", title_fontsize="small")

@@ -445,7 +445,7 @@ experiment.at_best({"FedAvg": rates["long"]["FedAvg"], "FedExP": rates["long"]["
 costs = {label(task): experiment.line_search_cost(runs) for task, runs in tables.items()}
 display(pd.concat(costs).style.format(precision=3, na_rep="-"))
 steps = figures.StepSizesDisplay.from_histories({task: {m: runs[m][0] for m in runs} for task, runs in tables.items()})
-steps = steps.plot(label=label)
+steps = steps.plot(label=lambda task: f"{label(task)}, seed {seeds[0]}")
 plots.savefig(steps.figure_, "03_step_sizes.png", FIGURES)
 
 # %% [markdown]

@@ -233,6 +233,12 @@ def test_fedopt_explorer_runs_headless_against_fedavg() -> None:
     assert legend.get_title().get_text() == "final test accuracy" and right.get_legend() is None
     assert left.get_ylabel() == "test accuracy" and right.get_yscale() == "log"
     plt.close("all")
+    explore.explore_fedli(client_lr=0.1, rounds=2, problem=_blobs_problem())  # 03's tables give accuracy in %
+    left = plt.gcf().axes[0]
+    labels = [text.get_text() for text in plt.gcf().legends[0].get_texts()]
+    assert left.get_ylabel() == "test accuracy (%)" and all(label.endswith("%") for label in labels)
+    assert left.yaxis.get_major_formatter()(0.5, 0) == "50"
+    plt.close("all")
 
 
 def test_fedopt_explorer_takes_a_tasks_settings_and_smooths_the_loss() -> None:

@@ -166,6 +166,7 @@ def test_summary_claims_are_paired_over_seeds_on_the_tasks_that_learned(quadrati
     first, lu, fedavg = table.iloc[5], table.iloc[6], table.iloc[7]
     assert first["verdict"] == HOLDS and "femnist: FedLi-LS - FedAdam (best baseline) +2.00 ± 0.00" in first["ours"]
     assert "not testable on shakespeare" in first["ours"] and first["scope"].startswith("femnist; small")
+    assert first["ours"].endswith("not run at scale 'small': cifar10, cifar100")
     assert lu["verdict"] == DOES_NOT_HOLD and "FedLi-LU - FedLi-LS (best of the others)" in lu["ours"]
     assert fedavg["verdict"] == PARTLY  # FedLi-LS above FedAvg beyond the noise, FedLi-LU within it
     assert "FedLi-LU - FedAvg -1.00 ± " in fedavg["ours"] and "(within the noise)" in fedavg["ours"]

@@ -254,6 +254,14 @@ def mean_over_seeds(table: pd.DataFrame) -> pd.DataFrame:
     return table.T.groupby(level=0, sort=False).mean().T if table.columns.nlevels > 1 else table
 
 
+def by_method_seed(columns: Mapping[tuple[str, int], pd.Series], index: str) -> pd.DataFrame:
+    """``{(method, seed): scores over the swept values}`` as one table: rows the values (named ``index``), columns
+    ``(method, seed)``, as :func:`mean_over_seeds` and the robustness figures read it."""
+    table = pd.DataFrame(dict(columns))
+    table.columns = pd.MultiIndex.from_tuples(table.columns, names=["method", "seed"])
+    return table.rename_axis(index)
+
+
 def good_span(column: pd.Series, within: float, around: float = 1.0) -> tuple[float, float] | None:
     """The contiguous multipliers around ``around`` (the default a user gets) whose score lies within ``within``
     of the column's best: ``(lowest, highest)``, or None when ``around`` itself is not within (or every run

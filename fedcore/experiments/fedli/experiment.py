@@ -411,12 +411,6 @@ def _swept(task: Task, build: Callable[..., Any], name: str, values: Sequence[fl
     return {seed: swept[swept["seed"] == seed].set_index(name)["score"].reindex(list(values)) for seed in seeds}
 
 
-def _by_method_seed(columns: Mapping[tuple[str, int], pd.Series], index: str) -> pd.DataFrame:
-    table = pd.DataFrame(dict(columns))
-    table.columns = pd.MultiIndex.from_tuples(table.columns, names=["method", "seed"])
-    return table.rename_axis(index)
-
-
 def client_rate_sweep(task: Task, chosen: Mapping[str, Mapping[str, float]], seeds: Sequence[int],
                       rates: Sequence[float] = SWEEP_LRS, *, store: Store | None = None,
                       progress: bool = False) -> pd.DataFrame:
@@ -431,7 +425,7 @@ def client_rate_sweep(task: Task, chosen: Mapping[str, Mapping[str, float]], see
     for method in RATE_METHODS:
         for seed, column in _swept(task, builds[method], "client_lr", rates, seeds, store, progress).items():
             columns[(method, seed)] = column
-    return _by_method_seed(columns, "client SGD rate")
+    return common.by_method_seed(columns, "client SGD rate")
 
 
 def constant_sweep(task: Task, constant: str, seeds: Sequence[int], client_lr: float | None = None, *,

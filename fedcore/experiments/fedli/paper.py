@@ -420,6 +420,8 @@ def _on_our_tables(check: Callable[[pd.DataFrame, str], Any], most: bool = False
         unlearned = [task for task in tasks if task not in learned]
         note = f"; not testable on {', '.join(unlearned)} (most methods within {LEARNED_MARGIN:g} points of the " \
                "trivial baseline)" if unlearned else ""
+        unrun = [task for task in TASKS if task not in tasks]
+        note += f"; not run at scale {e.scale!r}: {', '.join(unrun)}" if unrun else ""
         if not learned:
             return Judgement("no task where most methods learned" + note, NOT_TESTABLE, e.runs_scope(tasks))
         found = []

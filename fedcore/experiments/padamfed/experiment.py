@@ -370,13 +370,7 @@ def robustness(task: Task, base: Mapping[str, Mapping[str, float]], factors: Seq
                 rows = swept[swept["seed"] == seed].set_index("multiplier")["score"]
                 columns[(method, seed)] = rows.reindex(factors)
         tables[reading] = columns
-    return {reading: _by_method_seed(columns) for reading, columns in tables.items()}
-
-
-def _by_method_seed(columns: Mapping[tuple[str, int], pd.Series]) -> pd.DataFrame:
-    table = pd.DataFrame(dict(columns))
-    table.columns = pd.MultiIndex.from_tuples(table.columns, names=["method", "seed"])
-    return table.rename_axis("multiplier")
+    return {reading: common.by_method_seed(columns, "multiplier") for reading, columns in tables.items()}
 
 
 def robustness_summary(tables: Mapping[str, pd.DataFrame], within: float = NEAR_BEST) -> pd.DataFrame:
