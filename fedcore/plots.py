@@ -215,9 +215,10 @@ def server_optimizer_panels(path: ServerPath, reference: ServerPath | None = Non
 
 
 def fedopt_panels(runs: Mapping[str, History], title: str = "", smooth: int = 1, percent: bool = False) -> Figure:
-    """The explorers' figure: test accuracy (in % with ``percent``, as a notebook's tables give it) and training loss (log scale; with ``smooth`` > 1 its running mean over
-    that many rounds, since one round's loss is that round's few clients') of ``runs`` against rounds, ``title``
-    above, one legend to the right of both panels with each run's final test accuracy."""
+    """The explorers' figure: test accuracy (in % with ``percent``, as a notebook's tables give it) and training loss
+    (log scale; with ``smooth`` > 1 its running mean over that many rounds, since one round's loss is that round's
+    few clients') of ``runs`` against rounds, ``title`` above, one legend to the right of both panels with each
+    run's final test accuracy."""
     if not isinstance(runs, Mapping) or not runs:
         raise TypeError(f"runs={runs!r} must be a non-empty {{label: History}}")
     figure, (left, right) = plt.subplots(1, 2, figsize=(11.5, 3.8), layout="constrained")

@@ -268,7 +268,9 @@ def test_curves_display_computes_mean_and_sd_over_seeds_then_draws():
     twins = {"low": {"A": [run([1.0, 0.5, 0.4]), run([1.0, 0.7, 0.3])], "B": [run([1.0, 0.5, 0.4]),
                                                                                 run([1.0, 0.7, 0.3])],
                      "C": [run([1.0, 0.9, 0.8])] * 2}}
-    marked = figures.CurvesDisplay.from_results(twins, "train_loss").plot(mark_identical=True, evaluation_ticks=True)
+    marked = figures.CurvesDisplay.from_results(twins, "train_loss").plot(mark_identical=True, evaluation_ticks=True,
+                                                                           ylabel="loss")
+    assert marked.axes_[0].get_ylabel() == "loss"
     assert [line.get_label() for line in marked.axes_[0].get_lines()] == ["A = B", "C"]  # drawn once, named both
     assert list(marked.axes_[0].get_xticks()) == [0, 1, 2]  # a tick at every evaluated round
     from fedcore.experiments.figures import identical_groups

@@ -176,11 +176,11 @@ def test_server_rules_are_paired_against_table_1s(femnist) -> None:
                                            "FedLi-LS (largest client step, cap 1)": runs([49.0, 59.0, 69.0], 0.4),
                                            "FedLi-LS (server step 1, cap 10)": runs([51.0, 59.0, 72.0], 1.0)})
     assert list(table.index) == list(experiment.SERVER_RULES)
-    column = "minus 'largest client step, cap 10' (points)"
+    column = "minus 'largest client step, cap 10' (points, mean ± 2 SE)"
     assert table.loc["largest client step, cap 1", column] == "-1.00 ± 0.00 (contradicted)"  # the same every seed
     assert table.loc["server step 1, cap 10", column].endswith("(within the noise)")  # +1, -1, +2
     assert table.loc["server step 1, cap 10", "mean server step eta_g"] == 1.0
-    assert table.loc["largest client step, cap 10", "accuracy (%)"] == "60.00 ± 10.00"
+    assert table.loc["largest client step, cap 10", "accuracy (%, mean ± sd)"] == "60.00 ± 10.00"
     one_round = dataclasses.replace(femnist, settings={**femnist.settings, "rounds": 1, "eval_every": 1})
     built = experiment.run(one_round, CHOSEN, [0])
     assert list(built) == [*fedli_paper.METHODS, "FedLi-LS (largest client step, cap 1)",
@@ -239,15 +239,16 @@ def test_span_table_by_hand() -> None:
     default_good = pd.DataFrame({0: [10.0, 76.0, 78.0, 77.0, 11.0], 1: [10.0, 70.0, 78.0, 76.0, 11.0]}, index=values)
     default_bad = pd.DataFrame({0: [80.0, 70.0, 60.0, 79.0, 78.0], 1: [80.0, 70.0, 60.0, 79.0, 78.0]}, index=values)
     table = experiment.span_table({"a": default_good, "b": default_bad}, {"a": 0.1, "b": 0.1})
-    assert table.loc["a", "width per seed (decades)"] == "2, 1"  # 0.01..1; 0.1..1
-    assert table.loc["a", "width on the mean (decades)"] == pytest.approx(1.0)  # mean 73 at 0.01: not within
+    assert table.loc["a", "width per seed (decades)"] == "2, 1" and table.loc["a", "mean width (decades)"] == 1.5
+    assert table.loc["a", "width on the mean scores (decades)"] == pytest.approx(1.0)  # mean 73 at 0.01: not within
     assert table.loc["b", "width per seed (decades)"] == "0, 0" and table.loc["b", "best value"] == 0.001
-    assert table.loc["b", "at the default or tuned (%)"] == 60.0
+    assert table.loc["b", "at 'around' (%)"] == 60.0
     rates = pd.concat({"FedAvg": default_good}, axis=1)
     assert experiment.best_value(rates, "FedAvg") == 0.1 == experiment.best_value(default_good)
     best = experiment.at_best({"a": default_good, "b": default_bad}, "a")
-    assert best.loc["b", "best value"] == 0.001 and best.loc["b", "score (%)"] == "80.00 ± 0.00"
-    assert best.loc["b", "minus a (points)"] == "+2.00 ± 0.00 (confirmed)" and best.loc["a", "minus a (points)"] == "-"
+    assert best.loc["b", "at its best value"] == 0.001 and best.loc["b", "accuracy (%, mean ± sd)"] == "80.00 ± 0.00"
+    column = "minus a (points, mean ± 2 SE)"
+    assert best.loc["b", column] == "+2.00 ± 0.00 (confirmed)" and best.loc["a", column] == "-"
     with pytest.raises(ValueError, match="reference='c' is not one of the tables"):
         experiment.at_best({"a": default_good}, "c")
 
@@ -278,8 +279,10 @@ def test_server_steps_and_grid_edges() -> None:
     steps = experiment.server_steps({"femnist": {"FedLi-LS": ls, "FedLi-LU": lu}})
     assert steps.loc["femnist", "FedLi-LS eta_g: mean"] == pytest.approx(0.6)  # every round of every seed
     assert steps.loc["femnist", "rounds above 1"] == 1 and steps.loc["femnist", "max"] == 1.5
-    assert steps.loc["femnist", "FedLi-LU: rounds"] == 4 and steps.loc["femnist", "rounds with gamma_t = 1"] == 3
+    assert steps.loc["femnist", "FedLi-LU: rounds (all seeds)"] == 4
+    assert steps.loc["femnist", "rounds with gamma_t = 1"] == 3
     assert steps.round(1).loc["femnist", "min"] == 0.2  # numeric columns, so the notebook can round them
+    assert steps["rounds above 1"].dtype.kind == "i"  # counts print as counts
     assert steps.loc["femnist", "smallest gamma_t"] == 0.25
     grids = {"FedAvg": {"client_lr": [0.1, 10**-0.5, 1.0]}, "FedProx": {"client_lr": [0.1, 1.0], "mu": [0.01]}}
     chosen = {"FedAvg": {"client_lr": 1.0}, "FedProx": {"client_lr": 0.1, "mu": 0.01}}

@@ -54,13 +54,15 @@ class CurvesDisplay:
 
     def plot(self, axes: Sequence[Axes] | None = None, logy: bool = False, legend: bool = True,
              label: str | None = None, xlabel: bool = True, order: Sequence[str] | None = None,
-             evaluation_ticks: bool = False, mark_identical: bool = False) -> CurvesDisplay:
+             evaluation_ticks: bool = False, mark_identical: bool = False,
+             ylabel: str | None = None) -> CurvesDisplay:
         """One panel per setting; each method its own colour, line style and markers, its band one sd wide;
         ``label`` names the metric in the titles (default: its column name); ``order`` fixes each method's style by
         its place in it (the same method looks the same in every panel and figure), else by its place in the
         panel.  ``evaluation_ticks`` puts the round ticks at the rounds where the metric was measured (every
         second one or more when there are many); ``mark_identical`` draws methods whose curves coincide once,
-        labelled ``"FedAvg = FedProx"``, so that no curve hides another unsaid."""
+        labelled ``"FedAvg = FedProx"``, so that no curve hides another unsaid; ``ylabel`` labels every panel's y
+        axis (its unit)."""
         if axes is None:
             figure, axes = plt.subplots(1, len(self.curves), figsize=(5 * len(self.curves), 3.6),
                                         layout="constrained", squeeze=False)
@@ -81,6 +83,8 @@ class CurvesDisplay:
             ax.set_title(f"{setting}: {label or self.metric.replace('_', ' ')}", fontsize="medium")
             if xlabel:
                 ax.set_xlabel("round")
+            if ylabel:
+                ax.set_ylabel(ylabel)
             if not evaluation_ticks:
                 ax.xaxis.set_major_locator(MaxNLocator(integer=True))
             if logy:

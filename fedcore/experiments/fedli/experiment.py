@@ -365,9 +365,10 @@ def server_steps(results: Mapping[str, Mapping[str, Sequence[History]]]) -> pd.D
         eta_g = pd.concat([h.frame["eta_g"].dropna() for h in runs["FedLi-LS"]])
         gamma = pd.concat([h.frame["gamma"].dropna() for h in runs["FedLi-LU"]])
         rows[task] = {"FedLi-LS eta_g: mean": eta_g.mean(), "min": eta_g.min(), "max": eta_g.max(),
-                      "rounds above 1": int((eta_g > 1.0).sum()), "FedLi-LU: rounds": len(gamma),
+                      "rounds above 1": int((eta_g > 1.0).sum()), "FedLi-LU: rounds (all seeds)": len(gamma),
                       "rounds with gamma_t = 1": int((gamma >= 1.0).sum()), "smallest gamma_t": gamma.min()}
-    return pd.DataFrame(rows).T
+    counts = ["rounds above 1", "FedLi-LU: rounds (all seeds)", "rounds with gamma_t = 1"]
+    return pd.DataFrame(rows).T.astype({column: int for column in counts})
 
 
 def server_rules_table(runs: Mapping[str, Sequence[History]]) -> pd.DataFrame:
@@ -381,9 +382,9 @@ def server_rules_table(runs: Mapping[str, Sequence[History]]) -> pd.DataFrame:
         histories = runs["FedLi-LS" if rule == first else f"FedLi-LS ({rule})"]
         values = [score(h) for h in histories]
         outcome, text = compare(values, reference)
-        rows[rule] = {"accuracy (%)": common.mean_sd_cell(values),
-                      "mean server step eta_g": float(np.mean([h.frame["eta_g"].mean() for h in histories])),
-                      f"minus '{first}' (points)": "-" if rule == first else f"{text} ({outcome})"}
+        rows[rule] = {"accuracy (%, mean ± sd)": common.mean_sd_cell(values),
+                      "mean server step eta_g": round(float(np.mean([h.frame["eta_g"].mean() for h in histories])), 3),
+                      f"minus '{first}' (points, mean ± 2 SE)": "-" if rule == first else f"{text} ({outcome})"}
     return pd.DataFrame(rows).T.rename_axis("FedLi-LS server rule")
 
 
@@ -465,24 +466,27 @@ def at_best(tables: Mapping[str, pd.DataFrame], reference: str) -> pd.DataFrame:
     rows = {}
     for label, scores in best.items():
         outcome, text = compare(list(scores), list(best[reference]))
-        rows[label] = {"best value": best_value(tables[label]), "score (%)": common.mean_sd_cell(scores),
-                       f"minus {reference} (points)": "-" if label == reference else f"{text} ({outcome})"}
+        rows[label] = {"at its best value": best_value(tables[label]), "accuracy (%, mean ± sd)":
+                       common.mean_sd_cell(scores), f"minus {reference} (points, mean ± 2 SE)":
+                       "-" if label == reference else f"{text} ({outcome})"}
     return pd.DataFrame(rows).T
 
 
 def span_table(tables: Mapping[str, pd.DataFrame], around: Mapping[str, float],
                within: float = NEAR_BEST) -> pd.DataFrame:
-    """Per setting (``{setting: table}``, a table with one column per seed; rows the values): its value ``around``
-    (a default, or the tuned value), the best value (mean over seeds) and its score, the score at ``around``, and
-    :func:`fedcore.experiments.common.span_width` (the decades of the contiguous values around it within ``within``
-    points of the best) per seed and on the mean."""
+    """Per setting (``{setting: table}``, a table with one column per seed; rows the values): the value ``around``
+    which its span is measured (a default, a tuned value, or the best), the best value (mean over seeds) and its
+    score, the score at ``around``, and :func:`fedcore.experiments.common.span_width` (the decades of the contiguous
+    values around it within ``within`` points of the best): per seed, their mean (what the claims compare, paired
+    over seeds) and on the mean scores."""
     rows = {}
     for setting, table in tables.items():
         mean = table.mean(axis=1, skipna=False)
         at = around[setting]
-        rows[setting] = {"around (default or tuned)": at, "best value": mean.idxmax(),
-                         "best (%)": round(mean.max(), 2), "at the default or tuned (%)": round(mean[at], 2),
-                         "width on the mean (decades)": span_width(mean, within, at),
-                         "width per seed (decades)": ", ".join(f"{span_width(table[s], within, at):g}"
-                                                               for s in table)}
+        widths = [span_width(table[seed], within, at) for seed in table]
+        rows[setting] = {"around": at, "best value": mean.idxmax(),
+                         "best (%)": round(mean.max(), 2), "at 'around' (%)": round(mean[at], 2),
+                         "width per seed (decades)": ", ".join(f"{w:.2g}" for w in widths),
+                         "mean width (decades)": round(float(np.mean(widths)), 2),
+                         "width on the mean scores (decades)": round(span_width(mean, within, at), 2)}
     return pd.DataFrame(rows).T
