@@ -34,9 +34,9 @@ import torch
 from torch import Tensor
 
 from fedcore.algorithms.base import Metrics, RoundBatch, Schedule, State, per_run_scalar, schedule_at
+from fedcore.algorithms.client import ClientRun
 from fedcore.algorithms.fedopt import FedOpt
 from fedcore.checks import check_choice
-from fedcore.params import GradientOracle
 from fedcore.server_opt import ServerOptimizer, dot
 
 EPS_CONVENTIONS = ("paper", "code")
@@ -74,8 +74,8 @@ class FedExP(FedOpt):
     server: ServerOptimizer = field(default_factory=extrapolation)
     name: str = "FedExP"
 
-    def round(self, state: State, batch: RoundBatch, oracle: GradientOracle) -> tuple[State, Metrics]:
-        state, metrics = super().round(state, batch, oracle)
+    def server_round(self, state: State, run: ClientRun, batch: RoundBatch) -> tuple[State, Metrics]:
+        state, metrics = super().server_round(state, run, batch)
         return state, {**metrics, "eta_g": state["server"]["eta_g"]}
 
     def eval_point(self, state: State) -> Tensor:

@@ -52,7 +52,7 @@ from torch import Tensor
 
 from fedcore import server_opt
 from fedcore.algorithms.base import Metrics, RoundBatch, Schedule, State, as_runs, per_run_scalar, server_step
-from fedcore.algorithms.client import ClientRule, armijo, local_steps
+from fedcore.algorithms.client import ClientRule, ClientRun, armijo, local_steps
 from fedcore.algorithms.fedopt import FedOpt
 from fedcore.checks import check_choice, check_int, check_positive, check_range
 from fedcore.params import GradientOracle
@@ -170,8 +170,8 @@ class FedLiLU(FedOpt):
     server: ServerOptimizer = field(default_factory=deep_frank_wolfe)
     name: str = "FedLi-LU"
 
-    def round(self, state: State, batch: RoundBatch, oracle: GradientOracle) -> tuple[State, Metrics]:
-        state, metrics = super().round(state, batch, oracle)
+    def server_round(self, state: State, run: ClientRun, batch: RoundBatch) -> tuple[State, Metrics]:
+        state, metrics = super().server_round(state, run, batch)
         return state, {**metrics, "gamma": state["server"]["gamma"]}
 
 

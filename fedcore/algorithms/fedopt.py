@@ -26,7 +26,7 @@ from torch import Tensor
 
 from fedcore import server_opt
 from fedcore.algorithms.base import Metrics, RoundBatch, Schedule, State, as_runs, schedule_at, server_step
-from fedcore.algorithms.client import ClientRule, chain, learning_rate, local_steps
+from fedcore.algorithms.client import ClientRule, ClientRun, chain, learning_rate, local_steps
 from fedcore.checks import check_keywords, check_positive
 from fedcore.params import GradientOracle
 from fedcore.server_opt import ServerOptimizer
@@ -64,10 +64,21 @@ class FedOpt:
         return {"x": x, "server": self.server.init(x)}
 
     def round(self, state: State, batch: RoundBatch, oracle: GradientOracle) -> tuple[State, Metrics]:
+        return self.server_round(state, self.client_run(state, batch, oracle), batch)
+
+    def client_run(self, state: State, batch: RoundBatch, oracle: GradientOracle) -> ClientRun:
+        """The clients' part of a round (Alg. 1, ClientUpdate): K steps of SGD (plus the ``correction``) from
+        ``x_t = state["x"]`` on each of ``batch``'s clients.  It reads nothing of ``state`` but ``x``, what the
+        server sends, so it runs alike on S clients at once (:meth:`round`) and on one client of a Flower node
+        (:mod:`fedcore.flower`)."""
         x = state["x"]
         correction = [self.correction.rule(x)] if self.correction is not None else []
-        run = local_steps(x, batch, oracle, chain(*correction, learning_rate(self.eta_l(batch.t))))
-        x_next, server = server_step(self.server, state["server"], x, run, batch)
+        return local_steps(x, batch, oracle, chain(*correction, learning_rate(self.eta_l(batch.t))))
+
+    def server_round(self, state: State, run: ClientRun, batch: RoundBatch) -> tuple[State, Metrics]:
+        """The server's part (Alg. 1, lines 9-13): ``x_{t+1} = x_t + server.update(Delta_t)`` from the clients'
+        models ``run.X``, weighted by ``batch.weights``."""
+        x_next, server = server_step(self.server, state["server"], state["x"], run, batch)
         return {**state, "x": x_next, "server": server}, {"train_loss": batch.weights @ run.mean_loss}
 
 
