@@ -155,26 +155,32 @@ def client_app(problem: Problem, algorithm: Any, backend: str = "auto") -> Clien
     ``client_run`` on the message's one client, from the message's model, on the message's rows of ``problem``'s
     pool, and replies with the client's move ``X_K - x_t`` and its mean minibatch loss."""
     check_carried(algorithm)
-    data = problem.data
-    oracle = GradientOracle(problem.model, backend, data.device)
+    oracle = GradientOracle(problem.model, backend, problem.data.device)
     app = ClientApp()
 
     @app.train()
     def train(message: Message, context: Context) -> Message:
-        config = message.content["config"]
-        x0 = problem.x0()
-        x = _tensor(message.content["x"], x0).reshape(1, 1, -1)
-        rows = message.content["rows"].to_torch_state_dict()["value"].to(data.device)
-        client = int(config["client"])
-        batch = RoundBatch(int(config["t"]), torch.tensor([client], device=data.device),
-                           torch.ones(1, dtype=x.dtype, device=data.device), rows.unsqueeze(0),
-                           data.inputs, data.targets, data.num_clients, sizes=data.sizes)
-        run = algorithm.client_run({"x": x}, batch, oracle)
-        content = RecordDict({"move": _array((run.X - x).reshape(-1)), "loss": _array(run.mean_loss.reshape(-1)),
-                              "config": ConfigRecord({"client": client})})
-        return Message(content=content, reply_to=message)
+        return client_reply(problem, algorithm, oracle, message)
 
     return app
+
+
+def client_reply(problem: Problem, algorithm: Any, oracle: GradientOracle, message: Message) -> Message:
+    """The node's part of a round: ``algorithm.client_run`` on the message's one client, from the message's model,
+    on the message's rows of ``problem``'s pool; the reply holds the client's move ``X_K - x_t`` and its mean
+    minibatch loss."""
+    check_carried(algorithm)
+    data, config = problem.data, message.content["config"]
+    x = _tensor(message.content["x"], problem.x0()).reshape(1, 1, -1)
+    rows = message.content["rows"].to_torch_state_dict()["value"].to(data.device)
+    client = int(config["client"])
+    batch = RoundBatch(int(config["t"]), torch.tensor([client], device=data.device),
+                       torch.ones(1, dtype=x.dtype, device=data.device), rows.unsqueeze(0),
+                       data.inputs, data.targets, data.num_clients, sizes=data.sizes)
+    run = algorithm.client_run({"x": x}, batch, oracle)
+    content = RecordDict({"move": _array((run.X - x).reshape(-1)), "loss": _array(run.mean_loss.reshape(-1)),
+                          "config": ConfigRecord({"client": client})})
+    return Message(content=content, reply_to=message)
 
 
 class LocalGrid(Grid):

@@ -1,0 +1,112 @@
+"""The Flower apps that ``flwr run`` starts on a deployment (``examples/flower``): one ServerApp, one ClientApp, both
+reading what to run from the run config and what a node holds from its node config.
+
+Run config (``[tool.flwr.app.config]`` of the app's ``pyproject.toml``, overridable with ``flwr run -c``):
+``algorithm`` (a name of :data:`fedcore.algorithms.ALGORITHMS`), ``hyperparameters`` (JSON), ``rounds``,
+``clients`` (N), ``clients-per-round``, ``local-steps``, ``batch-size``, ``seed``, ``partition-seed``,
+``hidden`` (the MLP's hidden units; 0: logistic regression), ``test-samples``, ``output`` (a folder the ServerApp
+writes ``model.pt`` and ``history.json`` into; empty: nothing written).
+
+Node config (``flower-supernode --node-config "partition-id=0 num-partitions=3"``): the node holds the clients
+``i`` with ``i % num-partitions == partition-id``.  The ServerApp asks every node for its partition (a ``query``
+message) before round 1, and sends each client's message to the node that holds it.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import torch
+from flwr.app import ConfigRecord, Context, Message, RecordDict
+from flwr.clientapp import ClientApp
+from flwr.serverapp import Grid, ServerApp
+
+from fedcore import algorithms, models
+from fedcore.data import load_fashion_mnist
+from fedcore.flower.app import FedcoreStrategy, _array, client_reply
+from fedcore.params import GradientOracle
+from fedcore.problem import Problem
+
+
+@cache
+def _problem(clients: int, partition_seed: int, hidden: int, test_samples: int) -> Problem:
+    """The federation every process of the run builds alike: Fashion-MNIST by Dirichlet(0.5) over ``clients``
+    clients from ``partition_seed``, an MLP with ``hidden`` units (0: logistic regression) drawn from seed 0."""
+    data = load_fashion_mnist(clients, "dirichlet", partition_seed, alpha=0.5).test_subset(test_samples or None,
+                                                                                            partition_seed)
+    model = models.make("mlp", (1, 28, 28), 10, seed=0, hidden=(hidden,)) if hidden else \
+        models.make("logistic_regression", (1, 28, 28), 10, seed=0)
+    return Problem(data, model)
+
+
+def problem_of(config: Any) -> Problem:
+    """The run's :class:`fedcore.problem.Problem` from its run config."""
+    return _problem(int(config["clients"]), int(config["partition-seed"]), int(config["hidden"]),
+                    int(config["test-samples"]))
+
+
+def algorithm_of(config: Any) -> Any:
+    """The run's algorithm: ``algorithms.make(config["algorithm"], **json.loads(config["hyperparameters"]))``."""
+    return algorithms.make(str(config["algorithm"]), **json.loads(str(config["hyperparameters"])))
+
+
+clientapp = ClientApp()
+
+
+@clientapp.query()
+def partition(message: Message, context: Context) -> Message:
+    """Which clients this node holds: its node config's ``partition-id`` and ``num-partitions``."""
+    record = ConfigRecord({"partition-id": int(context.node_config["partition-id"]),
+                           "num-partitions": int(context.node_config["num-partitions"])})
+    return Message(content=RecordDict({"partition": record}), reply_to=message)
+
+
+@clientapp.train()
+def train(message: Message, context: Context) -> Message:
+    """One client's round (:func:`fedcore.flower.app.client_reply`), refused for a client this node does not hold."""
+    client = int(message.content["config"]["client"])
+    part, parts = int(context.node_config["partition-id"]), int(context.node_config["num-partitions"])
+    if client % parts != part:
+        raise ValueError(f"client {client} is not held by this node (partition-id={part} of {parts})")
+    problem = problem_of(context.run_config)
+    oracle = GradientOracle(problem.model, "auto", problem.data.device)
+    return client_reply(problem, algorithm_of(context.run_config), oracle, message)
+
+
+serverapp = ServerApp()
+
+
+@serverapp.main()
+def main(grid: Grid, context: Context) -> None:
+    """The run: ask the nodes for their partitions, then ``rounds`` rounds of :class:`FedcoreStrategy`; the model and
+    each round's metrics written to ``output``."""
+    config = context.run_config
+    problem = problem_of(config)
+    node_ids = list(grid.get_node_ids())
+    asked = [Message(content=RecordDict(), dst_node_id=node, message_type="query") for node in node_ids]
+    held: dict[int, int] = {}
+    for reply in grid.send_and_receive(asked, timeout=600):
+        if reply.has_error():
+            raise RuntimeError(f"node {reply.metadata.src_node_id} did not say its partition: {reply.error.reason}")
+        record = reply.content["partition"]
+        held[int(record["partition-id"])] = reply.metadata.src_node_id
+        parts = int(record["num-partitions"])
+    missing = [p for p in range(parts) if p not in held]
+    if missing:
+        raise RuntimeError(f"no node holds the partitions {missing} of {parts}: start a SuperNode for each")
+    nodes = {client: held[client % parts] for client in range(problem.data.num_clients)}
+    strategy = FedcoreStrategy(algorithm_of(config), problem.data, problem.x0(), nodes=nodes,
+                               clients_per_round=int(config["clients-per-round"]),
+                               local_steps=int(config["local-steps"]), batch_size=int(config["batch-size"]),
+                               seed=int(config["seed"]))
+    try:
+        strategy.start(grid, _array(problem.x0()), num_rounds=int(config["rounds"]), timeout=600)
+    finally:  # what was computed is written, also when a node failed mid-run
+        output = str(config.get("output", ""))
+        if output:
+            Path(output).mkdir(parents=True, exist_ok=True)
+            torch.save(strategy.state["x"].reshape(-1).cpu(), Path(output) / "model.pt")
+            (Path(output) / "history.json").write_text(json.dumps(strategy.history))
