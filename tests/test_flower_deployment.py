@@ -1,16 +1,12 @@
 """fedcore on Flower's Deployment Engine: a SuperLink and three SuperNodes as separate processes on localhost
 (insecure), each node given its client partition through its node config, the example app (examples/flower)
-started with `flwr run`; three rounds equal simulate.  Every process the test starts, it stops, also on failure."""
+started with `flwr run`; three rounds equal simulate.  Every process the test starts is stopped, also on failure
+(fedcore.flower.local)."""
 
 from __future__ import annotations
 
 import json
 import os
-import signal
-import socket
-import subprocess
-import sys
-import time
 import tomllib
 from pathlib import Path
 
@@ -18,81 +14,21 @@ import pytest
 import torch
 
 from fedcore.flower.deploy import algorithm_of, problem_of
+from fedcore.flower.local import local_federation, run_app
 from fedcore.run import simulate
 
-ROOT = Path(__file__).resolve().parents[1]
-BIN = Path(sys.executable).parent
-APP = ROOT / "examples" / "flower"
+APP = Path(__file__).resolve().parents[1] / "examples" / "flower"
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-def _wait_for(port: int, process: subprocess.Popen, log: Path, seconds: float = 60.0) -> None:
-    """Until something listens on ``port``; a process that exits first fails the test with its log."""
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            pytest.fail(f"{process.args[0]} exited with {process.returncode}:\n{log.read_text()[-3000:]}")
-        with socket.socket() as probe:
-            if probe.connect_ex(("127.0.0.1", port)) == 0:
-                return
-        time.sleep(0.3)
-    pytest.fail(f"nothing listens on port {port} after {seconds:g} s:\n{log.read_text()[-3000:]}")
-
-
-@pytest.fixture
-def federation(tmp_path):
-    """A SuperLink and three SuperNodes (partition-id 0, 1, 2 of 3) in their own process groups, and the Flower
-    configuration that names the SuperLink ``deployment``; all stopped at the end, whatever happened."""
-    home = tmp_path / "flwr"
-    home.mkdir()
-    link = _free_port()
-    (home / "config.toml").write_text(f'[superlink]\ndefault = "deployment"\n\n[superlink.deployment]\n'
-                                      f'address = "127.0.0.1:{link}"\ninsecure = true\n')
-    env = {**os.environ, "FLWR_HOME": str(home), "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
-    processes: list[subprocess.Popen] = []
-
-    def start(name: str, *args: str) -> tuple[subprocess.Popen, Path]:
-        log = tmp_path / f"{name}.log"
-        process = subprocess.Popen([str(BIN / args[0]), *args[1:]], stdout=log.open("w"), stderr=subprocess.STDOUT,
-                                   env=env, cwd=tmp_path, start_new_session=True)
-        processes.append(process)
-        return process, log
-
-    try:
-        superlink, log = start("superlink", "flower-superlink", "--insecure", "--port", str(link),
-                               "--disable-runtime-dependency-installation")
-        _wait_for(link, superlink, log)
-        for part in range(3):
-            port = _free_port()
-            node, log = start(f"node{part}", "flower-supernode", "--insecure", "--superlink", f"127.0.0.1:{link}",
-                              "--port", str(port), "--node-config", f"partition-id={part} num-partitions=3")
-            _wait_for(port, node, log)
-        yield env, tmp_path
-    finally:
-        for process in processes:  # each started a session: stop the process group (its SuperExec, app processes)
-            if process.poll() is None:
-                os.killpg(process.pid, signal.SIGTERM)
-        for process in processes:
-            try:
-                process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                os.killpg(process.pid, signal.SIGKILL)
-
-
-def test_three_rounds_on_the_deployment_engine_equal_simulate(federation) -> None:
-    env, tmp_path = federation
-    output = tmp_path / "out"
+def test_three_rounds_on_the_deployment_engine_equal_simulate(tmp_path) -> None:
     config = tomllib.loads((APP / "pyproject.toml").read_text())["tool"]["flwr"]["app"]["config"]  # the app's run
-    done = subprocess.run([str(BIN / "flwr"), "run", str(APP), "deployment", "--stream",
-                           "--run-config", f'output="{output}"'], env=env, cwd=ROOT, capture_output=True, text=True,
-                          timeout=420)
-    logs = "\n".join((tmp_path / f"{name}.log").read_text()[-1500:] for name in ("superlink", "node0"))
+    output = tmp_path / "out"
+    with local_federation(tmp_path, nodes=3) as federation:
+        done = run_app(federation, APP, {"output": str(output)}, timeout=420)
+        logs = federation.tail("superlink") + federation.tail("node0")
+        served = [federation.tail(f"node{part}") for part in range(3)]
     assert done.returncode == 0 and (output / "model.pt").exists(), f"{done.stdout[-3000:]}\n{done.stderr}\n{logs}"
+    assert all(served), "every SuperNode logged its work"
     models_after: list[torch.Tensor] = []
     history = simulate(problem_of(config), algorithm_of(config), rounds=config["rounds"],
                        clients_per_round=config["clients-per-round"], local_steps=config["local-steps"],
@@ -103,5 +39,21 @@ def test_three_rounds_on_the_deployment_engine_equal_simulate(federation) -> Non
     assert torch.allclose(on_flower, models_after[-1], atol=1e-5, rtol=0)
     rounds = json.loads((output / "history.json").read_text())
     assert [row["train_loss"] for row in rounds] == pytest.approx(list(history.frame["train_loss"].dropna()), abs=1e-5)
-    served = [(tmp_path / f"node{part}.log").read_text() for part in range(3)]
-    assert all(served), "every SuperNode logged its work"
+    assert all(row["seconds"] > 0 for row in rounds)
+
+
+def test_the_processes_are_stopped_when_the_block_fails(tmp_path) -> None:
+    with pytest.raises(RuntimeError, match="inside"):
+        with local_federation(tmp_path, nodes=1) as federation:
+            assert list(federation.logs) == ["superlink", "node0"] and len(federation.pids) == 2
+            raise RuntimeError("inside")
+    for pid in federation.pids:
+        with pytest.raises(ProcessLookupError):
+            os.killpg(pid, 0)  # neither the process nor anything it started is left
+
+
+def test_a_run_config_value_flwr_cannot_carry_is_refused(tmp_path) -> None:
+    from fedcore.flower.local import Federation
+
+    with pytest.raises(ValueError, match=r"run_config\['algorithm'\]=\"fed'avg\" holds a single quote"):
+        run_app(Federation({}, tmp_path), APP, {"algorithm": "fed'avg"})

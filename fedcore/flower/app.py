@@ -16,6 +16,7 @@ the federation's pool of samples (client i's are ``offsets[i] : offsets[i] + siz
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -67,7 +68,8 @@ class FedcoreStrategy(Strategy):
     minibatch rows with fedcore's sampler from ``seed`` (as :func:`fedcore.simulate` does), sends each client's
     node the model and its rows (``nodes``: client id -> node id; None: node id = client id), and aggregates the
     replies with the algorithm's ``server_round``.  The server state (the model and, e.g., FedAdam's moments) stays
-    here; :attr:`history` keeps each round's metrics."""
+    here; :attr:`history` keeps each round's metrics and its wall time (``seconds``: sampling, the messages, the
+    nodes' work and the server rule)."""
 
     def __init__(self, algorithm: Any, data: FederatedData, x0: Tensor, *, clients_per_round: int, local_steps: int,
                  batch_size: int, seed: int = 0, weighting: str = "samples",
@@ -86,6 +88,7 @@ class FedcoreStrategy(Strategy):
         self.nodes = dict(nodes) if nodes is not None else None
         self.state = algorithm.init(x0.reshape(1, 1, -1).to(data.device).clone(), data.num_clients)
         self.batch: RoundBatch | None = None
+        self.started = 0.0
         self.history: list[dict[str, float]] = []
 
     def node_of(self, client: int) -> int:
@@ -100,6 +103,7 @@ class FedcoreStrategy(Strategy):
                         grid: Grid) -> Iterable[Message]:
         """Round ``server_round`` (1-based; fedcore's ``t = server_round - 1``): one message per sampled client,
         with the server's model, the client's id, the round and the client's minibatch rows ``[K, B]``."""
+        self.started = time.perf_counter()
         batch = sample_round(self.data, server_round - 1, dtype=self.state["x"].dtype, sampler=self.sampler,
                              batch_generator=self.batch_generator, **self.settings)
         self.batch = batch
@@ -135,6 +139,7 @@ class FedcoreStrategy(Strategy):
         self.state, metrics = self.algorithm.server_round(self.state, run, batch)
         row = {key: float(value.reshape(-1)[0]) if isinstance(value, Tensor) else float(value)
                for key, value in metrics.items()}
+        row["seconds"] = time.perf_counter() - self.started  # the round's wall time: messages, nodes, server rule
         self.history.append(row)
         return _array(self.state["x"].reshape(-1)), MetricRecord(row)
 

@@ -1,0 +1,137 @@
+"""A Flower federation on this machine, as separate processes: a SuperLink and ``nodes`` SuperNodes on free
+localhost ports (insecure), each SuperNode given its partition through its node config, and a Flower configuration
+that names the SuperLink ``deployment``; :func:`run_app` runs an app on it with ``flwr run``.  Every process it
+starts is stopped when the ``with`` block ends, whatever happened in it (the tests and the benchmark use it)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from fedcore.checks import check_int
+
+BIN = Path(sys.executable).parent
+"""Where the environment's ``flower-superlink``, ``flower-supernode``, ``flower-superexec`` and ``flwr`` are."""
+
+
+def free_port() -> int:
+    """A TCP port nothing listens on now."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@dataclass
+class Federation:
+    """A running local federation: its ``env`` (``FLWR_HOME``, ``PATH``), its folder, the processes' logs and
+    their ids."""
+
+    env: dict[str, str]
+    folder: Path
+    logs: dict[str, Path] = field(default_factory=dict)
+    pids: list[int] = field(default_factory=list)
+
+    def tail(self, name: str, characters: int = 2000) -> str:
+        """The end of process ``name``'s log (``"superlink"``, ``"node0"`` ...)."""
+        return self.logs[name].read_text()[-characters:] if name in self.logs else ""
+
+
+def _wait_for(port: int, process: subprocess.Popen, log: Path, seconds: float) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"{process.args[0]} exited with {process.returncode}:\n{log.read_text()[-3000:]}")
+        with socket.socket() as probe:
+            if probe.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.3)
+    raise RuntimeError(f"nothing listens on port {port} after {seconds:g} s:\n{log.read_text()[-3000:]}")
+
+
+@contextmanager
+def local_federation(folder: str | os.PathLike, nodes: int = 3, start_seconds: float = 60.0) -> Iterator[Federation]:
+    """Start a SuperLink and ``nodes`` SuperNodes (``partition-id = 0 .. nodes - 1`` of ``nodes``) under
+    ``folder``, each in its own process group, and stop them all when the block ends.  Apps run in this
+    environment (``--disable-runtime-dependency-installation``: nothing is installed at run time)."""
+    check_int("nodes", nodes)
+    folder = Path(folder)
+    home = folder / "flwr"
+    home.mkdir(parents=True, exist_ok=True)
+    link = free_port()
+    (home / "config.toml").write_text(f'[superlink]\ndefault = "deployment"\n\n[superlink.deployment]\n'
+                                      f'address = "127.0.0.1:{link}"\ninsecure = true\n')
+    env = {**os.environ, "FLWR_HOME": str(home), "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
+    federation = Federation(env, folder)
+    processes: list[subprocess.Popen] = []
+
+    def start(name: str, *args: str) -> subprocess.Popen:
+        log = folder / f"{name}.log"
+        federation.logs[name] = log
+        process = subprocess.Popen([str(BIN / args[0]), *args[1:]], stdout=log.open("w"), stderr=subprocess.STDOUT,
+                                   env=env, cwd=folder, start_new_session=True)
+        processes.append(process)
+        federation.pids.append(process.pid)
+        return process
+
+    try:
+        superlink = start("superlink", "flower-superlink", "--insecure", "--port", str(link),
+                          "--disable-runtime-dependency-installation")
+        _wait_for(link, superlink, federation.logs["superlink"], start_seconds)
+        for part in range(nodes):
+            port = free_port()
+            node = start(f"node{part}", "flower-supernode", "--insecure", "--superlink", f"127.0.0.1:{link}",
+                         "--port", str(port), "--node-config", f"partition-id={part} num-partitions={nodes}")
+            _wait_for(port, node, federation.logs[f"node{part}"], start_seconds)
+        yield federation
+    finally:  # each process started a session: stop its whole group (its SuperExec and app processes too)
+        for process in processes:
+            if process.poll() is None:
+                os.killpg(process.pid, signal.SIGTERM)
+        for process in processes:
+            try:
+                process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
+            _stop_group(process.pid)
+
+
+def _stop_group(group: int, seconds: float = 10.0) -> None:
+    """Wait until nothing of process group ``group`` is left (a SuperNode's SuperExec and app processes may outlive
+    it), then kill what still is."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(group, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.2)
+    try:
+        os.killpg(group, signal.SIGKILL)
+    except ProcessLookupError:
+        return
+    time.sleep(0.5)
+
+
+def run_app(federation: Federation, app: str | os.PathLike, run_config: Mapping[str, Any],
+            timeout: float = 600.0) -> subprocess.CompletedProcess:
+    """``flwr run <app> deployment --stream`` on ``federation``, the ``run_config`` values overriding the app's (a
+    string goes as a TOML literal string, ``'...'``, so JSON's double quotes pass; it may not hold a single quote)."""
+    for key, value in run_config.items():
+        if isinstance(value, str) and "'" in value:
+            raise ValueError(f"run_config[{key!r}]={value!r} holds a single quote, which flwr's --run-config cannot "
+                             "carry in a TOML literal string")
+    values = " ".join(f"{key}='{value}'" if isinstance(value, str) else f"{key}={value}"
+                      for key, value in run_config.items())
+    command = [str(BIN / "flwr"), "run", str(app), "deployment", "--stream"]
+    command += ["--run-config", values] if values else []
+    return subprocess.run(command, env=federation.env, capture_output=True, text=True, timeout=timeout)
