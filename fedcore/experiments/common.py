@@ -254,6 +254,27 @@ def mean_over_seeds(table: pd.DataFrame) -> pd.DataFrame:
     return table.T.groupby(level=0, sort=False).mean().T if table.columns.nlevels > 1 else table
 
 
+def scores_by_seed(task: Task, build: Builder, name: str, values: Sequence[Any], seeds: Sequence[int],
+                   score: Callable[[History], float], *, store: Store | None = None,
+                   progress: bool = False) -> dict[int, pd.Series]:
+    """``{seed: score per value}``: ``build(**{name: value})`` on ``task`` at every value of ``values`` from every
+    seed (each seed's initial model; :func:`fedcore.sweep`, in passes), each run scored by ``score``; NaN where a
+    run diverged or was refused."""
+    swept = sweep(task.problem(seeds[0]), build, {name: list(values)}, seeds=seeds, x0=task.initial(seeds),
+                  summary=lambda history: {"score": score(history)}, store=store, progress=progress,
+                  **task.settings)
+    swept["seed"] = swept["seed"] if "seed" in swept else seeds[0]  # sweep drops the column for one seed
+    swept["score"] = swept["score"] if "score" in swept else math.nan
+    return {seed: swept[swept["seed"] == seed].set_index(name)["score"].reindex(list(values)) for seed in seeds}
+
+
+def best_value(table: pd.DataFrame, method: str | None = None) -> float:
+    """The value (a rate, a constant, a multiplier; a row of ``table``) with the best mean over the seeds: of
+    ``method``'s columns of a ``(method, seed)`` table, or of a table with one column per seed."""
+    columns = table if method is None else table[method]
+    return float(columns.mean(axis=1, skipna=False).idxmax())
+
+
 def by_method_seed(columns: Mapping[tuple[str, int], pd.Series], index: str) -> pd.DataFrame:
     """``{(method, seed): scores over the swept values}`` as one table: rows the values (named ``index``), columns
     ``(method, seed)``, as :func:`mean_over_seeds` and the robustness figures read it."""

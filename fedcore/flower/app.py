@@ -55,11 +55,13 @@ def check_carried(algorithm: Any) -> Any:
     return algorithm
 
 
-def _array(tensor: Tensor) -> ArrayRecord:
+def array_record(tensor: Tensor) -> ArrayRecord:
+    """``tensor`` as the one array of a Flower ``ArrayRecord`` (on the CPU, for the wire)."""
     return ArrayRecord(torch_state_dict={"value": tensor.detach().cpu().contiguous()})
 
 
-def _tensor(record: ArrayRecord, like: Tensor) -> Tensor:
+def tensor_of(record: ArrayRecord, like: Tensor) -> Tensor:
+    """The array of :func:`array_record`'s ``record`` as a tensor on ``like``'s device and dtype."""
     return record.to_torch_state_dict()["value"].to(like.device, like.dtype)
 
 
@@ -107,10 +109,10 @@ class FedcoreStrategy(Strategy):
         batch = sample_round(self.data, server_round - 1, dtype=self.state["x"].dtype, sampler=self.sampler,
                              batch_generator=self.batch_generator, **self.settings)
         self.batch = batch
-        x = _array(self.state["x"].reshape(-1))
+        x = array_record(self.state["x"].reshape(-1))
         messages = []
         for position, client in enumerate(batch.clients[0].tolist()):
-            content = RecordDict({"x": x, "rows": _array(batch.rows[0, position]),
+            content = RecordDict({"x": x, "rows": array_record(batch.rows[0, position]),
                                   "config": ConfigRecord({"client": client, "t": server_round - 1})})
             messages.append(Message(content=content, dst_node_id=self.node_of(client), message_type="train"))
         return messages
@@ -133,15 +135,15 @@ class FedcoreStrategy(Strategy):
             raise RuntimeError(f"round {server_round}: no reply for clients {missing} (nodes "
                                f"{[self.node_of(c) for c in missing]}); the state after round {server_round - 1} "
                                "is kept")
-        moves = torch.stack([_tensor(by_client[c].content["move"], x) for c in clients]).unsqueeze(0)
-        losses = torch.stack([_tensor(by_client[c].content["loss"], x) for c in clients]).reshape(1, -1, 1)
+        moves = torch.stack([tensor_of(by_client[c].content["move"], x) for c in clients]).unsqueeze(0)
+        losses = torch.stack([tensor_of(by_client[c].content["loss"], x) for c in clients]).reshape(1, -1, 1)
         run = ClientRun(x + moves, losses * batch.local_steps, None, batch.local_steps)
         self.state, metrics = self.algorithm.server_round(self.state, run, batch)
         row = {key: float(value.reshape(-1)[0]) if isinstance(value, Tensor) else float(value)
                for key, value in metrics.items()}
         row["seconds"] = time.perf_counter() - self.started  # the round's wall time: messages, nodes, server rule
         self.history.append(row)
-        return _array(self.state["x"].reshape(-1)), MetricRecord(row)
+        return array_record(self.state["x"].reshape(-1)), MetricRecord(row)
 
     def configure_evaluate(self, server_round: int, arrays: ArrayRecord, config: ConfigRecord,
                            grid: Grid) -> Iterable[Message]:
@@ -176,14 +178,15 @@ def client_reply(problem: Problem, algorithm: Any, oracle: GradientOracle, messa
     minibatch loss."""
     check_carried(algorithm)
     data, config = problem.data, message.content["config"]
-    x = _tensor(message.content["x"], problem.x0()).reshape(1, 1, -1)
+    x = tensor_of(message.content["x"], problem.x0()).reshape(1, 1, -1)
     rows = message.content["rows"].to_torch_state_dict()["value"].to(data.device)
     client = int(config["client"])
     batch = RoundBatch(int(config["t"]), torch.tensor([client], device=data.device),
                        torch.ones(1, dtype=x.dtype, device=data.device), rows.unsqueeze(0),
                        data.inputs, data.targets, data.num_clients, sizes=data.sizes)
     run = algorithm.client_run({"x": x}, batch, oracle)
-    content = RecordDict({"move": _array((run.X - x).reshape(-1)), "loss": _array(run.mean_loss.reshape(-1)),
+    content = RecordDict({"move": array_record((run.X - x).reshape(-1)),
+                          "loss": array_record(run.mean_loss.reshape(-1)),
                           "config": ConfigRecord({"client": client})})
     return Message(content=content, reply_to=message)
 
@@ -244,7 +247,7 @@ def run_local(problem: Problem, algorithm: Any, rounds: int, *, clients_per_roun
     strategy = FedcoreStrategy(algorithm, data, problem.x0(), clients_per_round=clients_per_round,
                                local_steps=local_steps, batch_size=batch_size, seed=seed, weighting=weighting)
     grid = LocalGrid(client_app(problem, algorithm), range(data.num_clients))
-    strategy.start(grid, _array(problem.x0()), num_rounds=check_int("rounds", rounds), timeout=3600,
+    strategy.start(grid, array_record(problem.x0()), num_rounds=check_int("rounds", rounds), timeout=3600,
                    evaluate_fn=None if evaluate is None else (lambda t, arrays: MetricRecord(
-                       evaluate(t, _tensor(arrays, problem.x0())))))
+                       evaluate(t, tensor_of(arrays, problem.x0())))))
     return strategy

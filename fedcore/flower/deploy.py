@@ -26,7 +26,7 @@ from flwr.serverapp import Grid, ServerApp
 
 from fedcore import algorithms, models
 from fedcore.data import load_fashion_mnist
-from fedcore.flower.app import FedcoreStrategy, _array, client_reply
+from fedcore.flower.app import FedcoreStrategy, array_record, client_reply
 from fedcore.params import GradientOracle
 from fedcore.problem import Problem
 
@@ -86,6 +86,8 @@ def main(grid: Grid, context: Context) -> None:
     config = context.run_config
     problem = problem_of(config)
     node_ids = list(grid.get_node_ids())
+    if not node_ids:
+        raise RuntimeError("no SuperNode is connected to the SuperLink: start one per partition first")
     asked = [Message(content=RecordDict(), dst_node_id=node, message_type="query") for node in node_ids]
     held: dict[int, int] = {}
     for reply in grid.send_and_receive(asked, timeout=600):
@@ -103,7 +105,7 @@ def main(grid: Grid, context: Context) -> None:
                                local_steps=int(config["local-steps"]), batch_size=int(config["batch-size"]),
                                seed=int(config["seed"]))
     try:
-        strategy.start(grid, _array(problem.x0()), num_rounds=int(config["rounds"]), timeout=600)
+        strategy.start(grid, array_record(problem.x0()), num_rounds=int(config["rounds"]), timeout=600)
     finally:  # what was computed is written, also when a node failed mid-run
         output = str(config.get("output", ""))
         if output:

@@ -56,7 +56,7 @@ from fedcore.experiments.claims import Scope, compare, trivial_baseline
 from fedcore.experiments.common import Task, Tuning, half_decades, span_width, window_score
 from fedcore.experiments.fedli.paper import METHODS, NEAR_BEST
 from fedcore.results import History
-from fedcore.run import simulate, sweep
+from fedcore.run import simulate
 from fedcore.store import Store
 
 SCALES: dict[str, dict[str, Any]] = {
@@ -401,17 +401,6 @@ def on_grid_edge(chosen: Mapping[str, Mapping[str, float]],
     return edges
 
 
-def _swept(task: Task, build: Callable[..., Any], name: str, values: Sequence[float], seeds: Sequence[int],
-           store: Store | None, progress: bool) -> dict[int, pd.Series]:
-    """``{seed: :func:`score` per value}`` of ``build(**{name: value})`` on ``task`` (:func:`fedcore.sweep`, in
-    passes; NaN where a run diverged)."""
-    swept = sweep(task.problem(seeds[0]), build, {name: list(values)}, seeds=seeds, x0=task.initial(seeds),
-                  summary=lambda h: {"score": score(h)}, store=store, progress=progress, **task.settings)
-    swept["seed"] = swept["seed"] if "seed" in swept else seeds[0]  # sweep drops the column for one seed
-    swept["score"] = swept["score"] if "score" in swept else math.nan
-    return {seed: swept[swept["seed"] == seed].set_index(name)["score"].reindex(list(values)) for seed in seeds}
-
-
 def client_rate_sweep(task: Task, chosen: Mapping[str, Mapping[str, float]], seeds: Sequence[int],
                       rates: Sequence[float] = SWEEP_LRS, *, store: Store | None = None,
                       progress: bool = False) -> pd.DataFrame:
@@ -424,7 +413,8 @@ def client_rate_sweep(task: Task, chosen: Mapping[str, Mapping[str, float]], see
               "FedExP": lambda client_lr: _BASELINES["FedExP"](client_lr, chosen["FedExP"]["eps"])}
     columns = {}
     for method in RATE_METHODS:
-        for seed, column in _swept(task, builds[method], "client_lr", rates, seeds, store, progress).items():
+        for seed, column in common.scores_by_seed(task, builds[method], "client_lr", rates, seeds, score,
+                                                  store=store, progress=progress).items():
             columns[(method, seed)] = column
     return common.by_method_seed(columns, "client SGD rate")
 
@@ -444,16 +434,13 @@ def constant_sweep(task: Task, constant: str, seeds: Sequence[int], client_lr: f
             return algorithms.fedli_lu(client_lr, **value)
     else:
         build = fedli_ls
-    swept = _swept(task, build, entry["name"], entry["values"], check_seeds("seeds", seeds, distinct=True),
-                   store, progress)
+    swept = common.scores_by_seed(task, build, entry["name"], entry["values"],
+                                  check_seeds("seeds", seeds, distinct=True), score, store=store, progress=progress)
     return pd.DataFrame(swept).rename_axis(entry["name"]).rename_axis("seed", axis=1)
 
 
-def best_value(table: pd.DataFrame, method: str | None = None) -> float:
-    """The value (a rate, a constant; a row of ``table``) with the best mean over the seeds: of ``method``'s columns
-    of a ``(method, seed)`` table, or of a table with one column per seed."""
-    columns = table if method is None else table[method]
-    return float(columns.mean(axis=1, skipna=False).idxmax())
+best_value = common.best_value
+"""The value with the best mean over the seeds (:func:`fedcore.experiments.common.best_value`)."""
 
 
 def at_best(tables: Mapping[str, pd.DataFrame], reference: str) -> pd.DataFrame:

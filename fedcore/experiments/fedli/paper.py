@@ -29,7 +29,7 @@ import pandas as pd
 
 from fedcore.experiments.claims import NOT_TESTABLE, Claim, Judgement, Scope, compare, judge, learned_something, verdict
 from fedcore.experiments.claims import claims_table as shared_claims_table
-from fedcore.experiments.common import span_width
+from fedcore.experiments.common import best_value, span_width
 from fedcore.experiments.fedli.theory import convex_optimum, linear_fit
 
 METHODS = ("FedLi-LU", "FedLi-LS", "FedAdam", "FedAvg", "FedProx", "SCAFFOLD", "FedExP")
@@ -319,10 +319,6 @@ def _span(table: pd.DataFrame, around: float) -> list[float]:
     return [span_width(table[seed], NEAR_BEST, around) for seed in table]
 
 
-def _best(table: pd.DataFrame) -> float:
-    return float(table.mean(axis=1, skipna=False).idxmax())
-
-
 def _widths_against(ours: Sequence[float], others: Mapping[str, Sequence[float]]) -> tuple[list[str], list[str]]:
     """``ours`` (one width per seed) paired against each of ``others``: "at least as forgiving" is confirmed when
     ours is not narrower by :data:`RESOLUTION` or more beyond the noise (contradicted when it is); the outcomes
@@ -346,7 +342,8 @@ def _free(e: Evidence) -> Judgement:
     for setting, table in e.constants.items():
         entry = e.constant_settings[setting]
         rates = e.rates["tables" if entry["horizon"] == "tables" else LONG]
-        around = {m: (e.tuned_rates[m] if entry["horizon"] == "tables" else _best(rates[m])) for m in BASELINE_RATES}
+        around = {m: e.tuned_rates[m] if entry["horizon"] == "tables" else best_value(rates[m])
+                  for m in BASELINE_RATES}
         ours = _span(table, entry["default"])
         found, texts = _widths_against(ours, {f"{m}'s rate": _span(rates[m], around[m]) for m in BASELINE_RATES})
         outcomes += found
@@ -363,7 +360,7 @@ def _least_tuning(e: Evidence) -> Judgement:
     if e.rates is None or LONG not in e.rates:
         return Judgement("no client-rate sweep on the long horizon", NOT_TESTABLE, e.runs_scope([]))
     table = e.rates[LONG]
-    widths = {m: _span(table[m], _best(table[m])) for m in RATE_METHODS}
+    widths = {m: _span(table[m], best_value(table[m])) for m in RATE_METHODS}
     outcomes, texts = _widths_against(widths["FedLi-LU"], {m: widths[m] for m in BASELINE_RATES})
     return Judgement(f"decades of client SGD rates around each method's best within {NEAR_BEST:g} points of it "
                      f"(mean over seeds; at least as forgiving: not narrower by {RESOLUTION:g} decade beyond the "

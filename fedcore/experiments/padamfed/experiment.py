@@ -62,7 +62,6 @@ from fedcore.experiments.common import (
     window_score,
 )
 from fedcore.results import History
-from fedcore.run import sweep
 from fedcore.store import Store
 
 SCALES: dict[str, dict[str, Any]] = {
@@ -351,7 +350,6 @@ def robustness(task: Task, base: Mapping[str, Mapping[str, float]], factors: Seq
     move the same rate.  The multipliers of a method go through :func:`fedcore.sweep` (in passes)."""
     seeds = check_seeds("seeds", seeds, distinct=True)
     factors = [check_positive("factors", f) for f in factors]
-    problem, starts = task.problem(seeds[0]), task.initial(seeds)
     builders, tables = make_builders(task.settings["local_steps"]), {}
     for reading in READINGS:
         columns = {}
@@ -362,13 +360,9 @@ def robustness(task: Task, base: Mapping[str, Mapping[str, float]], factors: Seq
 
             def build(multiplier: float, method: str = method, reading: str = reading) -> Any:
                 return builders[method](**scaled(method, base[method], multiplier, reading))
-            swept = sweep(problem, build, {"multiplier": factors}, seeds=seeds, x0=starts, store=store,
-                          summary=lambda h: {"score": score(h)}, progress=progress, **task.settings)
-            swept["seed"] = swept["seed"] if "seed" in swept else seeds[0]
-            swept["score"] = swept["score"] if "score" in swept else math.nan
-            for seed in seeds:
-                rows = swept[swept["seed"] == seed].set_index("multiplier")["score"]
-                columns[(method, seed)] = rows.reindex(factors)
+            swept = common.scores_by_seed(task, build, "multiplier", factors, seeds, score, store=store,
+                                          progress=progress)
+            columns.update({(method, seed): column for seed, column in swept.items()})
         tables[reading] = columns
     return {reading: common.by_method_seed(columns, "multiplier") for reading, columns in tables.items()}
 
