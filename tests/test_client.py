@@ -207,7 +207,7 @@ def test_armijo_finds_each_clients_largest_backtracked_step() -> None:
         X = X - eta[:, None] * G
         etas.append(eta)
     torch.testing.assert_close(run.X[0], X)
-    torch.testing.assert_close(run.state[0].reshape(-1), etas[-1])  # the state: (eta [R, S, 1], evaluations)
+    torch.testing.assert_close(run.state[0].reshape(-1), etas[-1])  # the state: (eta [R, S, 1], tries [R, S, K])
     assert etas[1][0] != etas[1][1] and bool((etas[1] < eta_max).all())
 
 
@@ -245,8 +245,8 @@ def test_armijo_after_max_backtracks_moves_by_the_fallback_and_keeps_its_last_st
     X = x.expand(2, -1)
     moved = 25.0 if fallback is None else fallback
     torch.testing.assert_close(run.X[0], X - moved * gradient(X))
-    eta, evaluations = run.state
-    assert eta.reshape(-1).tolist() == [25.0, 25.0] and float(evaluations.reshape(-1)[0]) == 2
+    eta, tries = run.state  # tries: each client's evaluations at each step [R, S, K]
+    assert eta.reshape(-1).tolist() == [25.0, 25.0] and tries.tolist() == [[[2.0], [2.0]]]
 
 
 def test_armijo_probes_a_dropout_model_with_the_masks_of_its_gradient() -> None:

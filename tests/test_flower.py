@@ -9,7 +9,7 @@ from flwr.app import Error, Message
 
 from fedcore import algorithms, models
 from fedcore.data import load_fashion_mnist
-from fedcore.flower import CARRIED, FedcoreStrategy, LocalGrid, check_carried, client_app, run_local
+from fedcore.flower import FedcoreStrategy, LocalGrid, check_carried, client_app, run_local
 from fedcore.problem import Problem
 from fedcore.run import simulate
 
@@ -19,8 +19,22 @@ HYPERPARAMETERS = {
     "fedyogi": dict(client_lr=0.1, server_lr=0.05), "fedams": dict(client_lr=0.1, server_lr=0.05),
     "fedprox": dict(client_lr=0.1, mu=0.1), "fedexp": dict(client_lr=0.1, eps=0.1),
     "fedli_lu": dict(client_lr=0.1, eta=0.5),
+    "scaffold": dict(client_lr=0.1), "stem": dict(lr=0.05, alpha=0.5), "fafed": dict(lr=0.01, alpha=0.9),
+    "local_adaptive": dict(lr=0.001), "fedli_ls": dict(),
+    "padamfed": dict(clients_per_round=5, local_steps=3, rounds=3),  # Theorem 1's step sizes for this run
+    "padamfed_vr": dict(eta=0.02, gamma=0.1, beta=0.5),
+    "scaffold_m": dict(eta=0.05, gamma=0.1, beta=0.5), "scaffold_m_vr": dict(eta=0.05, gamma=0.1, beta=0.5),
 }
-"""The algorithms a Flower app carries so far, each at a point where three rounds move the model."""
+"""Every algorithm of ALGORITHMS, each at a point where three rounds move the model."""
+VARIANTS = {
+    "scaffold option I": ("scaffold", dict(client_lr=0.1, option="I")),
+    "padamfed_vr from zeros, mean direction": ("padamfed_vr", dict(eta=0.02, gamma=0.1, beta=0.5,
+                                                                   initialization="zeros",
+                                                                   server_momentum="mean_direction")),
+    "fedli_ls at the largest client step": ("fedli_ls", dict(server_step_size="max_client_step")),
+}
+"""Options that change what travels (option I's c_i+, the clients' directions, the step sizes the server reads)."""
+UNIFORM = {"padamfed", "padamfed_vr", "scaffold_m", "scaffold_m_vr"}  # Algorithm 1's 1/S (other weights warn)
 SETTINGS = dict(clients_per_round=5, local_steps=3, batch_size=16)
 
 
@@ -30,24 +44,63 @@ def problem() -> Problem:
     return Problem(data, models.make("mlp", (1, 28, 28), 10, seed=0, hidden=(16,)))  # no dropout
 
 
-def _simulated(problem: Problem, algorithm, seed: int, rounds: int = 3) -> tuple[list[torch.Tensor], list[float]]:
+def _simulated(problem: Problem, algorithm, seed: int, rounds: int = 3,
+               weighting: str = "samples") -> tuple[list[torch.Tensor], list[float], dict]:
     models_after: list[torch.Tensor] = []
-    history = simulate(problem, algorithm, rounds=rounds, seed=seed, eval_every=0, progress=False,
+    history = simulate(problem, algorithm, rounds=rounds, seed=seed, eval_every=0, progress=False, weighting=weighting,
                        callback=lambda t, state: models_after.append(state["x"].reshape(-1).clone()), **SETTINGS)
-    return models_after, list(history.frame["train_loss"].dropna())
+    return models_after, list(history.frame["train_loss"].dropna()), history.final_state
 
 
-@pytest.mark.parametrize("name", sorted(HYPERPARAMETERS))
-def test_three_rounds_on_flower_equal_simulate(problem, name) -> None:
-    algorithm = algorithms.make(name, **HYPERPARAMETERS[name])
-    expected, losses = _simulated(problem, algorithm, seed=3)
-    strategy = run_local(problem, algorithm, 3, seed=3, **SETTINGS)
+CASES = {name: (name, hyperparameters) for name, hyperparameters in HYPERPARAMETERS.items()} | VARIANTS
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_three_rounds_on_flower_equal_simulate(problem, case) -> None:
+    """Every algorithm (and the options that change what travels): the model and the train losses after three
+    rounds through Flower's Message API equal simulate's, and another seed gives another run."""
+    name, hyperparameters = CASES[case]
+    algorithm = algorithms.make(name, **hyperparameters)
+    weighting = "uniform" if name in UNIFORM else "samples"
+    expected, losses, _ = _simulated(problem, algorithm, seed=3, weighting=weighting)
+    strategy = run_local(problem, algorithm, 3, seed=3, weighting=weighting, **SETTINGS)
     moved = float((expected[-1] - problem.x0()).abs().max())
     assert moved > 1e-3  # the runs went somewhere
     assert torch.allclose(strategy.state["x"].reshape(-1), expected[-1], atol=1e-5, rtol=0)
     assert [row["train_loss"] for row in strategy.history] == pytest.approx(losses, abs=1e-5)
-    other = run_local(problem, algorithm, 3, seed=4, **SETTINGS)  # another seed: other clients and minibatches
+    other = run_local(problem, algorithm, 3, seed=4, weighting=weighting, **SETTINGS)  # other clients and minibatches
     assert not torch.allclose(other.state["x"], strategy.state["x"], atol=1e-5)
+
+
+def test_three_rounds_sample_a_client_twice() -> None:
+    """The seed above draws some client in two rounds, so its kept state (c_i, x_prev, v_i) is read back: the
+    equality of the stateful algorithms is a test of the state the nodes keep."""
+    data = load_fashion_mnist(20, "dirichlet", 0, alpha=0.5)
+    sampler = torch.Generator().manual_seed(3)
+    drawn = [torch.randperm(data.num_clients, generator=sampler)[:SETTINGS["clients_per_round"]].tolist()
+             for _ in range(3)]
+    assert len(set(sum(drawn, []))) < len(sum(drawn, [])), drawn
+
+
+@pytest.mark.parametrize("name", ["scaffold", "padamfed_vr", "fafed", "local_adaptive"])
+def test_the_clients_state_lives_on_their_nodes(problem, name) -> None:
+    """The server's state has no per-client rows; each node's Context.state holds its client's rows, equal to the
+    rows simulate keeps for the clients sampled (PAdaMFed's line 1 visits every client: every node holds one)."""
+    algorithm = algorithms.make(name, **HYPERPARAMETERS[name])
+    weighting = "uniform" if name in UNIFORM else "samples"
+    _, _, final = _simulated(problem, algorithm, seed=3, weighting=weighting)
+    strategy = FedcoreStrategy(algorithm, problem.data, problem.x0(), seed=3, weighting=weighting, **SETTINGS)
+    grid = LocalGrid(client_app(problem, algorithm), range(problem.data.num_clients))
+    strategy.start(grid, strategy_arrays(problem), num_rounds=3)
+    (key,) = algorithm.client_state
+    assert key not in strategy.state
+    held = {node: context.state for node, context in grid.contexts.items() if len(context.state)}
+    assert held, "some node keeps its client's state"
+    if name == "padamfed_vr":
+        assert sorted(held) == list(range(problem.data.num_clients))
+    for client, kept in held.items():
+        row = kept[f"fedcore-client-{client}"].to_torch_state_dict()[key].reshape(-1)
+        torch.testing.assert_close(row, final[key].reshape(problem.data.num_clients, -1)[client], atol=1e-5, rtol=0)
 
 
 def test_nodes_holding_several_clients_give_the_same_run(problem) -> None:
@@ -57,7 +110,7 @@ def test_nodes_holding_several_clients_give_the_same_run(problem) -> None:
     strategy = FedcoreStrategy(algorithm, problem.data, problem.x0(), seed=3, nodes=nodes, **SETTINGS)
     grid = LocalGrid(client_app(problem, algorithm), sorted(set(nodes.values())))
     strategy.start(grid, strategy_arrays(problem), num_rounds=2)
-    expected, _ = _simulated(problem, algorithm, seed=3, rounds=2)
+    expected, _, _ = _simulated(problem, algorithm, seed=3, rounds=2)
     assert torch.allclose(strategy.state["x"].reshape(-1), expected[-1], atol=1e-5, rtol=0)
     with pytest.raises(ValueError, match="client 7 has no node"):
         FedcoreStrategy(algorithm, problem.data, problem.x0(), nodes={0: 1}, **SETTINGS).node_of(7)
@@ -69,16 +122,46 @@ def strategy_arrays(problem: Problem):
     return ArrayRecord(torch_state_dict={"value": problem.x0()})
 
 
-@pytest.mark.parametrize("name", sorted(set(algorithms.ALGORITHMS) - set(HYPERPARAMETERS)))
-def test_an_algorithm_the_app_cannot_carry_is_refused_by_name_before_anything_runs(problem, name) -> None:
-    from test_algorithms import ALGORITHMS as POINTS  # every algorithm at a working point
+def test_every_algorithm_is_carried() -> None:
+    assert sorted(HYPERPARAMETERS) == sorted(algorithms.ALGORITHMS)
+    for name, hyperparameters in HYPERPARAMETERS.items():
+        check_carried(algorithms.make(name, **hyperparameters))
 
-    algorithm = algorithms.make(name, **POINTS[name])
-    assert not isinstance(algorithm, CARRIED)
+
+class _RoundOnly:
+    """A user's algorithm written as one ``round``: simulate runs it, Flower cannot split it."""
+
+    name = "MyRule"
+
+    def init(self, x0, num_clients):
+        return {"x": x0.clone()}
+
+    def round(self, state, batch, oracle):
+        return state, {}
+
+
+@pytest.mark.parametrize("algorithm, reason", [
+    (_RoundOnly(), r"algorithm='MyRule' cannot run on Flower: it has no client_run or server_round"),
+    (algorithms.padamfed(eta=0.02, gamma=0.1, beta=0.5, initialization="first_round"),
+     r"algorithm='PAdaMFed' cannot run on Flower with initialization='first_round'.*'every_client'"),
+    (algorithms.scaffold_m(eta=0.05, gamma=0.1, beta=0.5, initialization="first_round"),
+     r"algorithm='SCAFFOLD-M' cannot run on Flower with initialization='first_round'"),
+])
+def test_what_the_app_cannot_carry_is_refused_by_name_before_anything_runs(problem, algorithm, reason) -> None:
     for build in (lambda: check_carried(algorithm), lambda: client_app(problem, algorithm),
                   lambda: FedcoreStrategy(algorithm, problem.data, problem.x0(), **SETTINGS)):
-        with pytest.raises(ValueError, match=rf"algorithm='{algorithm.name}' cannot run on Flower yet"):
+        with pytest.raises(ValueError, match=reason):
             build()
+
+
+def test_theorem_step_sizes_for_another_run_are_refused_before_a_message(problem) -> None:
+    """PAdaMFed's step sizes computed for T = 3 refuse a 5-round run, as simulate does, before any message."""
+    algorithm = algorithms.make("padamfed", **HYPERPARAMETERS["padamfed"])
+    strategy = FedcoreStrategy(algorithm, problem.data, problem.x0(), weighting="uniform", **SETTINGS)
+    grid = LocalGrid(client_app(problem, algorithm), range(problem.data.num_clients))
+    grid.send_and_receive = None  # any message would fail with a TypeError
+    with pytest.raises(ValueError, match="computed for clients_per_round=5, local_steps=3, rounds=3.*rounds=5"):
+        strategy.start(grid, strategy_arrays(problem), num_rounds=5)
 
 
 def test_bad_settings_are_refused_by_name(problem) -> None:
@@ -90,12 +173,16 @@ def test_bad_settings_are_refused_by_name(problem) -> None:
 
 
 class _FailingGrid(LocalGrid):
-    """A grid whose node 2 answers round 2 with an error, as a SuperNode that died would be reported."""
+    """A grid whose node 2 answers round ``failing`` (0-based) with an error, as a SuperNode that died would be
+    reported."""
+
+    failing = 1
 
     def send_and_receive(self, messages, *, timeout=None):
         replies = []
         for message in messages:
-            if message.metadata.dst_node_id == 2 and message.content["config"]["t"] == 1:
+            if message.metadata.dst_node_id == 2 and message.content["config"]["t"] == self.failing:
+                message.metadata.__dict__["_message_id"] = message.object_id
                 replies.append(Message(Error(code=0, reason="node stopped"), reply_to=message))
             else:
                 replies.extend(super().send_and_receive([message]))
@@ -107,11 +194,25 @@ def test_a_node_that_fails_is_reported_with_its_round_and_the_state_before_it_is
     seed = next(s for s in range(50) if 2 in _clients_of_round(problem, s, 2))  # a seed whose round 2 samples client 2
     strategy = FedcoreStrategy(algorithm, problem.data, problem.x0(), seed=seed, **SETTINGS)
     grid = _FailingGrid(client_app(problem, algorithm), range(problem.data.num_clients))
-    with pytest.raises(RuntimeError, match="round 2: node 2 failed .*node stopped.*state after round 1 is kept"):
+    with pytest.raises(RuntimeError, match=r"round 2: node 2 \(client 2\) failed .*node stopped.*state after round 1 "
+                                           "is kept"):
         strategy.start(grid, strategy_arrays(problem), num_rounds=3)
-    expected, _ = _simulated(problem, algorithm, seed=seed, rounds=1)
+    expected, _, _ = _simulated(problem, algorithm, seed=seed, rounds=1)
     assert torch.allclose(strategy.state["x"].reshape(-1), expected[-1], atol=1e-5, rtol=0)
     assert len(strategy.history) == 1
+
+
+def test_a_node_that_fails_in_a_prologue_is_reported_and_the_state_before_the_round_is_kept(problem) -> None:
+    """PAdaMFed's line 1 visits every client before round 1: node 2 failing there stops the run in round 1 with
+    the server's state as it was before it (no c, no g moved), nothing half-applied."""
+    algorithm = algorithms.make("padamfed_vr", **HYPERPARAMETERS["padamfed_vr"])
+    strategy = FedcoreStrategy(algorithm, problem.data, problem.x0(), weighting="uniform", **SETTINGS)
+    before = {key: value.clone() for key, value in strategy.state.items()}
+    grid = _FailingGrid(client_app(problem, algorithm), range(problem.data.num_clients))
+    grid.failing = 0
+    with pytest.raises(RuntimeError, match=r"round 1: node 2 \(client 2\) failed .*state after round 0 is kept"):
+        strategy.start(grid, strategy_arrays(problem), num_rounds=2)
+    assert strategy.history == [] and all(torch.equal(strategy.state[key], before[key]) for key in before)
 
 
 def _clients_of_round(problem: Problem, seed: int, round_: int) -> list[int]:

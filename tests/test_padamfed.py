@@ -10,6 +10,7 @@ import torch
 
 from fedcore import algorithms, models
 from fedcore.algorithms import RoundBatch
+from fedcore.algorithms.base import run_prologue
 from fedcore.data import federated_quadratic
 from fedcore.params import GradientOracle
 from fedcore.run import Problem, simulate, simulate_runs
@@ -382,7 +383,7 @@ def test_make_names_unknown_and_missing_arguments() -> None:
 
 
 def _after_line_1(variant: str, data, clients, initialization: str) -> dict:
-    """The state after line 1 (``_initialize``) for a round-0 batch of ``clients``, K = 2 steps of B = 3."""
+    """The state after line 1 (the prologue) for a round-0 batch of ``clients``, K = 2 steps of B = 3."""
     generator = torch.Generator().manual_seed(0)
     rows = data.sample_indices(torch.tensor(clients), 2, 3, generator)
     weights = torch.full((len(clients),), 1 / len(clients), dtype=torch.float64)
@@ -390,7 +391,7 @@ def _after_line_1(variant: str, data, clients, initialization: str) -> dict:
                        sizes=data.sizes)
     algorithm = build(variant, **HAND_SET, initialization=initialization)
     x0 = torch.tensor([0.3, -0.2, 0.5], dtype=torch.float64)
-    return algorithm._initialize(algorithm.init(x0, data.num_clients), batch, GradientOracle(problem_of(data).model))
+    return run_prologue(algorithm, algorithm.init(x0, data.num_clients), batch, GradientOracle(problem_of(data).model))
 
 
 @pytest.mark.parametrize("variant", VARIANTS)

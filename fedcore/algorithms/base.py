@@ -71,7 +71,7 @@ class RoundBatch:
     num_clients: int
     trace: list[Tensor] | None = None
     sizes: Tensor | None = None
-    written: list[tuple[Tensor, Tensor]] = field(default_factory=list, repr=False)
+    written: list[tuple[Tensor, Tensor, Tensor]] = field(default_factory=list, repr=False)
 
     def __post_init__(self) -> None:
         if self.clients.dim() == 1:  # one run: [S] -> [1, S]
@@ -132,14 +132,24 @@ class RoundBatch:
     def write_rows(self, matrix: Tensor, rows: Tensor) -> Tensor:
         """``matrix[r, clients[r]] <- rows[r]`` in place (O(S d), not a copy of the ``[R, N, d]`` matrix);
         the rows it overwrites are kept for :meth:`undo`.  Returns ``matrix``."""
-        self.written.append((matrix, self.rows_of(matrix)))
+        self.written.append((matrix, self.clients, self.rows_of(matrix)))
         matrix[self._run_index, self.clients] = rows.to(matrix.dtype)
         return matrix
 
+    def every_client(self) -> RoundBatch:
+        """The batch of a step that visits all N clients (PAdaMFed's line 1): ``clients [R, N]`` in order, uniform
+        weights, no minibatch rows (``local_steps`` 0), the same pool and sizes; its :meth:`write_rows` writes
+        every row of a per-client matrix (and keeps them for :meth:`undo` in this batch's own list)."""
+        R, N = self.runs, self.num_clients
+        clients = torch.arange(N, device=self.clients.device).expand(R, N)
+        weights = self.weights.new_full((R, 1, N), 1 / N)
+        rows = self.rows.new_zeros(R, N, 0, 0)
+        return RoundBatch(self.t, clients, weights, rows, self.pool_inputs, self.pool_targets, N, sizes=self.sizes)
+
     def undo(self, runs: Tensor) -> None:
         """Put back the rows :meth:`write_rows` overwrote, for the runs ``runs`` (indices into the pass)."""
-        for matrix, old in reversed(self.written):
-            matrix[runs.unsqueeze(1), self.clients[runs]] = old[runs]
+        for matrix, clients, old in reversed(self.written):
+            matrix[runs.unsqueeze(1), clients[runs]] = old[runs]
 
     @property
     def _run_index(self) -> Tensor:
@@ -221,11 +231,12 @@ def round_gradient(x: Tensor, batch: RoundBatch, oracle: GradientOracle) -> Tens
     return oracle(X.reshape(-1, X.shape[-1]), inputs, targets)[1].view(X.shape)
 
 
-def every_client_gradient(x: Tensor, batch: RoundBatch, oracle: GradientOracle, group: int = 64) -> Tensor:
-    """Every client's gradient at the server model ``x [R, 1, d]`` on all its samples (the mean loss over them),
-    ``[R, N, d]``: PAdaMFed's line 1 for all N clients.  Client i's samples are the rows
-    ``offsets[i] : offsets[i] + sizes[i]`` of the pool (``batch.sizes``, which the simulator gives); clients of one
-    size go through the oracle together, at most ``group`` at a time."""
+def every_client_gradient(x: Tensor, batch: RoundBatch, oracle: GradientOracle, group: int = 64,
+                          clients: Tensor | None = None) -> Tensor:
+    """Each client's gradient at the server model ``x [R, 1, d]`` on all its samples (the mean loss over them),
+    ``[R, C, d]`` for ``clients`` (the ids, the same in every run; None: all N, ``[R, N, d]``): PAdaMFed's line 1.
+    Client i's samples are the rows ``offsets[i] : offsets[i] + sizes[i]`` of the pool (``batch.sizes``, which the
+    simulator gives); clients of one size go through the oracle together, at most ``group`` at a time."""
     if batch.sizes is None:
         raise ValueError("batch.sizes is None: this round's batch does not say where each client's samples are; "
                          "fedcore.simulate gives it, a batch built by hand needs sizes=data.sizes")
@@ -233,12 +244,13 @@ def every_client_gradient(x: Tensor, batch: RoundBatch, oracle: GradientOracle, 
     if sizes.numel() != batch.num_clients:
         raise ValueError(f"batch.sizes has {sizes.numel()} clients, the batch num_clients={batch.num_clients}")
     offsets = torch.cumsum(sizes, 0) - sizes
+    ids = torch.arange(batch.num_clients, device=sizes.device) if clients is None else clients.to(sizes.device)
     R, d = x.shape[0], x.shape[-1]
-    gradients = x.new_zeros(R, batch.num_clients, d)
-    for size in sizes.unique().tolist():
-        ids = (sizes == size).nonzero().flatten()
-        for chunk in ids.split(check_int("group", group)):
-            rows = (offsets[chunk].view(-1, 1) + torch.arange(size, device=sizes.device)).repeat(R, 1)
+    gradients = x.new_zeros(R, len(ids), d)
+    for size in sizes[ids].unique().tolist():
+        positions = (sizes[ids] == size).nonzero().flatten()
+        for chunk in positions.split(check_int("group", group)):
+            rows = (offsets[ids[chunk]].view(-1, 1) + torch.arange(size, device=sizes.device)).repeat(R, 1)
             inputs, targets = batch._gather(batch.pool_inputs, rows), batch._gather(batch.pool_targets, rows)
             X = x.expand(R, len(chunk), d).reshape(-1, d)
             gradients[:, chunk] = oracle(X, inputs, targets)[1].view(R, len(chunk), d)
@@ -261,10 +273,66 @@ def server_step(
     return x + step, server_state
 
 
+def federated_round(algorithm: Any, state: State, batch: RoundBatch, oracle: GradientOracle) -> tuple[State, Metrics]:
+    """One round of an algorithm written as its clients' part and its server's part, the way :func:`fedcore.simulate`
+    runs it and the way :mod:`fedcore.flower` runs it on an engine, where the two parts live in different processes:
+
+        state = run_prologue(algorithm, state, batch, oracle)      # when the algorithm has one due (FAFED, PAdaMFed)
+        run = algorithm.client_run(state, batch, oracle, own)      # the clients: what the server sent, their own rows
+        state = algorithm.server_round(state, run, batch)           # the server: run.X, run.loss_sum, run.records
+
+    ``own`` are the sampled clients' rows ``[R, S, ...]`` of the per-client state (``algorithm.client_state``, the
+    keys of ``[R, N, ...]`` matrices in ``state``: SCAFFOLD's ``c_i``); what a client part returns in ``keeps``
+    replaces its rows (:meth:`RoundBatch.write_rows`, so a diverged run can be undone), and the server parts read
+    only ``records``: what a client uploads.  On an engine the rows stay on the clients' nodes."""
+    state = run_prologue(algorithm, state, batch, oracle)
+    run = algorithm.client_run(state, batch, oracle, _own(algorithm, state, batch))
+    state = _kept(algorithm, state, batch, run.keeps)
+    return algorithm.server_round(state, run, batch)
+
+
+def run_prologue(algorithm: Any, state: State, batch: RoundBatch, oracle: GradientOracle) -> State:
+    """The exchange an algorithm may need before a round's local steps (``algorithm.prologue(state)`` names whom it
+    visits, :data:`PROLOGUE_CLIENTS`, or None): its clients' part on the round's sampled clients or on every client
+    (:meth:`RoundBatch.every_client`), then its server's part on what they upload:
+
+        records, keeps = algorithm.client_prologue(state, batch, oracle, own)
+        state = algorithm.server_prologue(state, records, batch)
+
+    The state after it (unchanged when no prologue is due)."""
+    which = algorithm.prologue(state) if hasattr(algorithm, "prologue") else None
+    if which is None:
+        return state
+    first = batch if which == "sampled" else batch.every_client()
+    records, keeps = algorithm.client_prologue(state, first, oracle, _own(algorithm, state, first))
+    state = algorithm.server_prologue(_kept(algorithm, state, first, keeps), records, first)
+    if first is not batch:  # its writes are undone with the round's
+        batch.written.extend(first.written)
+    return state
+
+
+def _own(algorithm: Any, state: State, batch: RoundBatch) -> State:
+    """The batch's clients' rows of the algorithm's per-client state."""
+    return {key: batch.rows_of(state[key]) for key in getattr(algorithm, "client_state", ())}
+
+
+def _kept(algorithm: Any, state: State, batch: RoundBatch, keeps: State) -> State:
+    """``state`` with the batch's clients' rows replaced by what they keep."""
+    return {**state, **{key: batch.write_rows(state[key], keeps[key])
+                        for key in getattr(algorithm, "client_state", ()) if key in keeps}}
+
+
+PROLOGUE_CLIENTS = ("sampled", "every")
+"""Whom an algorithm's prologue (a first exchange before a round's local steps) visits: the round's sampled clients
+(FAFED's ``m_0``, ``v_0``) or every client (PAdaMFed's line 1)."""
+
+
 class Algorithm(Protocol):
     """What :func:`fedcore.simulate` drives.  An algorithm may also define ``eval_point(state) -> x``,
     the point to evaluate (FedExP evaluates the mean of its last two iterates); without it the
-    simulator evaluates ``state["x"]``.  One whose hyperparameters were computed for a run's settings (PAdaMFed's
+    simulator evaluates ``state["x"]``.  An algorithm whose round is a clients' part and a server's part
+    (``client_run``, ``server_round``, ``client_state``; :func:`federated_round`) also runs on Flower's engine
+    (:mod:`fedcore.flower`).  One whose hyperparameters were computed for a run's settings (PAdaMFed's
     theorem step sizes for S, K, T) defines ``check_run(clients_per_round=, local_steps=, rounds=)``, which
     raises ``ValueError`` for another run; the simulator calls it before any work."""
 

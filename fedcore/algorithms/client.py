@@ -106,12 +106,18 @@ class Step:
 @dataclass
 class ClientRun:
     """The result of :func:`local_steps`: final models ``X [R, S, d]``, the sum over the K steps of
-    each client's minibatch loss ``loss_sum [R, S, 1]``, and the rule's final state."""
+    each client's minibatch loss ``loss_sum [R, S, 1]``, and the rule's final state.  An algorithm's
+    ``client_run`` adds what its clients upload beyond the model and the loss (``records``: SCAFFOLD's
+    ``c_i+ - c_i``, FedLi-LS's last step sizes, FAFED's momenta; each ``[R, S, ...]``) and the new rows of their
+    own state (``keeps``: ``c_i+``), which stay on the clients (:func:`fedcore.algorithms.base.federated_round`);
+    the server's part reads ``X``, ``loss_sum`` and ``records``, never ``state``."""
 
     X: Tensor
     loss_sum: Tensor
     state: RuleState
     steps: int
+    records: dict[str, Tensor] = field(default_factory=dict)
+    keeps: dict[str, Tensor] = field(default_factory=dict)
 
     @property
     def mean_loss(self) -> Tensor:
@@ -312,9 +318,9 @@ def armijo(
 
     on the same minibatch with the same dropout masks; a client that satisfies it stops backtracking.
     The step size it sets is ``eta [R, S, 1]`` (it replaces the incoming one).  The state is ``(eta,
-    evaluations)``: each client's last step size (which FedLi reports) and, per run ``[R, 1, 1]``, the loss
-    evaluations of its search so far (one evaluation probes all of a run's clients at once, so a step
-    counts the most that any of its clients needed).  ``initial`` is ``eta_prev`` at the first step (a number,
+    tries)``: each client's last step size (which FedLi reports) and each client's loss evaluations at each step
+    so far ``[R, S, k]`` (one evaluation probes all of a run's clients at once, so a step costs the most that any
+    of its clients needed: ``tries.amax(dim=1)``).  ``initial`` is ``eta_prev`` at the first step (a number,
     or per client ``[R, S, 1]``; ``eta_max`` when None: SLS starts at 1 and caps at 10); ``growth = gamma^(b/n)``
     is Vaswani's "reset" heuristic (a number, or per client ``[R, S, 1]`` when the clients' epochs differ), 1
     keeps it.  A client whose search fails ``max_backtracks`` times moves by ``fallback`` (SLS: 1e-6) or, when
@@ -338,10 +344,10 @@ def armijo(
     def init(X: Tensor) -> tuple[Tensor, Tensor]:
         start = eta_max if initial is None else initial
         eta = start if isinstance(start, Tensor) else X.new_zeros(*X.shape[:-1], 1) + start
-        return eta, X.new_zeros(X.shape[0], 1, 1)
+        return eta, X.new_zeros(*X.shape[:-1], 0)
 
     def update(u: Update, state: tuple[Tensor, Tensor], step: Step) -> tuple[Update, tuple[Tensor, Tensor]]:
-        eta_prev, evaluations = state
+        eta_prev, tries_so_far = state
         D = u.direction
         eta = torch.minimum(growth * eta_prev, eta_max + torch.zeros_like(eta_prev))
         decrease = c * (step.G * D).sum(dim=-1, keepdim=True)  # c <G, D>; c ||G||^2 for D = G
@@ -354,6 +360,6 @@ def armijo(
                 break
             eta = torch.where(done, eta, backtrack * eta)
         moved = eta if fallback is None else torch.where(done, eta, torch.full_like(eta, fallback))
-        return Update(D, moved), (eta, evaluations + tries.amax(dim=1, keepdim=True))
+        return Update(D, moved), (eta, torch.cat([tries_so_far, tries], dim=-1))
 
     return ClientRule(init, update)

@@ -36,8 +36,9 @@ last of which is the averaging step.  Choices the paper leaves open, and fedcore
 
 The q - 1 moving steps are the shared client loop (:func:`fedcore.algorithms.client.local_steps`
 with the rule ``storm -> second moment -> eta_t -> A_t^-1``); the q-th step computes ``m`` and ``v``
-in the same loop without moving, and the averaging step (lines 10-12) stays on its own lines in
-:meth:`FAFED.round`, where the paper has it.
+in the same loop without moving (:meth:`FAFED.client_run`), and the averaging step (lines 10-12) stays on its
+own lines on the server (:meth:`FAFED.server_round`), where the paper has it; lines 2-3 are the first round's
+prologue (:meth:`FAFED.client_prologue`, :meth:`FAFED.server_prologue`).
 
 No official code exists for FAFED: this is a reconstruction from the paper's text.
 """
@@ -45,12 +46,22 @@ No official code exists for FAFED: this is a reconstruction from the paper's tex
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import torch
 from torch import Tensor
 
-from fedcore.algorithms.base import Metrics, RoundBatch, Schedule, State, as_runs, round_gradient, schedule_at
-from fedcore.algorithms.client import chain, divide, local_steps, scale, storm, track_second_moment
+from fedcore.algorithms.base import (
+    Metrics,
+    RoundBatch,
+    Schedule,
+    State,
+    as_runs,
+    federated_round,
+    round_gradient,
+    schedule_at,
+)
+from fedcore.algorithms.client import ClientRun, chain, divide, local_steps, scale, storm, track_second_moment
 from fedcore.checks import check_positive, check_range
 from fedcore.params import GradientOracle
 
@@ -127,40 +138,64 @@ class FAFED:
         """``A = sqrt(v_bar) + rho`` (a diagonal, as a vector); STEM: ``A = 1``."""
         return v_bar.sqrt() + self.rho if self.adaptive else torch.ones_like(v_bar)
 
-    def _initialize(self, state: State, batch: RoundBatch, oracle: GradientOracle) -> State:
-        """Alg. 2 lines 2-3: m_0, v_0 from each client's gradient on its q*b samples, x_1 = x_0 - eta_0 m_0."""
-        x, w = state["x"], batch.weights
-        G0 = round_gradient(x, batch, oracle)
-        m, v = w @ G0, w @ G0.square()
-        x_prev = batch.write_rows(state["x_prev"], x.expand_as(G0))
-        x_1 = x - self.eta(0) * m
-        batch.record(x_1.expand_as(G0))
-        return {**state, "x": x_1, "m": m, "v": v, "A": self.preconditioner(v), "x_prev": x_prev,
-                "t": torch.tensor(1)}
+    client_state: ClassVar[tuple[str, ...]] = ("x_prev",)  # each client's last local iterate, kept by the client
+    client_reads: ClassVar[tuple[str, ...]] = ("x", "m", "v", "A", "t")
 
     def round(self, state: State, batch: RoundBatch, oracle: GradientOracle) -> tuple[State, Metrics]:
-        if int(state["t"]) == 0:
-            state = self._initialize(state, batch, oracle)
-        w, t0, S, q = batch.weights, int(state["t"]), batch.clients_per_round, batch.local_steps
+        return federated_round(self, state, batch, oracle)
+
+    def prologue(self, state: State) -> str | None:
+        """Alg. 2 lines 2-3 run before the first round's steps, on its sampled clients."""
+        return "sampled" if int(state["t"]) == 0 else None
+
+    def client_prologue(self, state: State, batch: RoundBatch, oracle: GradientOracle,
+                        own: State) -> tuple[State, State]:
+        """Each client's gradient at ``x_0`` on its ``q b`` samples (uploaded); it keeps ``x_0`` as its previous
+        point."""
+        x = state["x"]
+        G0 = round_gradient(x, batch, oracle)
+        return {"gradient": G0}, {"x_prev": x.expand_as(G0)}
+
+    def server_prologue(self, state: State, records: State, batch: RoundBatch) -> State:
+        """``m_0 = sum_i w_i G_i``, ``v_0 = sum_i w_i G_i^2``, ``x_1 = x_0 - eta_0 m_0`` (line 3 as printed)."""
+        x, w, G0 = state["x"], batch.weights, records["gradient"]
+        m, v = w @ G0, w @ G0.square()
+        x_1 = x - self.eta(0) * m
+        batch.record(x_1.expand_as(G0))
+        return {**state, "x": x_1, "m": m, "v": v, "A": self.preconditioner(v), "t": torch.tensor(1)}
+
+    def client_run(self, state: State, batch: RoundBatch, oracle: GradientOracle, own: State) -> ClientRun:
+        """Each client: q - 1 moving steps of ``storm -> second moment -> eta_t -> A_t^-1`` and the q-th step's
+        ``m``, ``v`` without moving (line 15); it uploads ``x_t,i``, ``m_t,i``, ``v_t,i`` and keeps ``x_t,i``."""
+        t0, S = int(state["t"]), batch.clients_per_round
         m_0, v_0 = state["m"].expand(-1, S, -1), state["v"].expand(-1, S, -1)
         moment = [track_second_moment(self.beta, v_0)] if self.adaptive else []
         rule = chain(
-            storm(lambda k: self.alpha_t(t0 + k), m_0, batch.rows_of(state["x_prev"])),   # eq. (3), same B_t,i
+            storm(lambda k: self.alpha_t(t0 + k), m_0, own["x_prev"]),                     # eq. (3), same B_t,i
             *moment,                                                                       # eq. (2)
             scale(lambda k: self.eta(t0 + k)), divide(state["A"]),                         # line 15, A_t = A_t-1
         )
         run = local_steps(state["x"], batch, oracle, rule, move_last=False)
-        (M, X), V = run.state[0], (run.state[1] if self.adaptive else v_0)
-        t = t0 + q - 1
-        v_bar, m_bar = w @ V, w @ M                                        # lines 10-11
+        (M, X) = run.state[0]
+        run.records["momentum"] = M
+        if self.adaptive:
+            run.records["second_moment"] = run.state[1]
+        run.keeps["x_prev"] = X  # x_t,i before averaging: next round's x_t-1,i
+        return run
+
+    def server_round(self, state: State, run: ClientRun, batch: RoundBatch) -> tuple[State, Metrics]:
+        """Lines 10-12: ``v_bar``, ``m_bar``, ``A_t``, ``x_bar_t+1 = mean_i x_t,i - eta_t A_t^-1 m_bar``."""
+        w, S = batch.weights, batch.clients_per_round
+        t = int(state["t"]) + batch.local_steps - 1
+        V = run.records.get("second_moment", state["v"].expand(-1, S, -1))  # STEM: v stays as it is
+        v_bar, m_bar = w @ V, w @ run.records["momentum"]                   # lines 10-11
         A = self.preconditioner(v_bar)
         step = self.eta(t) * m_bar / A
         batch.record(run.X - step)                                         # the clients' models, not yet averaged
         x_bar = w @ run.X - step                                           # line 12
-        x_prev = batch.write_rows(state["x_prev"], X)  # x_t,i before averaging: next round's x_t-1,i
-        new_state = {**state, "x": x_bar, "m": m_bar, "v": v_bar, "A": A, "x_prev": x_prev,
-                     "t": torch.tensor(t + 1)}
+        new_state = {**state, "x": x_bar, "m": m_bar, "v": v_bar, "A": A, "t": torch.tensor(t + 1)}
         return new_state, {"train_loss": w @ run.mean_loss}
+
 
 def fafed(lr: float | Schedule, *, alpha: float | Schedule = 0.1, beta: float = 0.9, rho: float = 0.01) -> FAFED:
     """FAFED (Wu et al., AAAI 2023, Alg. 2): STORM momentum, shared ``A = diag(sqrt(v_bar) + rho)``."""

@@ -46,12 +46,22 @@ max-step rule); only FedLi-LU's DFW server step is there.  Choices where the tex
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 import torch
 from torch import Tensor
 
 from fedcore import server_opt
-from fedcore.algorithms.base import Metrics, RoundBatch, Schedule, State, as_runs, per_run_scalar, server_step
+from fedcore.algorithms.base import (
+    Metrics,
+    RoundBatch,
+    Schedule,
+    State,
+    as_runs,
+    federated_round,
+    per_run_scalar,
+    server_step,
+)
 from fedcore.algorithms.client import ClientRule, ClientRun, armijo, local_steps
 from fedcore.algorithms.fedopt import FedOpt
 from fedcore.checks import check_choice, check_int, check_positive, check_range
@@ -111,16 +121,29 @@ class FedLiLS:
     def init(self, x0: Tensor, num_clients: int) -> State:
         return {"x": as_runs(x0).detach().clone()}
 
+    client_state: ClassVar[tuple[str, ...]] = ()  # every round a client starts again from eta_0
+    client_reads: ClassVar[tuple[str, ...]] = ("x",)
+
     def round(self, state: State, batch: RoundBatch, oracle: GradientOracle) -> tuple[State, Metrics]:
-        x, K = state["x"], batch.local_steps
-        run = local_steps(x, batch, oracle, self.line_search(batch))
-        eta_i, evaluations = run.state  # each client's last step size [R, S, 1]; the line search's loss evaluations
+        return federated_round(self, state, batch, oracle)
+
+    def client_run(self, state: State, batch: RoundBatch, oracle: GradientOracle, own: State) -> ClientRun:
+        """Each client: K Armijo-SGD steps from ``x_t``; it uploads its model, its last step size ``eta_i`` and
+        its line search's loss evaluations at each step."""
+        run = local_steps(state["x"], batch, oracle, self.line_search(batch))
+        run.records["step_size"], run.records["tries"] = run.state  # [R, S, 1], [R, S, K]
+        return run
+
+    def server_round(self, state: State, run: ClientRun, batch: RoundBatch) -> tuple[State, Metrics]:
+        """``x_{t+1} = x_t + eta_g Delta_t`` with ``eta_g = 1`` or ``max_i eta_i``."""
+        eta_i, tries = run.records["step_size"], run.records["tries"]
         eta_max_i = eta_i.amax(dim=1, keepdim=True)
         eta_g = 1.0 if self.server_step_size == "one" else eta_max_i
-        x_next, _ = server_step(server_opt.sgd(eta_g), {}, x, run, batch)  # x + eta_g Delta
+        x_next, _ = server_step(server_opt.sgd(eta_g), {}, state["x"], run, batch)  # x + eta_g Delta
+        evaluations = tries.amax(dim=1, keepdim=True).sum(-1, keepdim=True)  # a step costs its slowest client's
         metrics = {"train_loss": batch.weights @ run.mean_loss, "eta_g": eta_g,
                    "client_step_mean": eta_i.mean(dim=1), "client_step_min": eta_i.amin(dim=1),
-                   "client_step_max": eta_max_i, "loss_evaluations_per_step": evaluations / K}
+                   "client_step_max": eta_max_i, "loss_evaluations_per_step": evaluations / batch.local_steps}
         return {**state, "x": x_next}, metrics
 
 

@@ -20,12 +20,21 @@ The variants are one class with a different server optimizer, not subclasses; Fe
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import ClassVar, Protocol
 
 from torch import Tensor
 
 from fedcore import server_opt
-from fedcore.algorithms.base import Metrics, RoundBatch, Schedule, State, as_runs, schedule_at, server_step
+from fedcore.algorithms.base import (
+    Metrics,
+    RoundBatch,
+    Schedule,
+    State,
+    as_runs,
+    federated_round,
+    schedule_at,
+    server_step,
+)
 from fedcore.algorithms.client import ClientRule, ClientRun, chain, learning_rate, local_steps
 from fedcore.checks import check_keywords, check_positive
 from fedcore.params import GradientOracle
@@ -63,10 +72,13 @@ class FedOpt:
         x = as_runs(x0).detach().clone()
         return {"x": x, "server": self.server.init(x)}
 
-    def round(self, state: State, batch: RoundBatch, oracle: GradientOracle) -> tuple[State, Metrics]:
-        return self.server_round(state, self.client_run(state, batch, oracle), batch)
+    client_state: ClassVar[tuple[str, ...]] = ()  # the clients keep nothing between rounds
+    client_reads: ClassVar[tuple[str, ...]] = ("x",)  # what the server sends them
 
-    def client_run(self, state: State, batch: RoundBatch, oracle: GradientOracle) -> ClientRun:
+    def round(self, state: State, batch: RoundBatch, oracle: GradientOracle) -> tuple[State, Metrics]:
+        return federated_round(self, state, batch, oracle)
+
+    def client_run(self, state: State, batch: RoundBatch, oracle: GradientOracle, own: State) -> ClientRun:
         """The clients' part of a round (Alg. 1, ClientUpdate): K steps of SGD (plus the ``correction``) from
         ``x_t = state["x"]`` on each of ``batch``'s clients.  It reads nothing of ``state`` but ``x``, what the
         server sends, so it runs alike on S clients at once (:meth:`round`) and on one client of a Flower node

@@ -22,11 +22,12 @@ the paper).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 from torch import Tensor
 
-from fedcore.algorithms.base import Metrics, RoundBatch, State, as_runs
-from fedcore.algorithms.client import chain, local_steps, scale, scale_by_rms
+from fedcore.algorithms.base import Metrics, RoundBatch, State, as_runs, federated_round
+from fedcore.algorithms.client import ClientRun, chain, local_steps, scale, scale_by_rms
 from fedcore.checks import check_positive, check_range
 from fedcore.params import GradientOracle
 
@@ -47,12 +48,23 @@ class LocalAdaptive:
         x = as_runs(x0).detach().clone()
         return {"x": x, "v": x.new_zeros(x.shape[0], num_clients, x.shape[-1])}
 
+    client_state: ClassVar[tuple[str, ...]] = ("v",)  # each client's second moment, kept by the client
+    client_reads: ClassVar[tuple[str, ...]] = ("x",)
+
     def round(self, state: State, batch: RoundBatch, oracle: GradientOracle) -> tuple[State, Metrics]:
-        rule = chain(scale_by_rms(self.beta, batch.rows_of(state["v"])), scale(self.lr))  # lines 6, 8/10
+        return federated_round(self, state, batch, oracle)
+
+    def client_run(self, state: State, batch: RoundBatch, oracle: GradientOracle, own: State) -> ClientRun:
+        """Each client: q steps ``x_i <- x_i - eta g_i / sqrt(v_i)`` from the server model; it keeps ``v_i``."""
+        rule = chain(scale_by_rms(self.beta, own["v"]), scale(self.lr))  # lines 6, 8/10
         run = local_steps(state["x"], batch, oracle, rule)
-        (V, _) = run.state
-        metrics = {"train_loss": batch.weights @ run.mean_loss}
-        return {**state, "x": batch.weights @ run.X, "v": batch.write_rows(state["v"], V)}, metrics
+        run.keeps["v"] = run.state[0]
+        return run
+
+    def server_round(self, state: State, run: ClientRun, batch: RoundBatch) -> tuple[State, Metrics]:
+        """The server averages the clients' models, nothing else."""
+        return {**state, "x": batch.weights @ run.X}, {"train_loss": batch.weights @ run.mean_loss}
+
 
 def local_adaptive(lr: float, *, beta: float = 0.5) -> LocalAdaptive:
     """Naive local-adaptive FedAvg (Wu et al., Algorithm 1), which can diverge (their Theorem 1)."""

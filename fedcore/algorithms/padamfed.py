@@ -61,13 +61,23 @@ from __future__ import annotations
 import math
 import warnings
 from dataclasses import dataclass
+from typing import ClassVar
 
 import torch
 from torch import Tensor
 
-from fedcore.algorithms.base import Metrics, RoundBatch, State, as_runs, every_client_gradient, round_gradient
+from fedcore.algorithms.base import (
+    Metrics,
+    RoundBatch,
+    State,
+    as_runs,
+    every_client_gradient,
+    federated_round,
+    round_gradient,
+)
 from fedcore.algorithms.client import (
     ClientRule,
+    ClientRun,
     accumulate_directions,
     accumulate_gradients,
     add,
@@ -153,41 +163,80 @@ class PAdaMFed:
         summed = [accumulate_directions()] if self.server_momentum == "mean_direction" else []  # state[1][-1]
         return chain(accumulate_gradients(), chain(*direction, *summed), *normalized, learning_rate(self.eta))
 
+    client_state: ClassVar[tuple[str, ...]] = ("c_i",)  # each client's c_i, kept by the client
+
+    @property
+    def client_reads(self) -> tuple[str, ...]:
+        """What the server sends its clients: theta^t, c^{t-1}, g^{t-1} (and theta^{t-1} for the STORM direction)."""
+        return ("x", "c", "g", "x_prev") if self.variance_reduction else ("x", "c", "g")
+
     def round(self, state: State, batch: RoundBatch, oracle: GradientOracle) -> tuple[State, Metrics]:
         if self.rounds is not None:
             self.check_run(batch.clients_per_round, batch.local_steps, max(self.rounds, batch.t + 1))
-        if int(state["t"]) == 0:
-            self._check_weights(batch)
-            if self.initialization != "zeros":
-                state = self._initialize(state, batch, oracle)
-        x, c, g, K = state["x"], state["c"], state["g"], batch.local_steps
-        c_i = batch.rows_of(state["c_i"])
+        return federated_round(self, state, batch, oracle)
+
+    def prologue(self, state: State) -> str | None:
+        """Line 1 before round 0: on every client (``"every_client"``), the round's sampled clients
+        (``"first_round"``), or not at all (``"zeros"``)."""
+        if int(state["t"]) != 0 or self.initialization == "zeros":
+            return None
+        return "every" if self.initialization == "every_client" else "sampled"
+
+    def client_prologue(self, state: State, batch: RoundBatch, oracle: GradientOracle,
+                        own: State) -> tuple[State, State]:
+        """Line 1 on a client: ``c_i^{-1}``, its gradient at theta^0 on all its samples (``"every_client"``: the
+        expectation of the text's mean over K minibatches) or on the round's K minibatches (``"first_round"``);
+        uploaded and kept."""
+        if self.initialization == "every_client":
+            c_i = every_client_gradient(state["x"], batch, oracle, clients=batch.clients[0])
+        else:
+            c_i = round_gradient(state["x"], batch, oracle)  # (1/K) sum_k grad F(theta^0; xi_i^k) (mean loss)
+        return {"c_i": c_i}, {"c_i": c_i}
+
+    def server_prologue(self, state: State, records: State, batch: RoundBatch) -> State:
+        """Line 1 on the server: ``c^{-1}`` the clients' mean, ``g^{-1} = c^{-1}``; ``"first_round"`` also sets
+        ``c_i^{-1} = c^{-1}`` for the clients not sampled (so c stays the mean of the c_i), a write into the
+        clients' state that only a simulation can make (:meth:`not_distributable`)."""
+        c = records["c_i"].mean(1, keepdim=True)
+        state = {**state, "c": c, "g": c.clone()}
+        if self.initialization == "first_round":
+            state["c_i"] = batch.write_rows(c.expand(-1, batch.num_clients, -1).clone(), records["c_i"])
+        return state
+
+    def not_distributable(self) -> str | None:
+        """Why this configuration cannot run with its clients' state on the clients (:mod:`fedcore.flower`), or
+        None."""
+        if self.initialization == "first_round":
+            return ("initialization='first_round': its server sets every unsampled client's c_i^{-1} to the first "
+                    "round's mean, state that lives on the clients; use 'every_client' (the text's line 1) or 'zeros'")
+        return None
+
+    def client_run(self, state: State, batch: RoundBatch, oracle: GradientOracle, own: State) -> ClientRun:
+        """Lines 4-11 on each client: K steps of line 7 (or its STORM form) and line 8, then ``c_i^t`` (line 10);
+        it keeps ``c_i^t`` and uploads ``theta_i^{t,K}`` and ``c_i^t - c_i^{t-1}`` (and its mean direction)."""
+        x, c, g, K, c_i = state["x"], state["c"], state["g"], batch.local_steps, own["c_i"]
         run = local_steps(x, batch, oracle, self.client_rule(c, c_i, g, state.get("x_prev")))
         c_i_new = run.state[0] / K                                                   # line 10
+        run.records["c_delta"], run.keeps["c_i"] = c_i_new - c_i, c_i_new
+        if self.server_momentum == "mean_direction":
+            run.records["direction"] = run.state[1][-1] / K  # (1/K) sum_k g_i^{t,k}
+        return run
+
+    def server_round(self, state: State, run: ClientRun, batch: RoundBatch) -> tuple[State, Metrics]:
+        """Lines 13-16: ``g_bar``, ``theta^{t+1} = theta^t - gamma g_bar``, ``c^t``, ``g^t``."""
+        if int(state["t"]) == 0:
+            self._check_weights(batch)
+        x, c, g, K = state["x"], state["c"], state["g"], batch.local_steps
         g_bar = batch.weights @ (x - run.X) / (self.eta * K)                         # line 13 (w_i = 1/S)
         if self.server_momentum == "mean_direction":  # (1/S) sum_i (1/K) sum_k g_i^{t,k}
-            g_next = (run.state[1][-1] / K).mean(1, keepdim=True)
+            g_next = run.records["direction"].mean(1, keepdim=True)
         else:  # line 16, with c^{t-1}
-            g_next = self.beta * ((c_i_new - c_i).mean(1, keepdim=True) + c) + (1 - self.beta) * g
+            g_next = self.beta * (run.records["c_delta"].mean(1, keepdim=True) + c) + (1 - self.beta) * g
         new_state = {**state, "x": x - self.gamma * g_bar, "g": g_next, "t": state["t"] + 1,   # line 14
-                     **refresh_control_variates(state, batch, c_i_new)}             # line 15
+                     "c": refresh_control_variates(c, run.records["c_delta"], batch.num_clients)}  # line 15
         if self.variance_reduction:
             new_state["x_prev"] = x
         return new_state, {"train_loss": batch.weights @ run.mean_loss}
-
-    def _initialize(self, state: State, batch: RoundBatch, oracle: GradientOracle) -> State:
-        """Line 1.  ``"every_client"``: ``c_i^{-1}`` = each of the N clients' gradient at theta^0 on all its samples
-        (the expectation of the text's mean over K minibatches), ``c^{-1}`` their mean.  ``"first_round"``: the
-        sampled clients only, on the round's K minibatches, ``c_i^{-1} = c^{-1}`` (their mean) for the others.
-        Both: ``g^{-1} = c^{-1}``."""
-        if self.initialization == "every_client":
-            c_i = every_client_gradient(state["x"], batch, oracle)  # [R, N, d]
-            c = c_i.mean(1, keepdim=True)
-            return {**state, "c": c, "c_i": c_i, "g": c.clone()}
-        c_i = round_gradient(state["x"], batch, oracle)  # (1/K) sum_k grad F(theta^0; xi_i^k) (mean loss)
-        c = c_i.mean(1, keepdim=True)
-        everyone = batch.write_rows(c.expand(-1, batch.num_clients, -1).clone(), c_i)
-        return {**state, "c": c, "c_i": everyone, "g": c.clone()}
 
     def _check_weights(self, batch: RoundBatch) -> None:
         """Warn when the round's client weights are not uniform: line 13's ``g_bar`` would weight the clients by

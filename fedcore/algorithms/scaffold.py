@@ -15,6 +15,7 @@ With ``c = c_i = 0`` the first round is exactly FedAvg's.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 import torch
 from torch import Tensor
@@ -26,11 +27,12 @@ from fedcore.algorithms.base import (
     Schedule,
     State,
     as_runs,
+    federated_round,
     round_gradient,
     schedule_at,
     server_step,
 )
-from fedcore.algorithms.client import add, chain, learning_rate, local_steps
+from fedcore.algorithms.client import ClientRun, add, chain, learning_rate, local_steps
 from fedcore.algorithms.fedopt import server_learning_rate
 from fedcore.checks import check_choice
 from fedcore.params import GradientOracle
@@ -43,13 +45,10 @@ def control_variates(x0: Tensor, num_clients: int) -> State:
     return {"c": torch.zeros_like(x0), "c_i": x0.new_zeros(x0.shape[0], num_clients, x0.shape[-1])}
 
 
-def refresh_control_variates(state: State, batch: RoundBatch, c_i_new: Tensor) -> State:
-    """``c <- c + (1/N) sum_{i in S} (c_i+ - c_i)`` and the sampled rows ``c_i <- c_i+``, written in place
-    (SCAFFOLD; PAdaMFed and SCAFFOLD-M keep the same bookkeeping)."""
-    c_i_old = batch.rows_of(state["c_i"])
-    num_clients = state["c_i"].shape[1]
-    c = state["c"] + (c_i_new - c_i_old).sum(1, keepdim=True) / num_clients  # (S/N) mean_i (c_i+ - c_i)
-    return {"c": c, "c_i": batch.write_rows(state["c_i"], c_i_new)}
+def refresh_control_variates(c: Tensor, c_delta: Tensor, num_clients: int) -> Tensor:
+    """``c + (1/N) sum_{i in S} (c_i+ - c_i)`` from the sampled clients' changes ``c_delta [R, S, d]``, which they
+    upload (SCAFFOLD; PAdaMFed's line 15 and SCAFFOLD-M keep the same bookkeeping).  The clients keep ``c_i+``."""
+    return c + c_delta.sum(1, keepdim=True) / num_clients  # (S/N) mean_i (c_i+ - c_i)
 
 
 @dataclass(frozen=True)
@@ -70,17 +69,30 @@ class Scaffold:
         x = as_runs(x0).detach().clone()
         return {"x": x, "server": self.server.init(x), **control_variates(x, num_clients)}
 
+    client_state: ClassVar[tuple[str, ...]] = ("c_i",)  # each client's control variate, kept by the client
+    client_reads: ClassVar[tuple[str, ...]] = ("x", "c")
+
     def round(self, state: State, batch: RoundBatch, oracle: GradientOracle) -> tuple[State, Metrics]:
-        x, c, c_i = state["x"], state["c"], batch.rows_of(state["c_i"])
+        return federated_round(self, state, batch, oracle)
+
+    def client_run(self, state: State, batch: RoundBatch, oracle: GradientOracle, own: State) -> ClientRun:
+        """Each client: ``y <- y - eta_l (g(y) - c_i + c)`` K times, then ``c_i+`` (option II or I); it keeps
+        ``c_i+`` and uploads ``y_K`` and ``c_i+ - c_i``."""
+        x, c, c_i = state["x"], state["c"], own["c_i"]
         eta_l, K = schedule_at("client_lr", self.client_lr, batch.t), batch.local_steps
         run = local_steps(x, batch, oracle, chain(add(c - c_i), learning_rate(eta_l)))  # y -= eta_l (g - c_i + c)
         if self.option == "II":
             c_i_new = c_i - c + (x - run.X) / (K * eta_l)
         else:
             c_i_new = round_gradient(x, batch, oracle)
-        x_next, server = server_step(self.server, state["server"], x, run, batch)
-        new_state = {**state, "x": x_next, "server": server, **refresh_control_variates(state, batch, c_i_new)}
-        return new_state, {"train_loss": batch.weights @ run.mean_loss}
+        run.records["c_delta"], run.keeps["c_i"] = c_i_new - c_i, c_i_new
+        return run
+
+    def server_round(self, state: State, run: ClientRun, batch: RoundBatch) -> tuple[State, Metrics]:
+        """``x <- x + server(Delta_t)``, ``c <- c + (1/N) sum_i (c_i+ - c_i)``."""
+        x_next, server = server_step(self.server, state["server"], state["x"], run, batch)
+        c = refresh_control_variates(state["c"], run.records["c_delta"], batch.num_clients)
+        return {**state, "x": x_next, "server": server, "c": c}, {"train_loss": batch.weights @ run.mean_loss}
 
 
 def scaffold(client_lr: float | Schedule, *, server_lr: float = 1.0, option: str = "II") -> Scaffold:

@@ -1,18 +1,20 @@
 """fedcore's algorithms on Flower's engine (``pip install fedcore[flower]``, Flower's Message API, ``flwr`` pinned).
 
 One fedcore algorithm runs as a Flower app from the same rules :func:`fedcore.simulate` calls, with no copy of
-the algorithm: the algorithm's ``client_run(state, batch, oracle)`` is the node's train handler on its one client
-(:func:`client_app`), its ``server_round(state, run, batch)`` is the strategy's aggregation
-(:class:`FedcoreStrategy`, a :class:`flwr.serverapp.strategy.Strategy`).  The strategy draws each round's clients and
-their minibatch rows with fedcore's own sampler (:func:`fedcore.run.sample_round`, from the run's seed), so a run on
-Flower equals ``simulate`` with the same seed.
+the algorithm: an algorithm's round is its clients' part and its server's part
+(:func:`fedcore.algorithms.base.federated_round`); the clients' part (``client_run``, and ``client_prologue`` where
+the algorithm has a first exchange) is a node's train handler on its one client (:func:`client_app`), the server's
+part (``server_round``, ``server_prologue``) is the strategy's aggregation (:class:`FedcoreStrategy`, a
+:class:`flwr.serverapp.strategy.Strategy`).  What a client keeps between rounds (SCAFFOLD's and PAdaMFed's ``c_i``,
+FAFED's last iterate, the local-adaptive ``v_i``) lives in its node's ``Context.state``; what it uploads beyond its
+model travels as records (control-variate changes, FedLi-LS's step sizes, FAFED's momenta).  The strategy draws each
+round's clients and their minibatch rows with fedcore's own sampler (:func:`fedcore.run.sample_round`, from the run's
+seed), so a run on Flower equals ``simulate`` with the same seed, for every algorithm of ``ALGORITHMS``.
 
-Carried so far: the algorithms whose round is local steps on the server's model then a server rule on the clients'
-models (:data:`CARRIED`: FedAvg, FedAvgM, FedAdagrad, FedAdam, FedYogi, FedAMS, FedProx, FedExP, FedLi-LU); the
-others (per-client state such as SCAFFOLD's ``c_i``, FedLi-LS's step sizes) are refused by name
-(:func:`check_carried`).
+An algorithm that defines only ``round``, or a configuration whose server writes the clients' state (PAdaMFed's
+``initialization="first_round"``), is refused by name (:func:`check_carried`).
 """
 
-from fedcore.flower.app import CARRIED, FedcoreStrategy, LocalGrid, check_carried, client_app, run_local
+from fedcore.flower.app import FedcoreStrategy, LocalGrid, check_carried, client_app, run_local
 
-__all__ = ["CARRIED", "FedcoreStrategy", "LocalGrid", "check_carried", "client_app", "run_local"]
+__all__ = ["FedcoreStrategy", "LocalGrid", "check_carried", "client_app", "run_local"]

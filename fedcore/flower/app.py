@@ -1,15 +1,19 @@
 """A fedcore algorithm as a Flower app: :class:`FedcoreStrategy` (the server) and :func:`client_app` (a node).
 
-One round on Flower, for an algorithm of :data:`CARRIED` (Reddi et al.'s Algorithm 1 and its kin):
+One round on Flower is :func:`fedcore.algorithms.base.federated_round` with its two parts in different processes:
 
-    server:  clients, weights, rows <- sample_round(data, t, S, K, B, seed)     (fedcore's sampler)
-             send x_t and client i's rows [K, B] to client i's node              (configure_train)
-    node i:  X_i <- client_run({"x": x_t}, one-client batch, oracle)            (the algorithm's client rule)
-             reply X_i - x_t and its mean minibatch loss
-    server:  x_{t+1}, state <- server_round(state, stacked replies, batch)      (the algorithm's server rule)
+    server:  clients, weights, rows <- sample_round(data, t, S, K, B, seed)          (fedcore's sampler)
+             [prologue, when the algorithm has one due (FAFED's m_0, PAdaMFed's line 1): the same exchange first]
+             send what the clients read (algorithm.client_reads: x_t, SCAFFOLD's c, ...) and client i's rows [K, B]
+             to client i's node                                                      (configure_train)
+    node:    own <- client i's state in the node's Context.state (SCAFFOLD's c_i; the algorithm's init the first time)
+             run <- algorithm.client_run(sent, one-client batch, oracle, own)        (the algorithm's client rule)
+             keep run.keeps in Context.state; reply X_i - x_t, the loss and run.records (c_i+ - c_i, step sizes, ...)
+    server:  state, metrics <- algorithm.server_round(state, stacked replies, batch)  (the algorithm's server rule)
 
 so the client rule and the server rule are the ones :func:`fedcore.simulate` runs, and the same seed draws the same
-clients and minibatches: three rounds equal ``simulate`` (``tests/test_flower.py``).  The rows a node receives index
+clients and minibatches: three rounds equal ``simulate`` for every algorithm of ``ALGORITHMS``
+(``tests/test_flower.py``).  Per-client state lives on the nodes, not on the server.  The rows a node receives index
 the federation's pool of samples (client i's are ``offsets[i] : offsets[i] + sizes[i]``); a node holds the pool
 (:func:`client_app`'s ``problem``).
 """
@@ -24,34 +28,38 @@ import torch
 from flwr.app import ArrayRecord, ConfigRecord, Context, Message, MetricRecord, RecordDict
 from flwr.clientapp import ClientApp
 from flwr.serverapp import Grid
-from flwr.serverapp.strategy import Strategy
+from flwr.serverapp.strategy import Result, Strategy
 from torch import Tensor
 
-from fedcore.algorithms.base import RoundBatch
+from fedcore.algorithms.base import RoundBatch, State
 from fedcore.algorithms.client import ClientRun
-from fedcore.algorithms.fedopt import FedOpt
 from fedcore.checks import check_choice, check_int, check_seed
 from fedcore.data.federated import FederatedData
 from fedcore.params import GradientOracle
 from fedcore.problem import Problem
 from fedcore.run import sample_round
 
-CARRIED: tuple[type, ...] = (FedOpt,)
-"""The algorithm classes a Flower app can carry so far: local steps on the server's model, then a server rule on the
-clients' models (:class:`fedcore.algorithms.FedOpt` and its subclasses: FedAvg, FedAvgM, FedAdagrad, FedAdam,
-FedYogi, FedAMS, FedProx, FedExP, FedLi-LU)."""
 WEIGHTINGS = ("samples", "uniform")
+PHASES = ("prologue", "train")
+"""The two kinds of train message: an algorithm's prologue (:func:`fedcore.algorithms.base.run_prologue`) and its
+round's local steps."""
 
 
 def check_carried(algorithm: Any) -> Any:
-    """``algorithm`` if a Flower app can carry it (:data:`CARRIED`), else a ``ValueError`` naming it, before any
-    message or process."""
-    if not isinstance(algorithm, CARRIED):
-        name = getattr(algorithm, "name", type(algorithm).__name__)
-        raise ValueError(f"algorithm={name!r} cannot run on Flower yet: fedcore.flower carries the FedOpt family "
-                         "(FedAvg, FedAvgM, FedAdagrad, FedAdam, FedYogi, FedAMS, FedProx, FedExP, FedLi-LU); "
-                         "per-client state (SCAFFOLD's c_i, PAdaMFed's, FAFED's momentum) and FedLi-LS's step "
-                         "sizes are not carried")
+    """``algorithm`` if a Flower app can carry it, else a ``ValueError`` naming it, before any message or process.
+    It can when its round is a clients' part and a server's part (``client_run``, ``server_round``:
+    :func:`fedcore.algorithms.base.federated_round`; every algorithm of ``ALGORITHMS``) and its configuration keeps
+    the clients' state on the clients (``not_distributable()`` says why not: PAdaMFed's ``first_round``)."""
+    name = getattr(algorithm, "name", type(algorithm).__name__)
+    missing = [method for method in ("init", "client_run", "server_round") if not callable(getattr(algorithm, method,
+                                                                                                   None))]
+    if missing:
+        raise ValueError(f"algorithm={name!r} cannot run on Flower: it has no {' or '.join(missing)}; fedcore.flower "
+                         "runs an algorithm's clients' part and server's part in different processes (write the round "
+                         "as client_run and server_round: fedcore.algorithms.base.federated_round)")
+    refusal = algorithm.not_distributable() if callable(getattr(algorithm, "not_distributable", None)) else None
+    if refusal:
+        raise ValueError(f"algorithm={name!r} cannot run on Flower with {refusal}")
     return algorithm
 
 
@@ -65,13 +73,24 @@ def tensor_of(record: ArrayRecord, like: Tensor) -> Tensor:
     return record.to_torch_state_dict()["value"].to(like.device, like.dtype)
 
 
+def tensors_record(tensors: Mapping[str, Tensor]) -> ArrayRecord:
+    """Named tensors as one ``ArrayRecord`` (on the CPU, their shapes and dtypes kept)."""
+    return ArrayRecord(torch_state_dict={key: value.detach().cpu().contiguous() for key, value in tensors.items()})
+
+
+def tensors_of(record: ArrayRecord, device: torch.device | str) -> dict[str, Tensor]:
+    """The named tensors of :func:`tensors_record`'s ``record``, on ``device``."""
+    return {key: value.to(device) for key, value in record.to_torch_state_dict().items()}
+
+
 class FedcoreStrategy(Strategy):
     """The server of a fedcore algorithm on Flower's Message API.  Each round draws the clients and their
     minibatch rows with fedcore's sampler from ``seed`` (as :func:`fedcore.simulate` does), sends each client's
-    node the model and its rows (``nodes``: client id -> node id; None: node id = client id), and aggregates the
-    replies with the algorithm's ``server_round``.  The server state (the model and, e.g., FedAdam's moments) stays
-    here; :attr:`history` keeps each round's metrics and its wall time (``seconds``: sampling, the messages, the
-    nodes' work and the server rule)."""
+    node what the algorithm's clients read and its rows (``nodes``: client id -> node id; None: node id = client
+    id), runs the algorithm's prologue first when one is due, and aggregates the replies with the algorithm's
+    ``server_round``.  The server state (the model and, e.g., FedAdam's moments, SCAFFOLD's ``c``) stays here, the
+    clients' own state (``algorithm.client_state``) on their nodes; :attr:`history` keeps each round's metrics
+    and its wall time (``seconds``: sampling, the messages, the nodes' work and the server rule)."""
 
     def __init__(self, algorithm: Any, data: FederatedData, x0: Tensor, *, clients_per_round: int, local_steps: int,
                  batch_size: int, seed: int = 0, weighting: str = "samples",
@@ -88,10 +107,25 @@ class FedcoreStrategy(Strategy):
         self.sampler = torch.Generator().manual_seed(seed)  # fedcore.simulate's streams for this seed
         self.batch_generator = torch.Generator(device=data.device).manual_seed(seed + 1)
         self.nodes = dict(nodes) if nodes is not None else None
-        self.state = algorithm.init(x0.reshape(1, 1, -1).to(data.device).clone(), data.num_clients)
+        state = algorithm.init(x0.reshape(1, 1, -1).to(data.device).clone(), data.num_clients)
+        on_clients = tuple(getattr(algorithm, "client_state", ()))
+        self.state: State = {key: value for key, value in state.items() if key not in on_clients}
+        self.round_state: State = self.state  # the state after this round's prologue (the round's start)
         self.batch: RoundBatch | None = None
+        self.sent: list[Message] = []
         self.started = 0.0
+        self.timeout = 3600.0
         self.history: list[dict[str, float]] = []
+
+    def start(self, grid: Grid, initial_arrays: ArrayRecord, num_rounds: int = 3, timeout: float = 3600,
+              **options: Any) -> Result:
+        """Flower's round loop, after the algorithm's own check of the run (PAdaMFed's step sizes were computed for
+        one S, K, T: ``check_run``), as :func:`fedcore.simulate` makes it before any work."""
+        if callable(getattr(self.algorithm, "check_run", None)):
+            self.algorithm.check_run(clients_per_round=self.settings["clients_per_round"],
+                                     local_steps=self.settings["local_steps"], rounds=num_rounds)
+        self.timeout = timeout
+        return super().start(grid, initial_arrays, num_rounds=num_rounds, timeout=timeout, **options)
 
     def node_of(self, client: int) -> int:
         """The node that holds ``client``'s data."""
@@ -103,31 +137,46 @@ class FedcoreStrategy(Strategy):
 
     def configure_train(self, server_round: int, arrays: ArrayRecord, config: ConfigRecord,
                         grid: Grid) -> Iterable[Message]:
-        """Round ``server_round`` (1-based; fedcore's ``t = server_round - 1``): one message per sampled client,
-        with the server's model, the client's id, the round and the client's minibatch rows ``[K, B]``."""
+        """Round ``server_round`` (1-based; fedcore's ``t = server_round - 1``): the prologue's exchange when one is
+        due (through ``grid``, at once), then one message per sampled client with what the clients read, the
+        client's id, the round and the client's minibatch rows ``[K, B]``."""
         self.started = time.perf_counter()
         batch = sample_round(self.data, server_round - 1, dtype=self.state["x"].dtype, sampler=self.sampler,
                              batch_generator=self.batch_generator, **self.settings)
-        self.batch = batch
-        x = array_record(self.state["x"].reshape(-1))
+        self.batch, state = batch, self.state
+        which = self.algorithm.prologue(state) if callable(getattr(self.algorithm, "prologue", None)) else None
+        if which is not None:
+            first = batch if which == "sampled" else batch.every_client()
+            asked = self._messages(first, state, "prologue")
+            records = self._records(server_round, first, asked, grid.send_and_receive(asked, timeout=self.timeout))
+            state = self.algorithm.server_prologue(state, records, first)
+        self.round_state = state
+        self.sent = self._messages(batch, state, "train")  # the engine gives each its id as it sends it
+        return self.sent
+
+    def _messages(self, batch: RoundBatch, state: State, phase: str) -> list[Message]:
+        sent = tensors_record({key: state[key] for key in self.algorithm.client_reads})
         messages = []
         for position, client in enumerate(batch.clients[0].tolist()):
-            content = RecordDict({"x": x, "rows": array_record(batch.rows[0, position]),
-                                  "config": ConfigRecord({"client": client, "t": server_round - 1})})
+            content = RecordDict({"state": sent, "rows": array_record(batch.rows[0, position]),
+                                  "config": ConfigRecord({"client": client, "t": batch.t, "phase": phase})})
             messages.append(Message(content=content, dst_node_id=self.node_of(client), message_type="train"))
         return messages
 
-    def aggregate_train(self, server_round: int,
-                        replies: Iterable[Message]) -> tuple[ArrayRecord | None, MetricRecord | None]:
-        """The algorithm's ``server_round`` on the clients' replies, in the order they were sampled; a reply with an
-        error (a node that failed) stops the run with its node and round, the state of the last completed round
-        kept."""
-        batch, x = self.batch, self.state["x"]
+    def _records(self, server_round: int, batch: RoundBatch, sent: list[Message],
+                 replies: Iterable[Message]) -> State:
+        """The replies' records stacked in the batch's client order ``[1, S, ...]``; a reply with an error (a node
+        that failed, or one the SuperLink reports unavailable) or a client without a reply stops the run with its
+        node and round, the state of the last completed round kept."""
         by_client: dict[int, Message] = {}
+        by_id = {message.metadata.message_id: message for message in sent if message.metadata.message_id}
         for reply in replies:
-            if reply.has_error():
-                raise RuntimeError(f"round {server_round}: node {reply.metadata.src_node_id} failed "
-                                   f"({reply.error.reason}); the state after round {server_round - 1} is kept")
+            if reply.has_error():  # the SuperLink answers for a node it lost: name the node the message was for
+                asked = by_id.get(reply.metadata.reply_to_message_id)
+                node = asked.metadata.dst_node_id if asked is not None else reply.metadata.src_node_id
+                client = f" (client {int(asked.content['config']['client'])})" if asked is not None else ""
+                raise RuntimeError(f"round {server_round}: node {node}{client} failed ({reply.error.reason}); the "
+                                   f"state after round {server_round - 1} is kept")
             by_client[int(reply.content["config"]["client"])] = reply
         clients = batch.clients[0].tolist()
         missing = [client for client in clients if client not in by_client]
@@ -135,10 +184,18 @@ class FedcoreStrategy(Strategy):
             raise RuntimeError(f"round {server_round}: no reply for clients {missing} (nodes "
                                f"{[self.node_of(c) for c in missing]}); the state after round {server_round - 1} "
                                "is kept")
-        moves = torch.stack([tensor_of(by_client[c].content["move"], x) for c in clients]).unsqueeze(0)
-        losses = torch.stack([tensor_of(by_client[c].content["loss"], x) for c in clients]).reshape(1, -1, 1)
-        run = ClientRun(x + moves, losses * batch.local_steps, None, batch.local_steps)
-        self.state, metrics = self.algorithm.server_round(self.state, run, batch)
+        uploads = [tensors_of(by_client[client].content["records"], self.data.device) for client in clients]
+        return {key: torch.cat([upload[key] for upload in uploads], dim=1) for key in uploads[0]}
+
+    def aggregate_train(self, server_round: int,
+                        replies: Iterable[Message]) -> tuple[ArrayRecord | None, MetricRecord | None]:
+        """The algorithm's ``server_round`` on the clients' replies, in the order they were sampled."""
+        batch, state = self.batch, self.round_state
+        records = self._records(server_round, batch, self.sent, replies)
+        x = state["x"]
+        move, loss_sum = records.pop("move"), records.pop("loss_sum")
+        run = ClientRun(x + move, loss_sum, None, batch.local_steps, records=records)
+        self.state, metrics = self.algorithm.server_round(state, run, batch)
         row = {key: float(value.reshape(-1)[0]) if isinstance(value, Tensor) else float(value)
                for key, value in metrics.items()}
         row["seconds"] = time.perf_counter() - self.started  # the round's wall time: messages, nodes, server rule
@@ -158,37 +215,61 @@ class FedcoreStrategy(Strategy):
 
 
 def client_app(problem: Problem, algorithm: Any, backend: str = "auto") -> ClientApp:
-    """A node's ``ClientApp`` for ``algorithm`` (:data:`CARRIED`): its train handler runs the algorithm's
-    ``client_run`` on the message's one client, from the message's model, on the message's rows of ``problem``'s
-    pool, and replies with the client's move ``X_K - x_t`` and its mean minibatch loss."""
+    """A node's ``ClientApp`` for ``algorithm``: its train handler runs the algorithm's client part
+    (:func:`client_reply`) for the message's one client, its own state kept in the node's ``Context.state``."""
     check_carried(algorithm)
     oracle = GradientOracle(problem.model, backend, problem.data.device)
     app = ClientApp()
 
     @app.train()
     def train(message: Message, context: Context) -> Message:
-        return client_reply(problem, algorithm, oracle, message)
+        return client_reply(problem, algorithm, oracle, message, context.state)
 
     return app
 
 
-def client_reply(problem: Problem, algorithm: Any, oracle: GradientOracle, message: Message) -> Message:
-    """The node's part of a round: ``algorithm.client_run`` on the message's one client, from the message's model,
-    on the message's rows of ``problem``'s pool; the reply holds the client's move ``X_K - x_t`` and its mean
-    minibatch loss."""
+def client_reply(problem: Problem, algorithm: Any, oracle: GradientOracle, message: Message,
+                 kept: RecordDict) -> Message:
+    """The node's part of a round for the message's one client: its own state from ``kept`` (the node's
+    ``Context.state``; the algorithm's ``init`` rows the first time), then the algorithm's ``client_prologue`` or
+    ``client_run`` (the message's ``phase``) from what the server sent, on the message's rows of ``problem``'s pool.
+    What the client keeps goes back into ``kept``; the reply holds what it uploads (``records``; after local steps
+    also its move ``X_K - x_t`` and its loss sum)."""
     check_carried(algorithm)
     data, config = problem.data, message.content["config"]
-    x = tensor_of(message.content["x"], problem.x0()).reshape(1, 1, -1)
+    client, phase = int(config["client"]), check_choice("phase", str(config["phase"]), PHASES)
+    sent = tensors_of(message.content["state"], data.device)
     rows = message.content["rows"].to_torch_state_dict()["value"].to(data.device)
-    client = int(config["client"])
+    own = _own_state(problem, algorithm, kept, client)
+    x = sent["x"]
     batch = RoundBatch(int(config["t"]), torch.tensor([client], device=data.device),
                        torch.ones(1, dtype=x.dtype, device=data.device), rows.unsqueeze(0),
                        data.inputs, data.targets, data.num_clients, sizes=data.sizes)
-    run = algorithm.client_run({"x": x}, batch, oracle)
-    content = RecordDict({"move": array_record((run.X - x).reshape(-1)),
-                          "loss": array_record(run.mean_loss.reshape(-1)),
-                          "config": ConfigRecord({"client": client})})
+    if phase == "prologue":
+        records, keeps = algorithm.client_prologue(sent, batch, oracle, own)
+    else:
+        run = algorithm.client_run(sent, batch, oracle, own)
+        records, keeps = {**run.records, "move": run.X - x, "loss_sum": run.loss_sum}, run.keeps
+    if keeps:
+        kept[_own_key(client)] = tensors_record({**own, **keeps})
+    content = RecordDict({"records": tensors_record(records), "config": ConfigRecord({"client": client})})
     return Message(content=content, reply_to=message)
+
+
+def _own_key(client: int) -> str:
+    return f"fedcore-client-{client}"
+
+
+def _own_state(problem: Problem, algorithm: Any, kept: RecordDict, client: int) -> State:
+    """Client ``client``'s own state ``[1, 1, ...]`` (``algorithm.client_state``): what it kept, or its rows of the
+    algorithm's ``init`` from the problem's x0 the first time (SCAFFOLD's ``c_i = 0``, FAFED's ``x_prev = x_0``)."""
+    keys = tuple(getattr(algorithm, "client_state", ()))
+    if not keys:
+        return {}
+    if _own_key(client) in kept:
+        return tensors_of(kept[_own_key(client)], problem.data.device)
+    initial = algorithm.init(problem.x0().reshape(1, 1, -1).to(problem.data.device), 1)
+    return {key: initial[key] for key in keys}
 
 
 class LocalGrid(Grid):
@@ -231,6 +312,7 @@ class LocalGrid(Grid):
     def send_and_receive(self, messages: Iterable[Message], *, timeout: float | None = None) -> Iterable[Message]:
         replies = []
         for message in messages:
+            message.metadata.__dict__["_message_id"] = message.object_id  # as an engine's grid names what it sends
             node = message.metadata.dst_node_id
             if node not in self.contexts:
                 raise ValueError(f"a message for node {node}, which this grid does not have ({list(self.contexts)})")

@@ -3,13 +3,19 @@ reading what to run from the run config and what a node holds from its node conf
 
 Run config (``[tool.flwr.app.config]`` of the app's ``pyproject.toml``, overridable with ``flwr run -c``):
 ``algorithm`` (a name of :data:`fedcore.algorithms.ALGORITHMS`), ``hyperparameters`` (JSON), ``rounds``,
-``clients`` (N), ``clients-per-round``, ``local-steps``, ``batch-size``, ``seed``, ``partition-seed``,
-``hidden`` (the MLP's hidden units; 0: logistic regression), ``test-samples``, ``output`` (a folder the ServerApp
-writes ``model.pt`` and ``history.json`` into; empty: nothing written).
+``clients`` (N), ``clients-per-round``, ``local-steps``, ``batch-size``, ``weighting`` (``samples`` or ``uniform``),
+``seed``, ``partition-seed``, ``hidden`` (the MLP's hidden units; 0: logistic regression), ``test-samples``,
+``round-timeout`` (seconds the server waits for a round's replies), ``output`` (a folder the ServerApp writes
+``model.pt`` and ``history.json`` into after every round; empty: nothing written).
 
 Node config (``flower-supernode --node-config "partition-id=0 num-partitions=3"``): the node holds the clients
 ``i`` with ``i % num-partitions == partition-id``.  The ServerApp asks every node for its partition (a ``query``
-message) before round 1, and sends each client's message to the node that holds it.
+message) before round 1, and sends each client's message to the node that holds it.  What a client keeps between
+rounds (SCAFFOLD's ``c_i`` ...) stays in its node's ``Context.state``.
+
+A node that stops mid-run (its SuperNode killed, its machine gone) is reported by the SuperLink once its heartbeats
+stop (Flower's patience: two missed 30 s heartbeats) or when ``round-timeout`` passes: the run stops with the round
+and the node, and ``output`` holds the model and the history of every round completed before it.
 """
 
 from __future__ import annotations
@@ -73,7 +79,7 @@ def train(message: Message, context: Context) -> Message:
         raise ValueError(f"client {client} is not held by this node (partition-id={part} of {parts})")
     problem = problem_of(context.run_config)
     oracle = GradientOracle(problem.model, "auto", problem.data.device)
-    return client_reply(problem, algorithm_of(context.run_config), oracle, message)
+    return client_reply(problem, algorithm_of(context.run_config), oracle, message, context.state)
 
 
 serverapp = ServerApp()
@@ -103,12 +109,17 @@ def main(grid: Grid, context: Context) -> None:
     strategy = FedcoreStrategy(algorithm_of(config), problem.data, problem.x0(), nodes=nodes,
                                clients_per_round=int(config["clients-per-round"]),
                                local_steps=int(config["local-steps"]), batch_size=int(config["batch-size"]),
-                               seed=int(config["seed"]))
-    try:
-        strategy.start(grid, array_record(problem.x0()), num_rounds=int(config["rounds"]), timeout=600)
-    finally:  # what was computed is written, also when a node failed mid-run
-        output = str(config.get("output", ""))
+                               weighting=str(config.get("weighting", "samples")), seed=int(config["seed"]))
+    output = str(config.get("output", ""))
+
+    def write(*_: Any) -> None:  # after every round (as Flower's evaluate_fn), so a failed round loses nothing
         if output:
             Path(output).mkdir(parents=True, exist_ok=True)
             torch.save(strategy.state["x"].reshape(-1).cpu(), Path(output) / "model.pt")
             (Path(output) / "history.json").write_text(json.dumps(strategy.history))
+
+    try:
+        strategy.start(grid, array_record(problem.x0()), num_rounds=int(config["rounds"]),
+                       timeout=float(config.get("round-timeout", 600)), evaluate_fn=write)
+    finally:  # what was computed is written, also when a node failed mid-run
+        write()
