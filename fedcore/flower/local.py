@@ -39,10 +39,22 @@ class Federation:
     folder: Path
     logs: dict[str, Path] = field(default_factory=dict)
     pids: list[int] = field(default_factory=list)
+    processes: dict[str, subprocess.Popen] = field(default_factory=dict, repr=False)
 
     def tail(self, name: str, characters: int = 2000) -> str:
         """The end of process ``name``'s log (``"superlink"``, ``"node0"`` ...)."""
         return self.logs[name].read_text()[-characters:] if name in self.logs else ""
+
+    def kill(self, name: str) -> None:
+        """Kill process ``name`` and everything it started at once (SIGKILL to its group), as a machine that goes
+        away would: what a SuperNode was computing is lost, it says goodbye to no one."""
+        if name not in self.processes:
+            raise ValueError(f"name={name!r} is not a process of this federation ({sorted(self.processes)})")
+        process = self.processes[name]
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+        _stop_group(process.pid)
 
 
 def _wait_for(port: int, process: subprocess.Popen, log: Path, seconds: float) -> None:
@@ -80,6 +92,7 @@ def local_federation(folder: str | os.PathLike, nodes: int = 3, start_seconds: f
                                    env=env, cwd=folder, start_new_session=True)
         processes.append(process)
         federation.pids.append(process.pid)
+        federation.processes[name] = process
         return process
 
     try:
@@ -122,10 +135,10 @@ def _stop_group(group: int, seconds: float = 10.0) -> None:
     time.sleep(0.5)
 
 
-def run_app(federation: Federation, app: str | os.PathLike, run_config: Mapping[str, Any],
-            timeout: float = 600.0) -> subprocess.CompletedProcess:
-    """``flwr run <app> deployment --stream`` on ``federation``, the ``run_config`` values overriding the app's (a
-    string goes as a TOML literal string, ``'...'``, so JSON's double quotes pass; it may not hold a single quote)."""
+def start_app(federation: Federation, app: str | os.PathLike, run_config: Mapping[str, Any]) -> subprocess.Popen:
+    """``flwr run <app> deployment --stream`` on ``federation``, started and not waited for (its output in pipes);
+    the ``run_config`` values override the app's (a string goes as a TOML literal string, ``'...'``, so JSON's
+    double quotes pass; it may not hold a single quote)."""
     for key, value in run_config.items():
         if isinstance(value, str) and "'" in value:
             raise ValueError(f"run_config[{key!r}]={value!r} holds a single quote, which flwr's --run-config cannot "
@@ -134,4 +147,17 @@ def run_app(federation: Federation, app: str | os.PathLike, run_config: Mapping[
                       for key, value in run_config.items())
     command = [str(BIN / "flwr"), "run", str(app), "deployment", "--stream"]
     command += ["--run-config", values] if values else []
-    return subprocess.run(command, env=federation.env, capture_output=True, text=True, timeout=timeout)
+    return subprocess.Popen(command, env=federation.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def run_app(federation: Federation, app: str | os.PathLike, run_config: Mapping[str, Any],
+            timeout: float = 600.0) -> subprocess.CompletedProcess:
+    """:func:`start_app`, waited for at most ``timeout`` seconds (then killed, and ``TimeoutExpired`` raised)."""
+    process = start_app(federation, app, run_config)
+    try:
+        stdout, stderr = process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.communicate()
+        raise
+    return subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
