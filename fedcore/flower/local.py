@@ -1,7 +1,10 @@
 """A Flower federation on this machine, as separate processes: a SuperLink and ``nodes`` SuperNodes on free
 localhost ports (insecure), each SuperNode given its partition through its node config, and a Flower configuration
-that names the SuperLink ``deployment``; :func:`run_app` runs an app on it with ``flwr run``.  Every process it
-starts is stopped when the ``with`` block ends, whatever happened in it (the tests and the benchmark use it)."""
+that names the SuperLink ``deployment``; :func:`run_app` runs an app on it with ``flwr run``.  With
+``simulation=True`` it is Flower's Simulation Engine instead: one SuperLink with ``--simulation``, whose ``nodes``
+virtual SuperNodes run in Ray actors (``pip install fedcore[flower]`` brings ``flwr[simulation]``), each given
+``partition-id`` and ``num-partitions`` by the engine.  Every process it starts is stopped when the ``with`` block
+ends, whatever happened in it (the tests and the benchmark use it)."""
 
 from __future__ import annotations
 
@@ -17,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fedcore.checks import check_int
+from fedcore.checks import check_bool, check_int
 
 BIN = Path(sys.executable).parent
 """Where the environment's ``flower-superlink``, ``flower-supernode``, ``flower-superexec`` and ``flwr`` are."""
@@ -40,6 +43,8 @@ class Federation:
     logs: dict[str, Path] = field(default_factory=dict)
     pids: list[int] = field(default_factory=list)
     processes: dict[str, subprocess.Popen] = field(default_factory=dict, repr=False)
+    options: list[str] = field(default_factory=list)
+    """What ``flwr run`` adds for this federation (the simulation's ``--federation-config num-supernodes=N``)."""
 
     def tail(self, name: str, characters: int = 2000) -> str:
         """The end of process ``name``'s log (``"superlink"``, ``"node0"`` ...)."""
@@ -70,11 +75,14 @@ def _wait_for(port: int, process: subprocess.Popen, log: Path, seconds: float) -
 
 
 @contextmanager
-def local_federation(folder: str | os.PathLike, nodes: int = 3, start_seconds: float = 60.0) -> Iterator[Federation]:
+def local_federation(folder: str | os.PathLike, nodes: int = 3, start_seconds: float = 60.0,
+                     simulation: bool = False) -> Iterator[Federation]:
     """Start a SuperLink and ``nodes`` SuperNodes (``partition-id = 0 .. nodes - 1`` of ``nodes``) under
-    ``folder``, each in its own process group, and stop them all when the block ends.  Apps run in this
+    ``folder``, each in its own process group, and stop them all when the block ends; ``simulation=True``: a
+    SuperLink of Flower's Simulation Engine, whose runs get ``nodes`` virtual SuperNodes.  Apps run in this
     environment (``--disable-runtime-dependency-installation``: nothing is installed at run time)."""
     check_int("nodes", nodes)
+    check_bool("simulation", simulation)
     folder = Path(folder)
     home = folder / "flwr"
     home.mkdir(parents=True, exist_ok=True)
@@ -82,7 +90,8 @@ def local_federation(folder: str | os.PathLike, nodes: int = 3, start_seconds: f
     (home / "config.toml").write_text(f'[superlink]\ndefault = "deployment"\n\n[superlink.deployment]\n'
                                       f'address = "127.0.0.1:{link}"\ninsecure = true\n')
     env = {**os.environ, "FLWR_HOME": str(home), "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
-    federation = Federation(env, folder)
+    federation = Federation(env, folder, options=["--federation-config", f"num-supernodes={nodes}"] if simulation
+                            else [])
     processes: list[subprocess.Popen] = []
 
     def start(name: str, *args: str) -> subprocess.Popen:
@@ -97,9 +106,9 @@ def local_federation(folder: str | os.PathLike, nodes: int = 3, start_seconds: f
 
     try:
         superlink = start("superlink", "flower-superlink", "--insecure", "--port", str(link),
-                          "--disable-runtime-dependency-installation")
+                          "--disable-runtime-dependency-installation", *(["--simulation"] if simulation else []))
         _wait_for(link, superlink, federation.logs["superlink"], start_seconds)
-        for part in range(nodes):
+        for part in range(0 if simulation else nodes):
             port = free_port()
             node = start(f"node{part}", "flower-supernode", "--insecure", "--superlink", f"127.0.0.1:{link}",
                          "--port", str(port), "--node-config", f"partition-id={part} num-partitions={nodes}")
@@ -136,16 +145,16 @@ def _stop_group(group: int, seconds: float = 10.0) -> None:
 
 
 def start_app(federation: Federation, app: str | os.PathLike, run_config: Mapping[str, Any]) -> subprocess.Popen:
-    """``flwr run <app> deployment --stream`` on ``federation``, started and not waited for (its output in pipes);
-    the ``run_config`` values override the app's (a string goes as a TOML literal string, ``'...'``, so JSON's
-    double quotes pass; it may not hold a single quote)."""
+    """``flwr run <app> deployment --stream`` (and the federation's options) on ``federation``, started and not
+    waited for (its output in pipes); the ``run_config`` values override the app's (a string goes as a TOML literal
+    string, ``'...'``, so JSON's double quotes pass; it may not hold a single quote)."""
     for key, value in run_config.items():
         if isinstance(value, str) and "'" in value:
             raise ValueError(f"run_config[{key!r}]={value!r} holds a single quote, which flwr's --run-config cannot "
                              "carry in a TOML literal string")
     values = " ".join(f"{key}='{value}'" if isinstance(value, str) else f"{key}={value}"
                       for key, value in run_config.items())
-    command = [str(BIN / "flwr"), "run", str(app), "deployment", "--stream"]
+    command = [str(BIN / "flwr"), "run", str(app), "deployment", "--stream", *federation.options]
     command += ["--run-config", values] if values else []
     return subprocess.Popen(command, env=federation.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
