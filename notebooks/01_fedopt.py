@@ -109,7 +109,7 @@ print(f"SCALE={SCALE}: {experiment.SCALES[SCALE]}")
 # client loop, then the server optimizer), and the server rule is the paper's lines:
 
 # %%
-print(inspect.getsource(fedcore.algorithms.FedOpt.round))
+print(inspect.getsource(fedcore.algorithms.FedOpt.server_round))
 print(inspect.getsource(server_opt._adaptive))
 
 # %% [markdown]

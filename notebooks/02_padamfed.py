@@ -159,7 +159,8 @@ with pd.option_context("display.max_colwidth", None):
 
 # %%
 print(inspect.getsource(PAdaMFed.client_rule))
-print(inspect.getsource(PAdaMFed.round))
+print(inspect.getsource(PAdaMFed.client_run))
+print(inspect.getsource(PAdaMFed.server_round))
 
 # %% [markdown]
 # ### 1a. Scaling $f$: invariant by construction

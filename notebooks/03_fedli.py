@@ -113,10 +113,12 @@ print(f"SCALE={SCALE}: {experiment.SCALES[SCALE]}; seeds {seeds}")
 # "Hyper-parameter-free" means the server's step: both still carry constants ($c$, $\beta_b$, $\rho$,
 # $\eta_{\max}$; $\eta$, $\mu$, $\lambda$, $\epsilon$ and the clients' SGD rate), set once, not tuned per task.
 #
-# The fedcore code of FedLi-LS's round (the line search is `fedcore.algorithms.client.armijo`):
+# The fedcore code of FedLi-LS's round, its clients' part and its server's part (the line search is
+# `fedcore.algorithms.client.armijo`):
 
 # %%
-print(inspect.getsource(FedLiLS.round))
+print(inspect.getsource(FedLiLS.client_run))
+print(inspect.getsource(FedLiLS.server_round))
 
 # %% [markdown]
 # **Lemma 3** (as we read it; its equations were lost in our copy of the text): for convex $f_i$, Armijo descent on

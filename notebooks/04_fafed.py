@@ -310,11 +310,14 @@ display(explorer)
 # NeurIPS 2021) is the same recursion with $A_t = I$; in fedcore it is `FAFED(adaptive=False)`.
 #
 # The fedcore code, as committed. One round is one period of $q$ local steps on all clients at once
-# (matrices $X, M, V \in \mathbb R^{S \times d}$); the first round also does the initialization:
+# (matrices $X, M, V \in \mathbb R^{S \times d}$), the clients' part then the server's averaging step; before the
+# first round a prologue does the initialization (lines 2-3):
 
 # %%
-print(inspect.getsource(algorithms.FAFED.round))
-print(inspect.getsource(algorithms.FAFED._initialize))
+print(inspect.getsource(algorithms.FAFED.client_run))
+print(inspect.getsource(algorithms.FAFED.server_round))
+print(inspect.getsource(algorithms.FAFED.client_prologue))
+print(inspect.getsource(algorithms.FAFED.server_prologue))
 
 # %% [markdown]
 # The choices the paper leaves open, and fedcore's (from the module's docstring, as committed):

@@ -111,8 +111,22 @@ def test_the_processes_are_stopped_when_the_block_fails(tmp_path) -> None:
             os.killpg(pid, 0)  # neither the process nor anything it started is left
 
 
-def test_a_run_config_value_flwr_cannot_carry_is_refused(tmp_path) -> None:
+@pytest.mark.parametrize("run_config, refusal", [
+    ({"algorithm": "fed'avg"}, r"run_config\['algorithm'\]=\"fed'avg\" holds a single quote"),
+    ({"algorithm": "fedavgg"}, r"algorithm='fedavgg' not one of"),
+    ({"algorithm": "padamfed", "hyperparameters": '{"eta": 0.02, "gamma": 0.1, "beta": 0.5, '
+                                                  '"initialization": "first_round"}'},
+     r"algorithm='PAdaMFed' cannot run on Flower with initialization='first_round'"),
+    ({"algorithm": "padamfed", "hyperparameters": '{"clients_per_round": 4, "local_steps": 3, "rounds": 10}'},
+     r"computed for clients_per_round=4, local_steps=3, rounds=10.*rounds=3"),
+    ({"hyperparameters": "client_lr=0.1"}, r"hyperparameters='client_lr=0.1' is not JSON"),
+    ({"hyperparameters": "[0.1]"}, r"hyperparameters='\[0.1\]' must be a JSON object"),
+    ({"weighting": "equal"}, r"weighting='equal' not one of"),
+    ({"client-lr": 0.1}, r"run_config keys \['client-lr'\] are not in the app's run config"),
+])
+def test_a_run_config_the_app_cannot_carry_is_refused_before_flwr_run(tmp_path, run_config, refusal) -> None:
+    """Refused by name before `flwr run` is started (no federation is running here: a start would fail otherwise)."""
     from fedcore.flower.local import Federation
 
-    with pytest.raises(ValueError, match=r"run_config\['algorithm'\]=\"fed'avg\" holds a single quote"):
-        run_app(Federation({}, tmp_path), APP, {"algorithm": "fed'avg"})
+    with pytest.raises(ValueError, match=refusal):
+        run_app(Federation({}, tmp_path), APP, run_config)

@@ -31,8 +31,9 @@ from flwr.clientapp import ClientApp
 from flwr.serverapp import Grid, ServerApp
 
 from fedcore import algorithms, models
+from fedcore.checks import check_choice
 from fedcore.data import load_fashion_mnist
-from fedcore.flower.app import FedcoreStrategy, array_record, client_reply
+from fedcore.flower.app import WEIGHTINGS, FedcoreStrategy, array_record, check_carried, client_reply
 from fedcore.params import GradientOracle
 from fedcore.problem import Problem
 
@@ -56,7 +57,29 @@ def problem_of(config: Any) -> Problem:
 
 def algorithm_of(config: Any) -> Any:
     """The run's algorithm: ``algorithms.make(config["algorithm"], **json.loads(config["hyperparameters"]))``."""
-    return algorithms.make(str(config["algorithm"]), **json.loads(str(config["hyperparameters"])))
+    text = str(config["hyperparameters"])
+    try:
+        hyperparameters = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise ValueError(f"hyperparameters={text!r} is not JSON ({error}): write an object such as "
+                         '\'{"client_lr": 0.1}\'') from None
+    if not isinstance(hyperparameters, dict):
+        raise ValueError(f"hyperparameters={text!r} must be a JSON object of keyword arguments, such as "
+                         '\'{"client_lr": 0.1}\'')
+    return algorithms.make(str(config["algorithm"]), **hyperparameters)
+
+
+def check_run_config(config: Any) -> Any:
+    """The run's algorithm, refused by name if the Flower app cannot carry it (:func:`fedcore.flower.check_carried`)
+    or if its step sizes were computed for another S, K, T (PAdaMFed's ``check_run``), or if the weighting is not
+    one of :data:`fedcore.flower.app.WEIGHTINGS`: what ``start_app`` asks before ``flwr run`` and the ServerApp before
+    any message."""
+    check_choice("weighting", str(config.get("weighting", "samples")), WEIGHTINGS)
+    algorithm = check_carried(algorithm_of(config))
+    if callable(getattr(algorithm, "check_run", None)):
+        algorithm.check_run(clients_per_round=int(config["clients-per-round"]), local_steps=int(config["local-steps"]),
+                            rounds=int(config["rounds"]))
+    return algorithm
 
 
 clientapp = ClientApp()
@@ -90,6 +113,7 @@ def main(grid: Grid, context: Context) -> None:
     """The run: ask the nodes for their partitions, then ``rounds`` rounds of :class:`FedcoreStrategy`; the model and
     each round's metrics written to ``output``."""
     config = context.run_config
+    algorithm = check_run_config(config)
     problem = problem_of(config)
     node_ids = list(grid.get_node_ids())
     if not node_ids:
@@ -106,7 +130,7 @@ def main(grid: Grid, context: Context) -> None:
     if missing:
         raise RuntimeError(f"no node holds the partitions {missing} of {parts}: start a SuperNode for each")
     nodes = {client: held[client % parts] for client in range(problem.data.num_clients)}
-    strategy = FedcoreStrategy(algorithm_of(config), problem.data, problem.x0(), nodes=nodes,
+    strategy = FedcoreStrategy(algorithm, problem.data, problem.x0(), nodes=nodes,
                                clients_per_round=int(config["clients-per-round"]),
                                local_steps=int(config["local-steps"]), batch_size=int(config["batch-size"]),
                                weighting=str(config.get("weighting", "samples")), seed=int(config["seed"]))

@@ -14,6 +14,7 @@ import socket
 import subprocess
 import sys
 import time
+import tomllib
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -21,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from fedcore.checks import check_bool, check_int
+from fedcore.flower.deploy import check_run_config
 
 BIN = Path(sys.executable).parent
 """Where the environment's ``flower-superlink``, ``flower-supernode``, ``flower-superexec`` and ``flwr`` are."""
@@ -152,6 +154,11 @@ def start_app(federation: Federation, app: str | os.PathLike, run_config: Mappin
         if isinstance(value, str) and "'" in value:
             raise ValueError(f"run_config[{key!r}]={value!r} holds a single quote, which flwr's --run-config cannot "
                              "carry in a TOML literal string")
+    app_config = tomllib.loads((Path(app) / "pyproject.toml").read_text())["tool"]["flwr"]["app"]["config"]
+    unknown = sorted(set(run_config) - set(app_config))
+    if unknown:
+        raise ValueError(f"run_config keys {unknown} are not in the app's run config ({sorted(app_config)})")
+    check_run_config({**app_config, **run_config})  # refused here, before flwr run starts anything
     values = " ".join(f"{key}='{value}'" if isinstance(value, str) else f"{key}={value}"
                       for key, value in run_config.items())
     command = [str(BIN / "flwr"), "run", str(app), "deployment", "--stream", *federation.options]
