@@ -1,7 +1,8 @@
 # fedcore: set-up, notebooks, tests.  GNU make.  `make` alone lists the targets.
 #
 # Every target but help and clean depends on `setup`, which builds .venv (python3 -m venv + pip install
-# -e ".[dev,flower]") and the offline data once, then is a no-op until pyproject.toml changes.
+# -e ".[dev,flower]"), the offline data and Debian's chromium (the browser tests) once, then is a no-op until
+# pyproject.toml changes.
 
 PYTHON  ?= python3
 VENV    := .venv
@@ -31,7 +32,7 @@ endef
 
 help:
 	@echo "fedcore targets:"
-	@echo "  make setup      create .venv (pip install -e '.[dev,flower]') and install Fashion-MNIST; idempotent"
+	@echo "  make setup      create .venv (pip install -e '.[dev,flower]'), install Fashion-MNIST and chromium; idempotent"
 	@echo "  make run        execute every notebooks/NN_*.ipynb headless into build/ (SCALE=$(SCALE); SCALE=smoke|small|paper)"
 	@echo "  make test       library tests + nbval on every notebook, at smoke scale"
 	@echo "  make notebooks  rerun the notebooks at SCALE=small and copy the outputs over notebooks/*.ipynb"
@@ -41,10 +42,11 @@ help:
 
 setup: $(STAMP)
 
-$(STAMP): pyproject.toml scripts/setup_data.sh
+$(STAMP): pyproject.toml scripts/setup_data.sh scripts/setup_browser.sh
 	@test -x $(VPY) || { echo "creating $(VENV) with $$($(PYTHON) --version 2>&1)"; $(PYTHON) -m venv $(VENV); }
 	$(VPY) -m pip install --quiet -e ".[dev,flower]"
 	VENV_PYTHON=$(VPY) bash scripts/setup_data.sh
+	bash scripts/setup_browser.sh
 	@touch $@
 
 # Two pytest runs: the library tests under the Agg backend; the notebooks with

@@ -10,8 +10,10 @@ results to a drawing function of :mod:`fedcore.plots`.  Each returns None, so
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
+
+import matplotlib.pyplot as plt
 
 from fedcore import algorithms, counterexample, models, plots
 from fedcore.algorithms import fafed, local_adaptive
@@ -28,6 +30,20 @@ widget reruns on every change, and 10,000 steps already take about 30 s (two run
 draw more points than a figure can show apart; the notebooks' sliders stop at 1,000."""
 
 
+def _drawn(explorer: Callable[..., Any]) -> Callable[..., Any]:
+    """An explorer whose figure has at least two labelled ticks on every axis that shows tick labels, at every
+    slider position (:func:`fedcore.plots.ensure_labelled_ticks`: a log axis spanning less than a decade would
+    show one or none); the signature stays the explorer's, which ``ipywidgets.interactive`` reads."""
+
+    @functools.wraps(explorer)
+    def drawn(*args: Any, **kwargs: Any) -> Any:
+        result = explorer(*args, **kwargs)
+        plots.ensure_labelled_ticks(plt.gcf())
+        return result
+
+    return drawn
+
+
 def _check_steps(name: str, value: int) -> int:
     if check_int(name, value) > MAX_STEPS:
         raise ValueError(f"{name}={value} > {MAX_STEPS}: an explorer reruns on every widget change and draws every "
@@ -35,6 +51,7 @@ def _check_steps(name: str, value: int) -> int:
     return value
 
 
+@_drawn
 def explore_server_optimizer(
     optimizer: str = "adam", server_lr: float = 0.1, tau: float = 1e-3, beta1: float = 0.9,
     rounds: int = 50, reference: bool = True,
@@ -76,6 +93,7 @@ def disable_unused(explorer: Any, uses: Mapping[str, Sequence[str]], chooser: st
     return explorer
 
 
+@_drawn
 def explore_counterexample(eta: float = 0.3, beta: float = 0.5, q: int = 1, rho: float = 0.01,
                            alpha: float = 0.5, steps: int = 300, store: Store | None = None) -> None:
     """The counterexample explorer: naive local-adaptive FedAvg (Wu et al., AAAI 2023, Alg. 1) and
@@ -151,6 +169,7 @@ def fedopt_algorithm(method: str, client_lr: float, server_lr: float, tau: float
     return algorithms.make(method, client_lr=client_lr, server_lr=server_lr, beta1=beta1, beta2=beta2, tau=tau)
 
 
+@_drawn
 def explore_fedopt(method: str = "fedadam", client_lr: float = 0.1, server_lr: float = 0.01, tau: float = 1e-3,
                    beta1: float = 0.9, beta2: float = 0.99, rounds: int = 30, problem: Problem | None = None,
                    store: Store | None = None, settings: Mapping[str, Any] | None = None,
@@ -174,6 +193,18 @@ def explore_fedopt(method: str = "fedadam", client_lr: float = 0.1, server_lr: f
                         (f", tau {tau:g}" if "tau" in FEDOPT_METHODS[method] else ""), smooth=smooth)
 
 
+def grid_options(values: Sequence[float]) -> list[tuple[str, float]]:
+    """A grid's values as a ``SelectionSlider``'s options: each value with a short label (``0.316`` for
+    ``10^-0.5``, three significant digits), so that the slider's readout shows the whole value, not a float cut
+    off (``0.3162277660…``).  Labels must tell the values apart: a grid finer than three digits is refused."""
+    options = [(f"{float(value):.3g}", value) for value in values]
+    labels = [label for label, _ in options]
+    if len(set(labels)) != len(labels):
+        raise ValueError(f"values={list(values)} give the same label twice at three digits ({labels})")
+    return options
+
+
+@_drawn
 def explore_tuning(method: str, tau: float, client_lr: float, server_lr: float, grids: Mapping[float, Any],
                    curve: Any) -> None:
     """The tuning-grid explorer: ``grids[tau][method]`` as a heat map (Reddi et al., Figures 2 and 6) with the
@@ -209,6 +240,7 @@ LIVE_TASK = ("Fashion-MNIST on 20 clients by Dirichlet(0.5), a logistic regressi
 PADAMFED_READINGS = ("local rate", "every rate")
 
 
+@_drawn
 def explore_padamfed(clients_per_round: int = 5, local_steps: int = 5, rounds: int = 30, multiplier: float = 1.0,
                      fedavg_lr: float = 0.1, reading: str = "local rate", problem: Problem | None = None,
                      store: Store | None = None) -> dict[str, dict[str, float]]:
@@ -240,6 +272,7 @@ def explore_padamfed(clients_per_round: int = 5, local_steps: int = 5, rounds: i
     return steps
 
 
+@_drawn
 def explore_remark2(eta1: float = 0.5, eta2: float = 0.05, x0: float = 0.5, tilt: float = 3.0) -> dict[str, Any]:
     """FedLi's Remark 2 (our instance, ``fedcore.experiments.fedli.theory.REMARK2``): one gradient step of size
     ``eta1`` on client 1's ``(x^2 - 1)^2 + tilt x`` and ``eta2`` on client 2's ``(x^2 - 1)^2 - tilt x`` from ``x0``,
@@ -260,6 +293,7 @@ FEDLI_LU_CLIENT_LR = 0.1
 """The client rate of FedLi-LU's SGD clients in the FedLi explorer (fixed: the slider moves the baselines' rate)."""
 
 
+@_drawn
 def explore_fedli(client_lr: float = 0.1, rounds: int = 20, problem: Problem | None = None,
                   store: Store | None = None) -> None:
     """The FedLi explorer: FedAvg and FedExP at the slider's client rate beside FedLi-LS (Armijo clients: no rate)

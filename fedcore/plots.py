@@ -28,7 +28,7 @@ import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.backend_bases import FigureCanvasBase
 from matplotlib.figure import Figure
-from matplotlib.ticker import FuncFormatter, MaxNLocator
+from matplotlib.ticker import FixedLocator, FuncFormatter, MaxNLocator, NullFormatter
 
 from fedcore.checks import check_bool, check_int, check_number
 
@@ -109,6 +109,45 @@ def plain_log_scale(ax: Axes) -> None:
     plain = FuncFormatter(lambda value, _: f"{value:g}")
     ax.yaxis.set_major_formatter(plain)
     ax.yaxis.set_minor_formatter(plain)
+
+
+def labelled_ticks(axis: Any) -> int:
+    """How many distinct tick labels ``axis`` (an ``ax.xaxis`` or ``ax.yaxis``) shows within its view, major and
+    minor, as its locators and formatters give them now."""
+    low, high = sorted(axis.get_view_interval())
+    slack = 1e-9 * max(abs(low), abs(high), 1e-300)
+    labels = set()
+    for locator, formatter in ((axis.get_major_locator(), axis.get_major_formatter()),
+                               (axis.get_minor_locator(), axis.get_minor_formatter())):
+        locations = [value for value in locator() if low - slack <= value <= high + slack]
+        labels |= {label for label in formatter.format_ticks(locations) if label.strip()}
+    return len(labels)
+
+
+def ensure_labelled_ticks(figure: Figure, minimum: int = 2) -> Figure:
+    """At least ``minimum`` labelled ticks on every axis of ``figure`` that shows tick labels: an axis whose locator
+    labels fewer within its view (a log or symlog axis spanning less than a decade, a narrow range) gets
+    ``minimum + 1`` ticks spread over its view (evenly, geometrically on a log axis), labelled with three significant
+    digits.  Call it when the figure is drawn (the explorers do), after the limits are set.  Returns ``figure``."""
+    check_int("minimum", minimum, low=1)
+    for ax in figure.axes:
+        if not ax.get_visible() or not ax.axison:
+            continue
+        for axis in (ax.xaxis, ax.yaxis):
+            params = axis.get_tick_params()
+            sides = ("labelbottom", "labeltop") if axis is ax.xaxis else ("labelleft", "labelright")
+            if not (params.get(sides[0], True) or params.get(sides[1], False)) or \
+                    len(axis.get_major_locator()()) == 0:
+                continue  # no tick labels on purpose (a shared axis; set_ticks([]), a colour bar's short side)
+            if labelled_ticks(axis) >= minimum:
+                continue
+            low, high = sorted(axis.get_view_interval())
+            spread = np.geomspace(low, high, minimum + 1) if axis.get_scale() == "log" and low > 0 else \
+                np.linspace(low, high, minimum + 1)
+            axis.set_major_locator(FixedLocator(spread))
+            axis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:.3g}"))
+            axis.set_minor_formatter(NullFormatter())
+    return figure
 
 
 def compare(

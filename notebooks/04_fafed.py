@@ -197,7 +197,7 @@ law.round(6)
 
 # %%
 figure, (left, right) = plt.subplots(1, 2, figsize=(11, 4), layout="constrained")
-steps = 900
+steps = 900 if SCALE != "smoke" else 300
 naive = counterexample.run(algorithms.local_adaptive(ETA, beta=BETA), rounds=steps, local_steps=1, store=store)
 fafed = counterexample.run(algorithms.fafed(ETA, alpha=0.5, beta=BETA, rho=RHO), rounds=steps, local_steps=1,
                           store=store)
@@ -401,8 +401,8 @@ experiment.grid_table()
 builders = experiment.make_builders(rho=RHO)
 seeds = settings["seeds"]
 if settings["tune"] if TUNE is None else TUNE:
-    tunings = experiment.tune(tasks, settings["tune_rounds"], seeds, builders=builders, store=store,
-                              progress=PROGRESS)
+    tunings = experiment.tune(tasks, settings["tune_rounds"], seeds, grids=common.grids_at(SCALE, experiment.GRIDS),
+                              builders=builders, store=store, progress=PROGRESS)
     chosen = {setting: tuning.chosen for setting, tuning in tunings.items()}
 else:
     chosen = {setting: HYPERPARAMETERS for setting in tasks}

@@ -301,3 +301,83 @@ def test_explorers_read_a_setting_drawn_before_from_the_store(tmp_path) -> None:
     explore.explore_counterexample(eta=0.2, q=5, steps=50, store=runs)
     plt.close("all")
     assert len(runs) == before + added + 2
+
+
+# ---- what a student sees: readouts and ticks (tests/test_browser.py checks them in a browser) --------------------
+
+
+def test_grid_options_label_each_value_with_three_digits_and_keep_the_values() -> None:
+    from fedcore import explore
+
+    values = [10 ** -2.5, 10 ** -2, 10 ** -1.5, 10 ** -0.5, 1.0]
+    options = explore.grid_options(values)
+    assert [label for label, _ in options] == ["0.00316", "0.01", "0.0316", "0.316", "1"]
+    assert [value for _, value in options] == values  # the slider's value stays the grid's float
+    with pytest.raises(ValueError, match="give the same label twice"):
+        explore.grid_options([0.1, 0.10001])
+
+
+@pytest.mark.parametrize("scale, limits", [("symlog", (0.0131, 0.0142)), ("symlog", (0.5, 0.9)),
+                                           ("symlog", (20.0, 60.0))])
+def test_ensure_labelled_ticks_gives_a_narrow_axis_two_labels(scale, limits) -> None:
+    """A symlog axis spanning less than a decade (04's f(x_bar_t) at a small step) labels no tick (a log axis
+    labels its minor ticks there, a linear one takes an offset); afterwards it labels at least two, inside its view,
+    and a wide axis keeps its own ticks."""
+    import matplotlib.pyplot as plt
+
+    from fedcore import plots
+
+    figure, (narrow, wide) = plt.subplots(1, 2)
+    narrow.plot([0, 1], limits)
+    narrow.set_yscale(scale, linthresh=1e-2)
+    narrow.set_ylim(*limits)
+    wide.plot([0, 1], [1e-3, 1e3])
+    wide.set_yscale("log")
+    wide_ticks = list(wide.yaxis.get_major_locator()())
+    assert plots.labelled_ticks(narrow.yaxis) < 2  # the defect, as matplotlib labels it
+    plots.ensure_labelled_ticks(figure)
+    figure.canvas.draw()
+    shown = [label.get_text() for label in narrow.get_yticklabels() if label.get_text()]
+    assert len(set(shown)) >= 2 and plots.labelled_ticks(narrow.yaxis) >= 2
+    low, high = sorted(narrow.get_ylim())
+    assert all(low <= tick <= high for tick in narrow.get_yticks())
+    assert list(wide.yaxis.get_major_locator()()) == wide_ticks
+    plt.close(figure)
+
+
+def test_ensure_labelled_ticks_leaves_hidden_labels_hidden() -> None:
+    """A shared axis's hidden labels and a colour bar's short side (no ticks at all) stay as they are."""
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    from fedcore import plots
+
+    figure, (left, right) = plt.subplots(1, 2, sharey=True)
+    for ax in (left, right):
+        ax.plot([0, 1], [0.0131, 0.0132])
+        ax.set_yscale("symlog", linthresh=1e-2)
+    bar = figure.colorbar(right.imshow(np.eye(2)), ax=right)
+    plots.ensure_labelled_ticks(figure)
+    figure.canvas.draw()
+    assert right.yaxis.get_tick_params().get("labelleft") is False  # the shared side stays unlabelled
+    assert plots.labelled_ticks(left.yaxis) >= 2
+    assert [label.get_text() for label in bar.ax.get_xticklabels()] == []  # the bar's short side: no ticks
+    plt.close(figure)
+
+
+def test_counterexample_explorer_labels_every_axis_at_every_step_size_of_its_slider() -> None:
+    """Notebook 04's slider: eta = 10^-2 .. 1 in steps of 10^0.1 (eta = 0.0126 labelled one y tick before): every
+    axis of the figure shows at least two labelled ticks, at each position."""
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    from fedcore import explore, plots
+
+    for eta in 10 ** np.arange(-2, 0.01, 0.1):
+        explore.explore_counterexample(eta=float(eta), beta=0.5, q=5, steps=300)
+        figure = plt.gcf()
+        figure.canvas.draw()
+        for ax in figure.axes:
+            for axis in (ax.xaxis, ax.yaxis):
+                assert plots.labelled_ticks(axis) >= 2, (f"eta={eta:.3g}", ax.get_ylabel(), ax.get_xlabel())
+        plt.close("all")

@@ -19,7 +19,7 @@ from fedcore.checks import check_choice, check_int, check_positive, check_range
 
 LAW = "eta / (3 sqrt(1 - beta^t))"
 MAP_GRIDS: dict[str, tuple[list[float], list[int]]] = {
-    "smoke": ([0.01, 0.1, 1.0], [1, 5, 20]),
+    "smoke": ([0.01, 1.0], [1, 20]),
     "small": ([0.01, 0.0316, 0.1, 0.316, 1.0], [1, 2, 5, 10, 20]),
     "paper": ([0.01, 0.0178, 0.0316, 0.0562, 0.1, 0.178, 0.316, 0.562, 1.0], [1, 2, 3, 5, 8, 10, 15, 20]),
 }

@@ -110,13 +110,15 @@ class TuningDisplay:
         return cls(grid, threshold, is_good(grid, threshold).to_numpy())
 
     def plot(self, ax: Axes | None = None, title: str = "", limits: tuple[float, float] | None = None,
-             chosen: tuple[float, float] | None = None, colorbar: bool = True) -> TuningDisplay:
+             chosen: tuple[float, float] | None = None, colorbar: bool = True,
+             fontsize: str | float = "small") -> TuningDisplay:
         """The heat map in accuracy points (:func:`fedcore.plots.grid_heatmap`; colour range ``limits``, as
-        fractions: one for several grids, whose colour bar the caller draws with ``colorbar=False``) with the
-        good cells outlined in red and the cell ``chosen = (client_lr, server_lr)`` in black."""
+        fractions: one for several grids, whose colour bar the caller draws with ``colorbar=False``; the cells'
+        numbers at ``fontsize``) with the good cells outlined in red and the cell ``chosen = (client_lr,
+        server_lr)`` in black."""
         low_high = None if limits is None else (100 * limits[0], 100 * limits[1])
         ax = grid_heatmap(100 * self.grid, ax, ACCURACY_LABEL, outline=self.good, fmt="{:.1f}",
-                          origin="upper", limits=low_high, colorbar=colorbar, fontsize="small")
+                          origin="upper", limits=low_high, colorbar=colorbar, fontsize=fontsize)
         if chosen is not None:
             row, column = list(self.grid.index).index(chosen[1]), list(self.grid.columns).index(chosen[0])
             ax.add_patch(Rectangle((column - 0.5, row - 0.5), 1, 1, fill=False, edgecolor="black", linewidth=2.5))
@@ -155,9 +157,11 @@ def tuning_panels(grid: pd.DataFrame, history: History, client_lr: float, server
     run's test accuracy against rounds."""
     if not isinstance(history, History):
         raise TypeError(f"history={type(history).__name__} must be a fedcore History")
-    figure, (left, right) = plt.subplots(1, 2, figsize=(11, 4), layout="constrained")
+    # the explorer's figure is shown at the notebook's width: the heat map gets the larger panel and its numbers
+    # the body text's size, so that they stay readable there (they were about 6 px at (11, 4) and "small")
+    figure, (left, right) = plt.subplots(1, 2, figsize=(12, 5), layout="constrained", width_ratios=(1.4, 1))
     TuningDisplay.from_grid(grid, threshold).plot(left, f"{method}: mean accuracy of the last evaluations", limits,
-                                                  chosen=(client_lr, server_lr))
+                                                  chosen=(client_lr, server_lr), fontsize="large")
     history.plot("test_accuracy", ax=right, label=f"client lr {client_lr:.3g}, server lr {server_lr:.3g}")
     right.set_ylim(0, 1)
     right.grid(alpha=0.3)

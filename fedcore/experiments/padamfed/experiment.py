@@ -66,7 +66,7 @@ from fedcore.store import Store
 
 SCALES: dict[str, dict[str, Any]] = {
     "smoke": {"rounds": {"fashion_mnist": 4, "fashion_mnist_long": 8}, "eval_every": {"fashion_mnist": 2,
-              "fashion_mnist_long": 4}, "clients": 20, "test_samples": 200, "multipliers": (-1, 0), "seeds": 3},
+              "fashion_mnist_long": 4}, "clients": 20, "test_samples": 200, "multipliers": (-1, 0), "seeds": 2},
     "small": {"rounds": {"fashion_mnist": 60, "fashion_mnist_long": 300}, "eval_every": {"fashion_mnist": 5,
               "fashion_mnist_long": 25}, "clients": 100, "test_samples": 2000, "multipliers": (-2, 2), "seeds": 3},
     "paper": {"rounds": {"fashion_mnist": 500, "fashion_mnist_long": 3000, "cifar10": 500},
