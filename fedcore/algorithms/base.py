@@ -300,15 +300,23 @@ def run_prologue(algorithm: Any, state: State, batch: RoundBatch, oracle: Gradie
         state = algorithm.server_prologue(state, records, batch)
 
     The state after it (unchanged when no prologue is due)."""
-    which = algorithm.prologue(state) if hasattr(algorithm, "prologue") else None
-    if which is None:
+    first = prologue_batch(algorithm, state, batch)
+    if first is None:
         return state
-    first = batch if which == "sampled" else batch.every_client()
     records, keeps = algorithm.client_prologue(state, first, oracle, _own(algorithm, state, first))
     state = algorithm.server_prologue(_kept(algorithm, state, first, keeps), records, first)
     if first is not batch:  # its writes are undone with the round's
         batch.written.extend(first.written)
     return state
+
+
+def prologue_batch(algorithm: Any, state: State, batch: RoundBatch) -> RoundBatch | None:
+    """The batch an algorithm's prologue visits before this round (``algorithm.prologue(state)``: the round's sampled
+    clients, or every client through :meth:`RoundBatch.every_client`), or None when none is due."""
+    which = algorithm.prologue(state) if callable(getattr(algorithm, "prologue", None)) else None
+    if which is None:
+        return None
+    return batch if which == "sampled" else batch.every_client()
 
 
 def _own(algorithm: Any, state: State, batch: RoundBatch) -> State:

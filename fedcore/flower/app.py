@@ -31,7 +31,7 @@ from flwr.serverapp import Grid
 from flwr.serverapp.strategy import Result, Strategy
 from torch import Tensor
 
-from fedcore.algorithms.base import RoundBatch, State
+from fedcore.algorithms.base import RoundBatch, State, prologue_batch
 from fedcore.algorithms.client import ClientRun
 from fedcore.checks import check_choice, check_int, check_seed
 from fedcore.data.federated import FederatedData
@@ -144,9 +144,8 @@ class FedcoreStrategy(Strategy):
         batch = sample_round(self.data, server_round - 1, dtype=self.state["x"].dtype, sampler=self.sampler,
                              batch_generator=self.batch_generator, **self.settings)
         self.batch, state = batch, self.state
-        which = self.algorithm.prologue(state) if callable(getattr(self.algorithm, "prologue", None)) else None
-        if which is not None:
-            first = batch if which == "sampled" else batch.every_client()
+        first = prologue_batch(self.algorithm, state, batch)
+        if first is not None:
             asked = self._messages(first, state, "prologue")
             records = self._records(server_round, first, asked, grid.send_and_receive(asked, timeout=self.timeout))
             state = self.algorithm.server_prologue(state, records, first)
