@@ -9,6 +9,7 @@
 """
 
 from fedcore import algorithms, counterexample, data, models, server_opt, toy
+from fedcore.engine import RunOptions
 from fedcore.identity import VERSION
 from fedcore.params import FlatModel, GradientOracle, evaluate
 from fedcore.problem import Problem
@@ -21,6 +22,7 @@ __all__ = [
     "GradientOracle",
     "History",
     "Problem",
+    "RunOptions",
     "Trajectory",
     "algorithms",
     "counterexample",

@@ -27,7 +27,7 @@ def _interval(low: float, high: float, low_closed: bool, high_closed: bool) -> s
 
 def _per_run(value: Any) -> bool:
     """A floating tensor of one value per run (``[R, 1, 1]``: the hyperparameters of a pass of several runs,
-    :mod:`fedcore.runs`): the checks below apply to every element."""
+    :mod:`fedcore.engine.passes`): the checks below apply to every element."""
     return type(value).__module__ == "torch" and getattr(value, "dim", lambda: 0)() > 0 and value.is_floating_point()
 
 

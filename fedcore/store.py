@@ -3,13 +3,25 @@
 A :class:`Store` is one SQLite file (the standard library's ``sqlite3``; no server).  A run is keyed by
 its identity (:func:`fedcore.identity.run_identity`: data content, model and initial parameters, the
 algorithm with every hyperparameter, the options, fedcore's version), its number of rounds and a hash
-of fedcore's own source (:func:`source_hash`), so a changed hyperparameter, seed, data set or line of
-fedcore misses.  An entry holds the history frame, how the run ended and the final model ``x`` (unless the
+of the source of fedcore's numerics (:func:`source_hash`), so a changed hyperparameter, seed, data set or line of
+the code that decides a run's numbers misses.
+
+What the key hashes of fedcore's code is a declared list, :data:`fedcore.identity.NUMERICS`: the algorithm families
+and the round skeleton, client rules, server optimizers, the gradient oracle and the models, the data containers and
+partitioners, the engine (``fedcore/engine/``, ``run.py``).  Presentation and orchestration are not in it: figures
+(``plots.py``, ``experiments/*/figures.py``), explorers, Displays, the experiments' tables and claim rules, Flower,
+the store itself and the notebooks; an edit there leaves every key as it was, so a rerun of the collection reads every
+run back.  A test (``tests/test_store_keys.py``) traces the modules a run executes and fails when one joins the round
+path without being listed (in ``NUMERICS``, or in ``BOOKKEEPING`` when it decides no number).  What a run is handed
+that computes (a ``record=`` class, a schedule given as a function, a user's own algorithm) and is defined outside
+the numerics is keyed by its own code (:func:`fedcore.identity.describe`).
+
+An entry holds the history frame, how the run ended and the final model ``x`` (unless the
 store keeps no models), with its own key and identity, packed with its checksum as a checkpoint is
 (:func:`fedcore.checkpoint.pack`): an entry that fails the check, or sits under another key, is dropped and
 the run recomputed.  The file's tables are fedcore's own (``fedcore_runs``, ``fedcore_meta`` with the layout);
 a file with anything else is refused untouched.  Entries of the two most recent versions of fedcore's
-source are kept, older ones deleted.
+numerics are kept, older ones deleted.
 
 ``simulate(..., store=Store(path))`` reads and writes it; :func:`default_store` is the notebooks'
 store, ``build/store.sqlite`` beside the package (git-ignored), or the file ``FEDCORE_STORE`` names;
@@ -25,7 +37,6 @@ import sqlite3
 import time
 import warnings
 from contextlib import closing
-from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +46,8 @@ import torch
 from fedcore.checkpoint import pack, unpack
 from fedcore.checks import check_bool
 from fedcore.files import writable_file
+from fedcore.identity import numerics_hash
+from fedcore.results import History
 
 PACKAGE = Path(__file__).resolve().parent
 DEFAULT_PATH = PACKAGE.parent / "build" / "store.sqlite"
@@ -51,18 +64,13 @@ TABLES = {
 }
 
 
-@cache
 def source_hash() -> str:
-    """SHA-256 of every ``.py`` file of the fedcore package (paths and contents), computed once."""
-    digest = hashlib.sha256()
-    for path in sorted(PACKAGE.rglob("*.py")):
-        digest.update(str(path.relative_to(PACKAGE)).encode())
-        digest.update(path.read_bytes())
-    return digest.hexdigest()[:16]
+    """The hash of the source of fedcore's numerics (:func:`fedcore.identity.numerics_hash`), computed once."""
+    return numerics_hash()
 
 
 def run_key(identity: dict, rounds: int) -> str:
-    """The store's key: the identity, the rounds and fedcore's source, hashed."""
+    """The store's key: the identity, the rounds and the source of fedcore's numerics, hashed."""
     text = json.dumps({"identity": identity, "rounds": rounds, "source": source_hash()}, sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()
 
@@ -165,6 +173,24 @@ class Store:
                        (key, described, rounds, source_hash(), time.time(), payload))
             if not self._pruned:
                 self._prune(db)
+
+    def history(self, key: str) -> History | None:
+        """The run under ``key`` as a :class:`~fedcore.results.History` (``stored=True``; its final state holds ``x``
+        only, or nothing when the store keeps no models), or None."""
+        entry = self.get(key)
+        if entry is None:
+            return None
+        final_state = {"x": entry["x"]} if "x" in entry else NotKept()
+        return History(entry["frame"], entry["algorithm"], entry["backend"], final_state, entry["diverged_round"],
+                       entry.get("trace"), stored=True, diverged_because=entry.get("diverged_because"))
+
+    def keep(self, key: str, identity: dict, rounds: int, history: History) -> None:
+        """Keep a finished run's ``history`` under ``key`` (:meth:`put`)."""
+        self.put(key, identity, rounds, {"frame": history.frame, "algorithm": history.algorithm,
+                                         "backend": history.backend, "x": history.final_state["x"],
+                                         "diverged_round": history.diverged_round,
+                                         "diverged_because": history.diverged_because,
+                                         **({"trace": history.trace} if history.trace is not None else {})})
 
     def _prune(self, db: sqlite3.Connection) -> None:
         """Delete the entries of all but the :data:`KEEP_SOURCES` most recently written versions of fedcore."""

@@ -10,9 +10,9 @@ from conftest import blobs
 
 from fedcore import algorithms, models
 from fedcore.algorithms import RoundBatch
+from fedcore.engine.passes import run_state
 from fedcore.params import GradientOracle
 from fedcore.run import Problem, simulate
-from fedcore.runs import run_state
 
 # every algorithm runs here on clients of different sizes with weighting="samples": the invariants hold under any
 # weighting, and PAdaMFed's warning about mixing them with its 1/S and 1/N is tested in test_padamfed.py

@@ -100,12 +100,23 @@ def test_resume_refuses_a_checkpoint_with_more_rounds_than_asked(data, tmp_path)
     assert run(data, algorithms.fedavg(0.1), 6, path, resume=True).frame.index[-1] == 6  # equal is fine
 
 
-def test_a_lambda_schedule_resumes_only_on_trust(data, tmp_path) -> None:
+def test_a_lambda_schedule_resumes_by_its_code_and_an_opaque_one_only_on_trust(data, tmp_path) -> None:
+    """A lambda schedule is compared by its code and the values it reads: the same one resumes, an edited one is
+    another run; one that reads an object of no known kind resumes only on the caller's word."""
     path = tmp_path / "run.pt"
     schedule = lambda t: 0.1 * 0.5 ** (t // 2)  # noqa: E731
     full = run(data, algorithms.fedavg(schedule), 4, tmp_path / "full.pt")
     run(data, algorithms.fedavg(schedule), 2, path)
-    with pytest.raises(ValueError, match=r"cannot check algorithm\.client_lr \(.*<lambda>\).*resume='trust'"):
+    resumed = run(data, algorithms.fedavg(lambda t: 0.1 * 0.5 ** (t // 2)), 4, path, resume=True)
+    assert torch.equal(full.final_state["x"], resumed.final_state["x"])
+    run(data, algorithms.fedavg(schedule), 2, path)
+    with pytest.raises(ValueError, match=r"written by a different run: algorithm\.client_lr\.code"):
+        run(data, algorithms.fedavg(lambda t: 0.1 * 0.5 ** (t // 3)), 4, path, resume=True)
+    opaque = object()
+    schedule = lambda t: 0.1 * 0.5 ** (t // 2) if opaque else 0.2  # noqa: E731
+    full = run(data, algorithms.fedavg(schedule), 4, tmp_path / "full2.pt")
+    run(data, algorithms.fedavg(schedule), 2, path)
+    with pytest.raises(ValueError, match=r"cannot check algorithm\.client_lr\.closure\.opaque .*resume='trust'"):
         run(data, algorithms.fedavg(schedule), 4, path, resume=True)
     resumed = run(data, algorithms.fedavg(schedule), 4, path, resume="trust")
     assert torch.equal(full.final_state["x"], resumed.final_state["x"])
@@ -119,9 +130,10 @@ def test_schedules_and_server_options_are_described_by_their_fields() -> None:
     assert describe(algorithms.storm_momentum(0.5, lr))["step_size"] == {"type": "storm_step_size", "scale": 2.0,
                                                                           "w": 3.0}
     assert describe(server_opt.yogi(0.01, bias_correction="flower"))["bias_correction"] == "flower"
-    assert uncomparable(describe(algorithms.fedavg(lambda t: 0.1))) == ["client_lr (test_schedules_and_server_options_"
-                                                                        "are_described_by_their_fields.<locals>."
-                                                                        "<lambda>)"]
+    opaque = object()
+    assert uncomparable(describe(algorithms.fedavg(lambda t: 0.1 if opaque else 0.2))) == \
+        ["client_lr.closure.opaque (object object)"]
+    assert uncomparable(describe(algorithms.fedavg(lambda t: 0.1))) == []  # keyed by its code
     assert differences({"a": 1, "b": [1, 2]}, {"a": 1, "b": [1, 3]}) == [("b[1]", 2, 3)]
 
 

@@ -12,9 +12,9 @@ from torch.nn.utils import parameters_to_vector, vector_to_parameters
 
 from fedcore import algorithms, counterexample, models
 from fedcore.algorithms import RoundBatch
+from fedcore.engine.passes import run_state
 from fedcore.params import GradientOracle
 from fedcore.run import Problem, simulate
-from fedcore.runs import run_state
 
 # ---- the counterexample (Theorem 1) ----------------------------------------------------------------
 

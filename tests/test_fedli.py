@@ -14,10 +14,10 @@ from conftest import blobs
 from fedcore import algorithms, models
 from fedcore.algorithms import RoundBatch
 from fedcore.data import FederatedData, federated_quadratic
+from fedcore.engine.passes import run_state
 from fedcore.experiments.fedli import theory as fedli_theory
 from fedcore.params import GradientOracle
 from fedcore.run import Problem, simulate
-from fedcore.runs import run_state
 
 F64 = torch.float64
 

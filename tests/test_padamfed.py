@@ -12,9 +12,9 @@ from fedcore import algorithms, models
 from fedcore.algorithms import RoundBatch
 from fedcore.algorithms.base import run_prologue
 from fedcore.data import federated_quadratic
+from fedcore.engine.passes import run_state
 from fedcore.params import GradientOracle
 from fedcore.run import Problem, simulate, simulate_runs
-from fedcore.runs import run_state
 
 VARIANTS = ["padamfed", "padamfed_vr", "scaffold_m", "scaffold_m_vr"]
 HAND_SET = dict(eta=0.05, gamma=0.2, beta=0.6)  # the same (eta, gamma, beta) for all four in the hand-checked rounds

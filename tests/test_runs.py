@@ -11,9 +11,11 @@ import torch
 from conftest import blobs
 from test_algorithms import ALGORITHMS
 
-from fedcore import algorithms, models, runs
+from fedcore import algorithms, models
+from fedcore import run as run_module
 from fedcore.algorithms.base import exp_decay
-from fedcore.run import Problem, _Pass, simulate, simulate_runs, sweep
+from fedcore.engine import passes as runs
+from fedcore.run import Problem, simulate, simulate_runs, sweep
 from fedcore.store import Store
 
 # every algorithm runs here on clients of different sizes with weighting="samples": the invariants hold under any
@@ -84,8 +86,7 @@ def test_schedules_stack_and_plain_functions_run_alone_said_once() -> None:
     plain = [algorithms.fedavg(lambda t: 0.1), algorithms.fedavg(lambda t: 0.2)]
     key, reason = runs.signature(plain[0])
     assert key is None and "plain Python function" in reason
-    runs_module_said = __import__("fedcore.run", fromlist=["_said"])._said
-    runs_module_said.clear()
+    runs._said.clear()
     with pytest.warns(UserWarning, match="runs alone") as caught:
         simulate_runs(problem(), plain * 2, **OPTIONS)
     assert len([w for w in caught if "runs alone" in str(w.message)]) == 1
@@ -137,8 +138,8 @@ def test_the_store_keeps_each_run_and_computes_only_what_it_lacks(tmp_path, monk
     first = simulate_runs(problem(), built, seeds=(0,), store=store, **OPTIONS)
     assert len(store) == 3 and not any(h.stored for h in first)
     passes = []
-    original = _Pass.loop
-    monkeypatch.setattr(_Pass, "loop", lambda self, *a: passes.append(len(self.algorithms)) or original(self, *a))
+    original = run_module.run_pass
+    monkeypatch.setattr(run_module, "run_pass", lambda p, *a: passes.append(len(p.algorithms)) or original(p, *a))
     again = simulate_runs(problem(), built + [algorithms.fedavg(0.4)], seeds=(0,), store=store, **OPTIONS)
     assert [h.stored for h in again] == [True, True, True, False] and passes == [1]
     for stored, computed in zip(again, first):
@@ -151,20 +152,20 @@ def test_an_interrupted_sweep_keeps_every_finished_pass(tmp_path, monkeypatch) -
     """Four points in passes of two; the user stops the sweep during the second pass: the first pass's two
     runs are kept, and the rerun computes only the other two."""
     store = Store(tmp_path / "runs.sqlite")
-    original, passes = _Pass.loop, []
+    original, passes = run_module.run_pass, []
 
-    def interrupted(self, *args):
-        passes.append(len(self.algorithms))
+    def interrupted(p, *args):
+        passes.append(len(p.algorithms))
         if len(passes) == 2:
             raise KeyboardInterrupt
-        return original(self, *args)
+        return original(p, *args)
 
     grid = {"client_lr": [0.1, 0.2, 0.3, 0.4]}
-    monkeypatch.setattr(_Pass, "loop", interrupted)
+    monkeypatch.setattr(run_module, "run_pass", interrupted)
     with pytest.raises(KeyboardInterrupt):
         sweep(problem(), algorithms.fedavg, grid, batch=2, store=store, **OPTIONS)
     assert len(store) == 2
-    monkeypatch.setattr(_Pass, "loop", lambda self, *a: passes.append(len(self.algorithms)) or original(self, *a))
+    monkeypatch.setattr(run_module, "run_pass", lambda p, *a: passes.append(len(p.algorithms)) or original(p, *a))
     table = sweep(problem(), algorithms.fedavg, grid, batch=2, store=store, **OPTIONS)
     assert passes[2:] == [2] and len(store) == 4 and table["final_train_loss"].notna().all()
 
@@ -233,8 +234,8 @@ def test_per_client_state_is_written_row_by_row() -> None:
     algorithm = algorithms.scaffold(0.1)
     data = blobs()
     model = problem(data).model
+    from fedcore.engine.streams import sample_round
     from fedcore.params import GradientOracle
-    from fedcore.run import sample_round
 
     oracle = GradientOracle(model, "loop")
     state = algorithm.init(model.x0(), data.num_clients)
@@ -253,7 +254,7 @@ def test_per_client_state_is_written_row_by_row() -> None:
 def test_auto_holds_at_most_160_rows_and_4_2m_entries_per_pass() -> None:
     """The measured rule (benchmarks/README.md): loop-backend models one at a time; on vmap, R*S <= 160 rows and
     R*S*d <= 4.2M entries."""
-    from fedcore.run import runs_per_pass
+    from fedcore.engine.passes import runs_per_pass
 
     data = blobs(dim=784, num_classes=10)
     logistic = Problem(data, models.logistic_regression())  # d = 7,850
@@ -269,7 +270,8 @@ def test_auto_holds_at_most_160_rows_and_4_2m_entries_per_pass() -> None:
 def test_record_adds_a_column_equal_to_what_a_callback_measures_and_is_stored(tmp_path) -> None:
     """``record`` measures every round's server model (here ||grad f||^2 on a least-squares federation, checked
     against the same quantity taken through a callback); in a pass each run records its own; a dataclass record
-    is part of the identity, so its runs are stored and read back with the column, and a plain function's are not."""
+    is part of the identity, so its runs are stored and read back with the column; so is a plain function's, keyed by
+    its code (the same code is the same run, another body another run)."""
     from fedcore.objectives import quadratic_task
 
     task = quadratic_task(num_clients=6, dim=3, samples_per_client=5)
@@ -292,7 +294,13 @@ def test_record_adds_a_column_equal_to_what_a_callback_measures_and_is_stored(tm
     assert len(store) == 2
     plain = simulate(task.problem, algorithms.fedavg(0.1), **options, seed=2, store=store,
                      record=lambda x: {"norm": x.norm(dim=1)})
-    assert not plain.stored and len(store) == 2 and plain.frame["norm"].notna().all()
+    assert not plain.stored and len(store) == 3 and plain.frame["norm"].notna().all()
+    again = simulate(task.problem, algorithms.fedavg(0.1), **options, seed=2, store=store,
+                     record=lambda x: {"norm": x.norm(dim=1)})
+    assert again.stored and again.frame["norm"].equals(plain.frame["norm"])
+    edited = simulate(task.problem, algorithms.fedavg(0.1), **options, seed=2, store=store,
+                      record=lambda x: {"norm": x.abs().sum(dim=1)})
+    assert not edited.stored and len(store) == 4
     without = simulate(task.problem, algorithms.fedavg(0.1), **options, seed=2, store=store)
     assert not without.stored and "squared_gradient_norm" not in without.frame  # another run: no record
 

@@ -93,8 +93,11 @@ def test_a_corrupt_entry_is_detected_and_recomputed(tmp_path) -> None:
 
 
 def test_runs_that_cannot_be_keyed_are_neither_looked_up_nor_kept(tmp_path) -> None:
+    """A schedule reading an object of no known kind (its content unknown), or a callback (which sees every round),
+    cannot be keyed."""
     runs = Store(tmp_path / "runs.sqlite")
-    simulate(problem(), algorithms.fedavg(lambda t: 0.1), store=runs, **OPTIONS)
+    opaque = object()
+    simulate(problem(), algorithms.fedavg(lambda t: 0.1 if opaque else 0.2), store=runs, **OPTIONS)
     simulate(problem(), algorithms.fedavg(0.1), store=runs, callback=lambda t, state: None, **OPTIONS)
     assert len(runs) == 0
 

@@ -12,7 +12,7 @@ never see data sets, models or the simulator.  The client side of a round is
 :func:`fedcore.algorithms.client.local_steps` with a client rule; the server side is a
 server optimizer fed by :func:`server_step`.
 
-Every algorithm runs R independent runs at once (R = 1 for one run; :mod:`fedcore.runs` for more): the
+Every algorithm runs R independent runs at once (R = 1 for one run; :mod:`fedcore.engine.passes` for more): the
 server model is ``x [R, 1, d]``, the clients' models ``X [R, S, d]``, per-client state ``[R, N, d]``, and a
 hyperparameter is a number or a tensor ``[R, 1, 1]`` of one value per run.  All of them broadcast against
 each other, so an algorithm's lines read as the paper's, for one run or for many.  Here: the protocol, the

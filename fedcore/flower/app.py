@@ -2,7 +2,7 @@
 
 One round on Flower is :func:`fedcore.algorithms.base.federated_round` with its two parts in different processes:
 
-    server:  clients, weights, rows <- sample_round(data, t, S, K, B, seed)          (fedcore's sampler)
+    server:  clients, weights, rows <- Streams(seed).sample(data, t, options)       (fedcore's random streams)
              [prologue, when the algorithm has one due (FAFED's m_0, PAdaMFed's line 1): the same exchange first]
              send what the clients read (algorithm.client_reads: x_t, SCAFFOLD's c, ...) and client i's rows [K, B]
              to client i's node                                                      (configure_train)
@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import replace
 from typing import Any
 
 import torch
@@ -33,13 +34,13 @@ from torch import Tensor
 
 from fedcore.algorithms.base import RoundBatch, State, prologue_batch
 from fedcore.algorithms.client import ClientRun
-from fedcore.checks import check_choice, check_int, check_seed
+from fedcore.checks import check_choice, check_int
 from fedcore.data.federated import FederatedData
+from fedcore.engine.options import RunOptions
+from fedcore.engine.streams import Streams
 from fedcore.params import GradientOracle
 from fedcore.problem import Problem
-from fedcore.run import sample_round
 
-WEIGHTINGS = ("samples", "uniform")
 PHASES = ("prologue", "train")
 """The two kinds of train message: an algorithm's prologue (:func:`fedcore.algorithms.base.run_prologue`) and its
 round's local steps."""
@@ -84,28 +85,29 @@ def tensors_of(record: ArrayRecord, device: torch.device | str) -> dict[str, Ten
 
 
 class FedcoreStrategy(Strategy):
-    """The server of a fedcore algorithm on Flower's Message API.  Each round draws the clients and their
-    minibatch rows with fedcore's sampler from ``seed`` (as :func:`fedcore.simulate` does), sends each client's
+    """The server of a fedcore algorithm on Flower's Message API.  Its options are ``simulate``'s
+    (:class:`~fedcore.engine.options.RunOptions`, as ``options=`` or by keyword: ``clients_per_round``, ``local_steps``,
+    ``batch_size``, ``weighting``, ``seed``; the rounds are Flower's ``num_rounds``).  Each round draws the clients and
+    their minibatch rows from the seed with the engine's random streams (:class:`~fedcore.engine.streams.Streams`,
+    as :func:`fedcore.simulate` does), sends each client's
     node what the algorithm's clients read and its rows (``nodes``: client id -> node id; None: node id = client
     id), runs the algorithm's prologue first when one is due, and aggregates the replies with the algorithm's
     ``server_round``.  The server state (the model and, e.g., FedAdam's moments, SCAFFOLD's ``c``) stays here, the
     clients' own state (``algorithm.client_state``) on their nodes; :attr:`history` keeps each round's metrics
     and its wall time (``seconds``: sampling, the messages, the nodes' work and the server rule)."""
 
-    def __init__(self, algorithm: Any, data: FederatedData, x0: Tensor, *, clients_per_round: int, local_steps: int,
-                 batch_size: int, seed: int = 0, weighting: str = "samples",
-                 nodes: Mapping[int, int] | None = None) -> None:
+    def __init__(self, algorithm: Any, data: FederatedData, x0: Tensor, *, options: RunOptions | None = None,
+                 nodes: Mapping[int, int] | None = None, **settings: Any) -> None:
         self.algorithm = check_carried(algorithm)
         self.data = data
-        self.settings = {"clients_per_round": check_int("clients_per_round", clients_per_round),
-                         "local_steps": check_int("local_steps", local_steps),
-                         "batch_size": check_int("batch_size", batch_size),
-                         "weighting": check_choice("weighting", weighting, WEIGHTINGS)}
-        if clients_per_round > data.num_clients:
-            raise ValueError(f"clients_per_round={clients_per_round} exceeds the {data.num_clients} clients")
-        seed = check_seed("seed", seed)
-        self.sampler = torch.Generator().manual_seed(seed)  # fedcore.simulate's streams for this seed
-        self.batch_generator = torch.Generator(device=data.device).manual_seed(seed + 1)
+        if options is None:  # the rounds are Flower's num_rounds (start)
+            settings = {"rounds": 1, **settings}
+        self.options = RunOptions.of((), options, "FedcoreStrategy", **settings)
+        if self.options.clients_per_round > data.num_clients:
+            raise ValueError(f"clients_per_round={self.options.clients_per_round} exceeds the {data.num_clients} "
+                             "clients")
+        self.options.check(data)
+        self.streams = Streams(self.options.seed, data.device)  # fedcore.simulate's streams for this seed
         self.nodes = dict(nodes) if nodes is not None else None
         state = algorithm.init(x0.reshape(1, 1, -1).to(data.device).clone(), data.num_clients)
         on_clients = tuple(getattr(algorithm, "client_state", ()))
@@ -121,9 +123,10 @@ class FedcoreStrategy(Strategy):
               **options: Any) -> Result:
         """Flower's round loop, after the algorithm's own check of the run (PAdaMFed's step sizes were computed for
         one S, K, T: ``check_run``), as :func:`fedcore.simulate` makes it before any work."""
+        self.options = replace(self.options, rounds=check_int("num_rounds", num_rounds))
         if callable(getattr(self.algorithm, "check_run", None)):
-            self.algorithm.check_run(clients_per_round=self.settings["clients_per_round"],
-                                     local_steps=self.settings["local_steps"], rounds=num_rounds)
+            self.algorithm.check_run(clients_per_round=self.options.clients_per_round,
+                                     local_steps=self.options.local_steps, rounds=num_rounds)
         self.timeout = timeout
         return super().start(grid, initial_arrays, num_rounds=num_rounds, timeout=timeout, **options)
 
@@ -141,8 +144,7 @@ class FedcoreStrategy(Strategy):
         due (through ``grid``, at once), then one message per sampled client with what the clients read, the
         client's id, the round and the client's minibatch rows ``[K, B]``."""
         self.started = time.perf_counter()
-        batch = sample_round(self.data, server_round - 1, dtype=self.state["x"].dtype, sampler=self.sampler,
-                             batch_generator=self.batch_generator, **self.settings)
+        batch = self.streams.sample(self.data, server_round - 1, self.options, self.state["x"].dtype)
         self.batch, state = batch, self.state
         first = prologue_batch(self.algorithm, state, batch)
         if first is not None:

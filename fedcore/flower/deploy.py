@@ -33,7 +33,8 @@ from flwr.serverapp import Grid, ServerApp
 from fedcore import algorithms, models
 from fedcore.checks import check_choice
 from fedcore.data import load_fashion_mnist
-from fedcore.flower.app import WEIGHTINGS, FedcoreStrategy, array_record, check_carried, client_reply
+from fedcore.engine.options import WEIGHTINGS
+from fedcore.flower.app import FedcoreStrategy, array_record, check_carried, client_reply
 from fedcore.params import GradientOracle
 from fedcore.problem import Problem
 
@@ -72,8 +73,8 @@ def algorithm_of(config: Any) -> Any:
 def check_run_config(config: Any) -> Any:
     """The run's algorithm, refused by name if the Flower app cannot carry it (:func:`fedcore.flower.check_carried`)
     or if its step sizes were computed for another S, K, T (PAdaMFed's ``check_run``), or if the weighting is not
-    one of :data:`fedcore.flower.app.WEIGHTINGS`: what ``start_app`` asks before ``flwr run`` and the ServerApp before
-    any message."""
+    one of :data:`fedcore.engine.options.WEIGHTINGS`: what ``start_app`` asks before ``flwr run`` and the ServerApp
+    before any message."""
     check_choice("weighting", str(config.get("weighting", "samples")), WEIGHTINGS)
     algorithm = check_carried(algorithm_of(config))
     if callable(getattr(algorithm, "check_run", None)):

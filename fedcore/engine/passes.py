@@ -1,11 +1,11 @@
-"""Many runs in one pass: R runs of one algorithm family as one problem.
+"""Many runs in one pass: R runs of one algorithm family as one problem, and the plan of a call's passes.
 
 Every fedcore algorithm is written for R runs at once (:mod:`fedcore.algorithms.base`: the server model
 ``[R, 1, d]``, the clients ``[R, S, d]``, per-client state ``[R, N, d]``).  R separate algorithms of the same
 family, which differ only in the values of their hyperparameters, become one algorithm whose differing
 numbers are tensors ``[R, 1, 1]``: :func:`stack`.  :func:`signature` says which algorithms can share a pass
-(equal signatures), or why one cannot.  :func:`run_state` and :func:`select` take one run, or some runs,
-out of a pass's state.
+(equal signatures), or why one cannot; :func:`plan` groups a call's runs into passes of at most
+:func:`runs_per_pass` runs.  :func:`run_state` and :func:`select` take one run, or some runs, out of a pass's state.
 
 What cannot be stacked, and so runs alone: algorithms of different classes or options (a string, a bool or
 an int that differs: another family, another loop length), and a hyperparameter given as a plain Python
@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import numbers
+import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -26,6 +27,7 @@ from fedcore import server_opt
 from fedcore.algorithms.base import State
 from fedcore.algorithms.fedexp import extrapolation
 from fedcore.algorithms.fedli import deep_frank_wolfe
+from fedcore.checks import check_int
 from fedcore.identity import describe, uncomparable
 from fedcore.server_opt import ServerOptimizer
 
@@ -56,7 +58,7 @@ def signature(algorithm: Any) -> tuple[str | None, str | None]:
     """``(key, None)``: algorithms with equal keys can run in one pass; ``(None, reason)`` for one that
     runs alone (a plain-function hyperparameter, a server rule fedcore does not know)."""
     description = describe(algorithm)
-    if uncomparable(description):
+    if uncomparable(description) or _has_function(description):
         return None, "a hyperparameter is a plain Python function (use fedcore's schedules to batch it)"
     server = getattr(algorithm, "server", None)
     if isinstance(server, ServerOptimizer) and dict(server.options).get("rule") not in SERVER_RULES:
@@ -64,6 +66,13 @@ def signature(algorithm: Any) -> tuple[str | None, str | None]:
     if not dataclasses.is_dataclass(algorithm):
         return None, f"{type(algorithm).__name__} is not a dataclass of hyperparameters"
     return repr(_shape(description)), None
+
+
+def _has_function(description: Any) -> bool:
+    """Whether a description holds a plain function (its value per run cannot be made a tensor)."""
+    if isinstance(description, dict):
+        return "function" in description or any(_has_function(value) for value in description.values())
+    return isinstance(description, list) and any(_has_function(value) for value in description)
 
 
 def stack(algorithms: Sequence[Any], dtype: torch.dtype = torch.float32, device: Any = "cpu") -> Any:
@@ -75,7 +84,7 @@ def stack(algorithms: Sequence[Any], dtype: torch.dtype = torch.float32, device:
     keys = {signature(algorithm)[0] for algorithm in algorithms}
     if None in keys or len(keys) > 1:
         raise ValueError(f"cannot stack {[getattr(a, 'name', a) for a in algorithms]}: they differ in more than "
-                         "the values of their hyperparameters (fedcore.runs.signature)")
+                         "the values of their hyperparameters (fedcore.engine.passes.signature)")
     return _stack_values(list(algorithms), dtype, device)
 
 
@@ -127,3 +136,54 @@ def run_state(state: State, run: int) -> State:
         return part.squeeze(0) if part.dim() >= 2 and part.shape[0] == 1 else part
 
     return _map(state, one)
+
+
+ROWS_PER_PASS, ENTRIES_PER_PASS = 160, 4_200_000
+
+
+def runs_per_pass(problem: Any, backend: str, clients_per_round: int) -> int:
+    """The ``batch="auto"`` rule: how many runs share a pass.  Measured on 2 CPU cores
+    (``benchmarks/round_speed.py --workloads runs``, ``benchmarks/README.md``; K = 10, B = 32, seconds per
+    run-round against one run at a time): on the ``vmap`` backend the gain peaks where the pass holds at most
+    ``ROWS_PER_PASS`` = 160 client rows and its client matrix ``[R*S, d]`` at most ``ENTRIES_PER_PASS`` = 4.2M
+    entries: logistic regression (d = 7,850) gains most at R*S = 160 (3.2x at S = 10, R = 16; 2.2x at S = 20,
+    R = 8), less beyond (2.6x at R*S = 320); the 784-64-10 MLP (d = 50,890) at R*S = 80 (2.2x at S = 10,
+    R = 8; 3.0x at S = 5, R = 16), less at 160 rows (1.7x).  On the ``loop`` backend (convolutions, LSTMs,
+    models above 0.7M parameters) the oracle computes client by client either way: Reddi et al.'s CNN gained
+    nothing at R = 4 (0.94-1.02x), so those runs go one at a time.  No accelerator has been measured yet: there
+    the CPU's rule applies."""
+    if backend == "loop":
+        return 1
+    rows = min(ROWS_PER_PASS, ENTRIES_PER_PASS // problem.model.dim)
+    return max(1, rows // clients_per_round)
+
+
+def check_batch(batch: Any) -> int:
+    """``batch`` (``simulate_runs``'s most runs in one pass) as an int: ``"off"`` is 1."""
+    if batch == "off":
+        return 1
+    if isinstance(batch, str):
+        raise ValueError(f"batch={batch!r} not one of 'auto', 'off' or an int >= 1 (the most runs in one pass)")
+    return check_int("batch", batch)
+
+
+_said: set[str] = set()
+
+
+def plan(algorithms: list[Any], most: int) -> list[list[int]]:
+    """The passes: indices of ``algorithms`` grouped by :func:`signature`, at most ``most`` per pass, in order of
+    first appearance; an algorithm that cannot share a pass is alone (said once)."""
+    groups: dict[str, list[int]] = {}
+    alone = []
+    for i, algorithm in enumerate(algorithms):
+        key, reason = signature(algorithm)
+        if key is None:
+            alone.append([i])
+            name = getattr(algorithm, "name", type(algorithm).__name__)
+            if most > 1 and len(algorithms) > 1 and f"{name}: {reason}" not in _said:
+                _said.add(f"{name}: {reason}")
+                warnings.warn(f"{name} runs alone, not in a pass with others: {reason}", UserWarning, stacklevel=3)
+        else:
+            groups.setdefault(key, []).append(i)
+    passes = [group[j:j + most] for group in groups.values() for j in range(0, len(group), most)] + alone
+    return sorted(passes, key=lambda indices: indices[0])
