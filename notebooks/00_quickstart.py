@@ -18,7 +18,8 @@
 #
 # This notebook is a tour of `fedcore`, the small library behind the paper notebooks:
 #
-# 1. what federated optimization is, and the FedOpt update of Reddi et al. (ICLR 2021) beside the code that implements it;
+# 1. what federated optimization is, the simulator's round loop, and the FedOpt update of Reddi et al. (ICLR 2021) beside
+#    the code that implements it;
 # 2. a federated data set: Fashion-MNIST dealt out to 20 clients with label skew;
 # 3. three algorithms trained on it (FedAvg, FedAdam, SCAFFOLD) and compared;
 # 4. an explorer: how a server optimizer moves the model on a 2-D problem you can see.
@@ -78,6 +79,7 @@ import pandas as pd
 from IPython.display import display
 
 import fedcore
+import fedcore.engine.loop
 from fedcore import explore, plots, toy
 from fedcore.store import default_store
 
@@ -120,6 +122,16 @@ from fedcore.store import default_store
 for rule in (fedcore.server_opt._adagrad_v, fedcore.server_opt._yogi_v, fedcore.server_opt._adam_v,
              fedcore.server_opt._adaptive):
     print(inspect.getsource(rule))
+
+# %% [markdown]
+# Every algorithm runs inside one loop, the first code of fedcore worth reading: each round it samples every run's
+# clients and their minibatches (each run from its own random streams), runs one federated round (the algorithm's
+# clients' part, then its server's part), stops a run whose loss or model goes bad (that run keeps the round
+# before), evaluates and records the new models, and appends a row to each run's history. It runs R runs at once
+# (R = 1 for `fedcore.simulate`; a sweep puts runs that differ only in their hyperparameters' values in one pass):
+
+# %%
+print(inspect.getsource(fedcore.engine.loop.run_pass))
 
 # %% [markdown]
 # and one round of FedOpt (Algorithm 1), written as the clients' part and the server's part (the same two parts

@@ -25,7 +25,7 @@ from tqdm.auto import tqdm
 
 from fedcore.algorithms.base import RoundBatch, State
 from fedcore.engine.options import RunOptions
-from fedcore.engine.passes import run_state, select, stack
+from fedcore.engine.passes import name_of, run_state, select, stack
 from fedcore.engine.streams import Streams
 from fedcore.params import GradientOracle, evaluate_runs
 from fedcore.problem import Problem
@@ -164,9 +164,8 @@ def leave(p: Pass, state: State, batch: RoundBatch, why: dict[int, str]) -> Stat
     for position, because in sorted(why.items()):
         run = p.live[position]
         p.ended[run] = (run_state(p.state, position), p.round + 1, because)
-        name = getattr(p.algorithms[run], "name", type(p.algorithms[run]).__name__)
-        warnings.warn(f"{name} diverged at round {p.round + 1} ({because}); history and state kept up to round "
-                      f"{p.round}", RuntimeWarning, stacklevel=4)
+        warnings.warn(f"{name_of(p.algorithms[run])} diverged at round {p.round + 1} ({because}); history and state "
+                      f"kept up to round {p.round}", RuntimeWarning, stacklevel=4)
     kept = [position for position in range(len(p.live)) if position not in why]
     p.live = [p.live[position] for position in kept]
     if not p.live:
@@ -182,16 +181,14 @@ def history(p: Pass, run: int) -> History:
     else:
         state, diverged_round, because = run_state(p.state, p.live.index(run)), None, None
     trace = None if p.trace is None else [(clients[0], models[:, 0]) for clients, models in p.trace]
-    algorithm = p.algorithms[run]
-    return History(pd.DataFrame(p.rows[run]).set_index("round"), getattr(algorithm, "name", type(algorithm).__name__),
-                   p.oracle.backend, state, diverged_round, trace, diverged_because=because)
+    return History(pd.DataFrame(p.rows[run]).set_index("round"), name_of(p.algorithms[run]), p.oracle.backend,
+                   state, diverged_round, trace, diverged_because=because)
 
 
 @contextmanager
 def progress_bar(p: Pass, progress: bool) -> Iterator[tqdm]:
     """A progress bar over the pass's rounds (hidden when ``progress`` is False)."""
-    name = getattr(p.algorithms[0], "name", type(p.algorithms[0]).__name__)
-    rounds = p.options.rounds
+    name, rounds = name_of(p.algorithms[0]), p.options.rounds
     with tqdm(total=rounds, initial=min(p.round, rounds), disable=not progress, leave=False,
               desc=name if len(p.algorithms) == 1 else f"{name} x {len(p.algorithms)} runs") as bar:
         yield bar
@@ -227,17 +224,15 @@ def checked_state(state: Any, algorithm: Any, method: str) -> State:
     """What ``init`` and ``round`` hand back must be a state: a dict with the model ``"x"`` as a tensor."""
     if not isinstance(state, dict) or not isinstance(state.get("x"), Tensor):
         got = f"a dict with keys {sorted(state)}" if isinstance(state, dict) else repr(state)[:80]
-        name = getattr(algorithm, "name", type(algorithm).__name__)
-        raise TypeError(f"{name}.{method} returned {got}; it must return the state: a dict of tensors with the server "
-                        "model under 'x' ([R, 1, d], as x0)")
+        raise TypeError(f"{name_of(algorithm)}.{method} returned {got}; it must return the state: a dict of tensors "
+                        "with the server model under 'x' ([R, 1, d], as x0)")
     return state
 
 
 def checked_round(result: Any, algorithm: Any) -> tuple[State, dict]:
     """``round`` must return ``(new_state, metrics)``."""
     if not isinstance(result, tuple) or len(result) != 2 or not isinstance(result[1], dict):
-        name = getattr(algorithm, "name", type(algorithm).__name__)
-        raise TypeError(f"{name}.round(state, batch, oracle) returned {repr(result)[:80]}; it must return (new_state, "
-                        "metrics): the new state dict and a dict of the round's metrics, as in: return new_state, "
-                        "{'train_loss': loss}")
+        raise TypeError(f"{name_of(algorithm)}.round(state, batch, oracle) returned {repr(result)[:80]}; it must "
+                        "return (new_state, metrics): the new state dict and a dict of the round's metrics, as in: "
+                        "return new_state, {'train_loss': loss}")
     return checked_state(result[0], algorithm, "round(state, batch, oracle)"), result[1]

@@ -68,6 +68,11 @@ def signature(algorithm: Any) -> tuple[str | None, str | None]:
     return repr(_shape(description)), None
 
 
+def name_of(algorithm: Any) -> str:
+    """An algorithm's name (its ``name``, else its class's) for histories, progress bars and messages."""
+    return getattr(algorithm, "name", type(algorithm).__name__)
+
+
 def _has_function(description: Any) -> bool:
     """Whether a description holds a plain function (its value per run cannot be made a tensor)."""
     if isinstance(description, dict):
@@ -83,7 +88,7 @@ def stack(algorithms: Sequence[Any], dtype: torch.dtype = torch.float32, device:
         return algorithms[0]
     keys = {signature(algorithm)[0] for algorithm in algorithms}
     if None in keys or len(keys) > 1:
-        raise ValueError(f"cannot stack {[getattr(a, 'name', a) for a in algorithms]}: they differ in more than "
+        raise ValueError(f"cannot stack {[name_of(a) for a in algorithms]}: they differ in more than "
                          "the values of their hyperparameters (fedcore.engine.passes.signature)")
     return _stack_values(list(algorithms), dtype, device)
 
@@ -179,7 +184,7 @@ def plan(algorithms: list[Any], most: int) -> list[list[int]]:
         key, reason = signature(algorithm)
         if key is None:
             alone.append([i])
-            name = getattr(algorithm, "name", type(algorithm).__name__)
+            name = name_of(algorithm)
             if most > 1 and len(algorithms) > 1 and f"{name}: {reason}" not in _said:
                 _said.add(f"{name}: {reason}")
                 warnings.warn(f"{name} runs alone, not in a pass with others: {reason}", UserWarning, stacklevel=3)
