@@ -13,9 +13,9 @@ MLP with dropout (so the dropout masks' stream is part of the run), 6 clients of
 - ``simulate_runs`` of two seeds (1 and 2) and uniform weighting in one pass on ``vmap`` (``batch=2``).
 
 Every number of every history frame but ``seconds`` is kept as ``float.hex`` (exact), and each final model as the
-SHA-256 of its bytes.  Float results depend on the CPU's kernels: where the machine's torch version or CPU capability
-differs from the recording's, the test compares the frames to 1e-5 relative instead (the final models' bits only
-on the recording's kernels).
+SHA-256 of its bytes.  Float results depend on the CPU's kernels: where the machine's torch version, CPU capability
+or CPU differs from the recording's, the test compares the frames to 1e-5 relative instead, and warns (the final
+models' bits only on the recording's kernels).
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import platform
 import sys
 import warnings
 from pathlib import Path
@@ -47,8 +48,11 @@ def problem() -> Problem:
 
 
 def machine() -> dict[str, str]:
-    """What the exact bits depend on besides fedcore: torch's version and the CPU kernels it dispatches to."""
-    return {"torch": torch.__version__, "cpu_capability": torch.backends.cpu.get_cpu_capability()}
+    """What the exact bits depend on besides fedcore: torch's version, the CPU kernels it dispatches to and the CPU."""
+    model = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                  if line.startswith("model name")), platform.processor()) if Path("/proc/cpuinfo").exists() else \
+        platform.processor()
+    return {"torch": torch.__version__, "cpu_capability": torch.backends.cpu.get_cpu_capability(), "cpu": model}
 
 
 def summary(history) -> dict:
