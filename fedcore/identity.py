@@ -19,8 +19,9 @@ The code that decides a run's numbers is part of what identifies it, in two part
   only presents or orchestrates (figures, explorers, the experiments' tables and claim rules, Flower, the store, the
   notebooks) is not in it, so an edit there recomputes nothing.  ``tests/test_store_keys.py`` traces every module a
   run executes and fails when one is neither listed here nor in :data:`BOOKKEEPING`;
-- anything handed to a run that computes and is defined outside those modules (a ``record=`` class, a schedule given
-  as a function, a user's own algorithm class) is described by its code: its functions' bytecode and constants, and
+- anything handed to a run that computes and is defined outside those modules and the libraries (a ``record=``
+  class, a schedule given as a function, a user's own algorithm class, a model's layer class or a loss of the user's)
+  is described by its code: its functions' bytecode and constants, and
   the values of the names they read (closure cells and globals, recursively through the functions they call), so an
   edit of that code, or of a number it reads, is another run.  What such code reads that cannot be described (an
   object of no known kind) makes the run uncomparable.
@@ -290,14 +291,23 @@ def uncomparable(description: Any, path: str = "") -> list[str]:
 
 
 def run_identity(data: Any, module: nn.Module, x0: Tensor, algorithm: Any, options: Mapping[str, Any],
-                 content: str | None = None) -> dict:
+                 content: str | None = None, loss: Any = None) -> dict:
     """Everything that determines a run's result (see the module docstring); ``content`` is
-    :func:`data_hash` of ``data`` when the caller has just computed it (many runs on the same data)."""
+    :func:`data_hash` of ``data`` when the caller has just computed it (many runs on the same data).  The model is
+    described by its architecture and initial parameters, and, where a layer's class or the ``loss`` is code of the
+    user's (defined outside fedcore's numerics and the libraries), by that code too (only then: the identities of
+    runs on fedcore's and torch's layers stay as they were)."""
+    model: dict[str, Any] = {"architecture": repr(module), "initial_parameters": tensor_hash(x0), "dim": x0.numel()}
+    layers = {type(layer): None for layer in module.modules() if not _known_class(type(layer))}
+    if layers:
+        model["code"] = [_class(cls, frozenset()) for cls in layers]
+    if loss is not None and not (isinstance(loss, types.FunctionType) and _known_file(loss.__code__.co_filename)):
+        model["loss"] = describe(loss)
     return {
         "fedcore": VERSION,
         "data": {"content": data_hash(data) if content is None else content, "num_clients": data.num_clients,
                  "name": data.name},
-        "model": {"architecture": repr(module), "initial_parameters": tensor_hash(x0), "dim": x0.numel()},
+        "model": model,
         "algorithm": describe(algorithm),
         "options": describe(dict(options)),
     }

@@ -2,10 +2,9 @@
 ``simulate_runs`` for many (in passes of several runs), ``sweep`` for a grid of hyperparameters over seeds.
 
 They check what they are given, look each run up in a results store (:mod:`fedcore.store`), and hand what is missing
-to the round loop, :func:`fedcore.engine.loop.run_pass` (read it first: one screen).  The options of a run are one
-typed value, :class:`fedcore.engine.options.RunOptions`, given as it is (``options=``) or by keyword
-(``rounds=50, clients_per_round=10, local_steps=5, batch_size=32``; the first four also by position); its random
-streams come from :class:`fedcore.engine.streams.Streams`.
+to the round loop, :func:`fedcore.engine.loop.run_pass` (read it first: one screen).  A run's options are one typed
+value, :class:`fedcore.engine.options.RunOptions`, given as ``options=`` or by keyword (``rounds=50, ...``; the first
+four also by position); its random streams come from :class:`fedcore.engine.streams.Streams`.
 """
 
 from __future__ import annotations
@@ -84,7 +83,7 @@ def simulate(problem: Problem, algorithm: Algorithm, *args: int, options: RunOpt
     p = start_pass(problem, [algorithm], oracle, options, [options.seed], start, trace)
     store = Store(store) if store is not None and not isinstance(store, Store) else store
     if checkpoint is not None or store is not None:
-        p.identity = run_identity(data, problem.model.module, start, algorithm, options.identity(oracle.backend))
+        p.identity = _identity(problem, start, algorithm, options.identity(oracle.backend))
     traced = options.rounds * options.local_steps * options.clients_per_round * start.numel() * start.element_size()
     key = None if callback is not None or (trace and traced > MAX_TRACE_BYTES) else \
         _key(store, {**p.identity, "trace": True} if trace else p.identity, options.rounds)
@@ -128,9 +127,8 @@ def _check_algorithm(algorithm: Any, options: RunOptions) -> None:
 
 
 def warm_up(problem: Problem, backend: str = "auto") -> float:
-    """Pay the one-time start-up cost of a process (torch's lazy initialization, the first ``vmap`` of a
-    model: about 2 s on a CPU) on two samples, so that the ``seconds`` of the runs after it measure the
-    runs alone.  Returns the seconds it took.  Notebooks call it before the runs whose times they show."""
+    """Pay a process's one-time start-up cost (torch's lazy initialization, a model's first ``vmap``: about 2 s on a
+    CPU) on two samples, so that the runs' ``seconds`` measure the runs alone; returns the seconds it took."""
     if not isinstance(problem, Problem):
         raise TypeError(f"problem={type(problem).__name__} must be a fedcore.Problem")
     started = time.perf_counter()
@@ -219,13 +217,17 @@ def _check_fits(algorithms: list[Any], start: Tensor, problem: Problem, options:
                data.inputs[:1].nbytes + data.targets[:1].nbytes, data.device)
 
 
+def _identity(problem: Problem, start: Tensor, algorithm: Any, options: dict, content: str | None = None) -> dict:
+    """A run's identity (:func:`fedcore.identity.run_identity`), its loss included."""
+    return run_identity(problem.data, problem.model.module, start, algorithm, options, content, problem.model.loss_fn)
+
+
 def _lookup(store: Store | None, problem: Problem, algorithms: list[Any], seeds: list[int], starts: list[Tensor],
             options: RunOptions, backend: str) -> tuple[list[dict], list[str | None], list[History | None]]:
     """Each run's identity, store key and stored history (None: to compute), the data hashed once for all."""
     content = data_hash(problem.data) if store is not None else None
-    identities = [{} if store is None else
-                  run_identity(problem.data, problem.model.module, start, algorithm,
-                               options.identity(backend) | {"seed": seed}, content)
+    described = options.identity(backend)
+    identities = [{} if store is None else _identity(problem, start, algorithm, described | {"seed": seed}, content)
                   for algorithm, seed, start in zip(algorithms, seeds, starts)]
     keys = [_key(store, identity, options.rounds) for identity in identities]
     return identities, keys, [store.history(key) if key is not None else None for key in keys]

@@ -267,3 +267,38 @@ def test_fedcore_code_is_keyed_by_the_numerics_hash_and_other_code_by_content() 
     opaque = object()
     described = describe(lambda t: 0.1 if opaque else 0.2)
     assert described["closure"]["opaque"] == {"<uncomparable>": "object object"}
+
+
+def test_a_users_layer_and_loss_are_keyed_by_their_code_and_fedcores_are_not(tmp_path) -> None:
+    """A model whose layer class is the user's (its ``forward`` decides the numbers) or a loss of the user's: an
+    edit of that code is another run; fedcore's and torch's layers and losses add nothing to the identity."""
+    store = Store(tmp_path / "runs.sqlite")
+
+    def scaled(factor: str):
+        namespace: dict = {"nn": torch.nn}
+        exec(textwrap.dedent(f"""
+            class Scaled(nn.Module):
+                def forward(self, x):
+                    return x * {factor}
+            """), namespace)
+        return namespace["Scaled"]()
+
+    def model(factor: str) -> Problem:
+        torch.manual_seed(0)  # the same initial parameters
+        return Problem(blobs(), torch.nn.Sequential(torch.nn.Linear(8, 3), scaled(factor)))
+
+    first = simulate(model("2.0"), algorithms.fedavg(0.1), store=store, **OPTIONS)
+    again = simulate(model("2.0"), algorithms.fedavg(0.1), store=store, **OPTIONS)
+    edited = simulate(model("3.0"), algorithms.fedavg(0.1), store=store, **OPTIONS)
+    assert not first.stored and again.stored and not edited.stored
+
+    def loss(outputs, targets):
+        return torch.nn.functional.cross_entropy(outputs, targets) * 2
+
+    own = Problem(blobs(), torch.nn.Sequential(torch.nn.Linear(8, 3)), loss=loss)
+    plain = Problem(blobs(), torch.nn.Sequential(torch.nn.Linear(8, 3)))
+    a, b = [run_identity(p.data, p.model.module, p.x0(), algorithms.fedavg(0.1), {}, loss=p.model.loss_fn)["model"]
+            for p in (own, plain)]
+    assert "loss" in a and "loss" not in b and "code" not in b
+    assert "code" not in run_identity(problem().data, problem().model.module, problem().x0(), algorithms.fedavg(0.1),
+                                      {}, loss=problem().model.loss_fn)["model"]
