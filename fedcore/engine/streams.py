@@ -1,7 +1,7 @@
 """The random streams of a run, one convention for the engine and for :mod:`fedcore.flower`.
 
-A run's seed ``s`` starts three streams, each used for one thing only, so that a run on Flower's engines draws
-exactly what :func:`fedcore.simulate` draws:
+A run's seed ``s`` starts three streams, each used for one thing only, so that Flower's strategy draws the clients
+and minibatch rows :func:`fedcore.simulate` draws (a Flower node's dropout masks come from its own process):
 
 - ``clients``: which clients each round samples (``s``, a CPU generator: ``randperm(N)[:S]``);
 - ``minibatches``: the rows of each sampled client's K minibatches (``s + 1``, on the data's device);
