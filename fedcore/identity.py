@@ -122,33 +122,29 @@ def _library_paths() -> tuple[Path, ...]:
 
 
 @cache
+def _numerics_set() -> frozenset[Path]:
+    return frozenset(numerics_files())
+
+
+@cache
 def _known_file(filename: str) -> bool:
     """Whether code from ``filename`` is described by name alone: a file of fedcore's numerics (keyed by
     :func:`numerics_hash`) or of a library (the standard library, installed packages: torch, numpy, ...).  The code
     of anything else (a notebook's cell, a user's module, code run by ``exec``, fedcore's experiments) is described by
     its content."""
     path = Path(filename).resolve()
-    if path in set(numerics_files()):
+    if path in _numerics_set():
         return True
     return not path.is_relative_to(PACKAGE) and any(path.is_relative_to(root) for root in _library_paths())
 
 
 def _known_class(cls: type) -> bool:
-    """Whether a class is described by name alone: a class of fedcore's numerics or of a library (or a builtin)."""
-    if _in_numerics(cls.__module__) or getattr(builtins, cls.__qualname__, None) is cls:
+    """Whether a class is described by name alone: a class of fedcore's numerics or of a library (by its module's
+    file, as :func:`_known_file`), or a builtin."""
+    if getattr(builtins, cls.__qualname__, None) is cls:
         return True
     file = getattr(sys.modules.get(cls.__module__), "__file__", None)
     return cls.__module__ != "__main__" and file is not None and _known_file(file)
-
-
-def _in_numerics(module_name: str | None) -> bool:
-    """Whether the module named ``module_name`` is one of :data:`NUMERICS` (its code keyed by
-    :func:`numerics_hash`)."""
-    if not module_name or not (module_name == "fedcore" or module_name.startswith("fedcore.")):
-        return False
-    relative = module_name.split(".", 1)[1].replace(".", "/") if "." in module_name else ""
-    return any(relative + ".py" == entry or (relative + "/").startswith(entry) or
-               (entry.endswith("/") and relative == entry.rstrip("/")) for entry in NUMERICS)
 
 
 def _code(code: types.CodeType) -> dict:
