@@ -74,9 +74,9 @@ class QuadraticTask:
 
 @dataclass(frozen=True, eq=False)
 class SquaredGradientNorm:
-    """``||grad f(x)||^2`` of ``f(x) = 1/(2n) ||A x - y||^2`` at each server model ``x [R, d]``, as
-    ``simulate(..., record=...)`` asks: a dataclass, so that the runs that record it are compared (``A`` and ``y``
-    by content) and kept in the results store."""
+    """``||grad f(x)||^2`` of ``f(x) = 1/(2n) ||A x - y||^2`` at each row of ``x`` (``record=`` hands one run's
+    server model, ``[1, d]``), as ``simulate(..., record=...)`` asks: a dataclass, so that the runs that record it
+    are compared (``A`` and ``y`` by content) and kept in the results store."""
 
     inputs: Tensor
     targets: Tensor

@@ -15,8 +15,9 @@ from fedcore import algorithms, models
 from fedcore import run as run_module
 from fedcore.algorithms.base import exp_decay
 from fedcore.engine import passes as runs
-from fedcore.run import Problem, simulate, simulate_runs, sweep
+from fedcore.run import Problem, simulate, simulate_runs
 from fedcore.store import Store
+from fedcore.sweeps import sweep
 
 # every algorithm runs here on clients of different sizes with weighting="samples": the invariants hold under any
 # weighting, and PAdaMFed's warning about mixing them with its 1/S and 1/N is tested in test_padamfed.py
@@ -306,7 +307,7 @@ def test_record_adds_a_column_equal_to_what_a_callback_measures_and_is_stored(tm
 
 
 @pytest.mark.parametrize("record, message", [
-    (lambda x: x.sum(), r"record=.* returned tensor.*; it must return \{name: one number per run\}"),
+    (lambda x: x.sum(), r"record=.* returned tensor.*; it must return \{name: one number\} for the model x \[1, d\]"),
     (lambda: {}, r"record=.* must take 1 positional argument\(s\) \(x\)"),
     ("norm", r"record='norm' must be a function \(x\)"),
 ])

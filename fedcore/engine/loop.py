@@ -48,6 +48,7 @@ class Pass:
     rows: list[list[dict[str, float]]] = field(default_factory=list)  # each run's history, one dict per round
     ended: dict[int, tuple[State, int, str]] = field(default_factory=dict)  # run -> (state, diverged round, why)
     round: int = 0  # rounds done
+    computing: int = 0  # the round being computed and measured (0: the start)
     trace: list[tuple[Tensor, Tensor]] | None = None  # with trace=True: (clients, models after each step) per round
     identity: dict = field(default_factory=dict)  # what a checkpoint of this pass must match
 
@@ -69,11 +70,11 @@ def run_pass(p: Pass, progress: bool = False, checkpoint: Any = None,
              callback: Callable[[int, State], None] | None = None) -> list[History]:
     """Run the pass to ``p.options.rounds``: one :class:`~fedcore.results.History` per run."""
     rounds, eval_every = p.options.rounds, p.options.eval_every
-    if p.round == 0:
-        measure(p, evaluate=eval_every > 0)  # round 0: the start
-    with progress_bar(p, progress) as bar, dropout_stream(p):
+    with progress_bar(p, progress) as bar, dropout_stream(p), reported_round(p):
+        if p.round == 0:
+            measure(p, evaluate=eval_every > 0)  # round 0: the start
         while p.round < rounds and p.live:
-            started = time.perf_counter()
+            started, p.computing = time.perf_counter(), p.round + 1
             batch = sample(p)  # each live run's clients and their minibatch rows
             with p.problem.model.mode(training=True):  # one round of every live run (algorithms/base.py)
                 state, metrics = checked_round(p.algorithm.round(p.state, batch, p.oracle), p.algorithm)
@@ -123,21 +124,41 @@ def measure(p: Pass, evaluate: bool) -> None:
         point = getattr(p.algorithm, "eval_point", lambda state: state["x"])(p.state)
         tested = evaluate_runs(p.problem.model, point.reshape(runs, -1), data.test_inputs, data.test_targets,
                                ignore_classes=data.info.get("ignore_classes", ()), backend=p.oracle.backend)
-    recorded = record(p.options.record, p.state["x"].reshape(runs, -1)) if p.options.record else [{}] * runs
-    for run, metrics, values in zip(p.live, tested, recorded):
+    for position, (run, metrics) in enumerate(zip(p.live, tested)):
         if p.round == 0:
             p.rows[run].append({"round": 0})
+        values = record(p.options.record, p.state["x"].reshape(runs, -1)[position:position + 1], p.rows[run][-1]) \
+            if p.options.record else {}
         p.rows[run][-1].update({**metrics, **values})
 
 
-def record(function: Callable[[Tensor], dict[str, Any]], x: Tensor) -> list[dict[str, float]]:
-    """``function(x)`` of the runs' server models ``x [R, d]``, as one ``{name: number}`` per run."""
+OWN_COLUMNS = frozenset({"round", "seconds", "train_loss", "test_loss", "test_accuracy"})
+"""Columns of a history that fedcore writes (beside an algorithm's own metrics): no ``record=`` column may take one."""
+
+
+def record(function: Callable[[Tensor], dict[str, Any]], x: Tensor, row: dict[str, float]) -> dict[str, float]:
+    """``function(x)`` of one run's server model ``x [1, d]`` (the same shape for a run alone and for a run in a
+    pass of several, so how runs were batched cannot change the column) as ``{name: number}``, none of the names one
+    of fedcore's columns (:data:`OWN_COLUMNS`, or a metric already in this round's ``row``)."""
     values = function(x)
     if not isinstance(values, dict) or not all(isinstance(name, str) for name in values):
-        raise TypeError(f"record={function!r} returned {repr(values)[:80]}; it must return {{name: one number per "
-                        "run}} for the models x [R, d] it is given")
-    columns = per_run(values, x.shape[0])
-    return [{name: column[position] for name, column in columns.items()} for position in range(x.shape[0])]
+        raise TypeError(f"record={function!r} returned {repr(values)[:80]}; it must return {{name: one number}} for "
+                        "the model x [1, d] of one run (it is called once per run)")
+    taken = sorted((OWN_COLUMNS | set(row)) & set(values))
+    if taken:
+        raise ValueError(f"record={function!r} returned the column {taken[0]!r}, which is fedcore's own (its columns: "
+                         f"{sorted(OWN_COLUMNS | set(row))}); name it otherwise, e.g. 'recorded_{taken[0]}'")
+    return {name: one_number(function, name, value) for name, value in values.items()}
+
+
+def one_number(function: Any, name: str, value: Any) -> float:
+    """A value ``record=`` returned for one run as a float: a number, or a tensor or array of one element."""
+    size = getattr(value, "numel", lambda: getattr(value, "size", 1))()
+    if isinstance(value, (str, bytes, bool)) or size != 1 or not hasattr(value, "__float__"):
+        shape = f"of shape {list(value.shape)}" if hasattr(value, "shape") else f"{value!r:.60}"
+        raise TypeError(f"record={function!r} returned {name!r}: a {type(value).__name__} {shape}; it must be one "
+                        "number for the run's model x [1, d] (reduced over its coordinates: x.norm(dim=1), not x)")
+    return float(value)
 
 
 def diverged(p: Pass, state: State, values: dict[str, list[float]]) -> dict[int, str]:
@@ -207,6 +228,19 @@ def dropout_stream(p: Pass) -> Iterator[None]:
     with torch.random.fork_rng(devices=[]):
         torch.set_rng_state(p.streams[0].dropout)
         yield
+
+
+@contextmanager
+def reported_round(p: Pass) -> Iterator[None]:
+    """An error raised while the pass computes says in which round (``error.round``, and a note), so that a sweep can
+    keep it as a result and a reader knows how far the run got."""
+    try:
+        yield
+    except Exception as error:
+        error.round = p.computing  # type: ignore[attr-defined]
+        error.add_note(f"(raised in round {p.computing} of {name_of(p.algorithms[0])}"
+                       f"{f' x {len(p.algorithms)} runs' if len(p.algorithms) > 1 else ''})")
+        raise
 
 
 def per_run(metrics: dict[str, Any], runs: int) -> dict[str, list[float]]:

@@ -32,8 +32,10 @@ class RunOptions:
     - ``backend`` of the gradient oracle: ``"auto"``, ``"loop"`` or ``"vmap"`` (:class:`fedcore.params.GradientOracle`);
     - ``seed``: the run's random streams (:class:`fedcore.engine.streams.Streams`);
     - ``diverge_above``: a training loss above it ends the run as diverged (a non-finite one always does);
-    - ``record``: ``record(x) -> {name: one number per run}`` of the server models ``x [R, d]`` before the first round
-      and after every round, each name a column of the history (a dataclass is keyed by its fields and code).
+    - ``record``: ``record(x) -> {name: one number}`` of a run's server model ``x [1, d]`` before the first round
+      and after every round, each name a column of the history, none of fedcore's own (``train_loss``, ...): called
+      once per run, also in a pass of several, so batching cannot change it (a dataclass is keyed by its fields and
+      code).
     """
 
     rounds: int
