@@ -5,11 +5,11 @@ evidence (result tables over seeds) that returns a :class:`Judgement`: what our 
 verdict and its :class:`Scope` (tasks, scale, rounds, seeds).  :func:`claims_table` lays them out.  The rules:
 
 - **A comparison over seeds** (:func:`paired`): the same seeds give both methods the same initial model, client
-  sampling and minibatches, so the per-seed differences are paired.  A difference counts only when the mean
-  paired difference exceeds :data:`NOISE_FACTOR` = 2 times its standard error (``scipy.stats.sem``); otherwise it
-  is within the noise, a tie.  One seed has no standard error and never decides.  Beside it,
-  ``scipy.stats.ttest_rel``'s p-value and the probability of improvement (Agarwal et al., NeurIPS 2021,
-  rliable: the chance that a run of one method beats a run of the other, ties half) are reported.
+  sampling and minibatches, so the per-seed differences are paired (by seed label when the scores carry them).  A
+  difference counts only when the mean paired difference exceeds :data:`NOISE_FACTOR` = 2 times its standard error
+  (``scipy.stats.sem``); otherwise it is within the noise, a tie.  One seed has no standard error and never
+  decides.  Beside it, ``scipy.stats.ttest_rel``'s p-value and the probability of improvement (Agarwal et al.,
+  NeurIPS 2021, rliable: the chance that a run of one method beats a run of the other, ties half) are reported.
 - **A margin** (:meth:`Paired.outcome`): "A is within 2 points of B" is the comparison of A - B with -2: it is
   confirmed when A - B exceeds -2 by more than the noise, contradicted when it falls below -2 by more.
 - **A verdict** (:func:`judge`) from the outcomes of a claim's checks (each confirmed, contradicted or within the
@@ -23,7 +23,7 @@ verdict and its :class:`Scope` (tasks, scale, rounds, seeds).  :func:`claims_tab
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,6 +32,8 @@ import pandas as pd
 import torch
 from scipy import stats
 
+from fedcore.checks import check_bool, check_int, check_number
+
 HOLDS, PARTLY, DOES_NOT_HOLD = "holds", "partly", "does not hold"
 INCONCLUSIVE, NOT_TESTABLE = "inconclusive", "not testable here"
 VERDICTS = (HOLDS, PARTLY, DOES_NOT_HOLD, INCONCLUSIVE, NOT_TESTABLE)
@@ -39,6 +41,8 @@ CONFIRMED, CONTRADICTED, WITHIN_NOISE = "confirmed", "contradicted", "within the
 OUTCOMES = (CONFIRMED, CONTRADICTED, WITHIN_NOISE)
 NOISE_FACTOR = 2.0
 """A mean paired difference counts when it is larger than this many standard errors."""
+Scores = Sequence[float] | Mapping[int, float]
+"""One score per seed: a list or 1-d array (seeds by position), a ``pd.Series`` indexed by seed or ``{seed: score}``."""
 
 
 @dataclass(frozen=True)
@@ -98,31 +102,63 @@ class Paired:
         return f"{abs(mean):.{digits}f}{spread}" if mean == 0 else f"{mean:+.{digits}f}{spread}"  # no "-0.0"
 
 
-def _per_seed(a: Sequence[float], b: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
-    """``a`` and ``b`` as float arrays of one score per seed each, the same seeds."""
-    a = np.asarray(a, dtype=float).ravel()
-    b = np.asarray(b, dtype=float).ravel()
+def _scores(name: str, values: Any) -> tuple[np.ndarray, list | None]:
+    """``values`` as a float array of one score per seed, and the seeds' labels when the scores carry them (a
+    ``pd.Series``'s index, a ``{seed: score}`` mapping's keys); a table (two dimensions) is refused."""
+    labels = list(values.index) if isinstance(values, pd.Series) else list(values) if isinstance(values, Mapping) \
+        else None
+    if isinstance(values, Mapping):
+        values = list(values.values())
+    if isinstance(values, (str, bytes)):
+        raise TypeError(f"{name}={values!r} must hold one score per seed (a list, 1-d array, Series or "
+                        "{seed: score}), not a string")
+    try:
+        array = np.asarray(values, dtype=float)
+    except (TypeError, ValueError):
+        raise TypeError(f"{name}={values!r:.80} must hold one number per seed") from None
+    if array.ndim != 1:
+        raise ValueError(f"{name} has shape {array.shape}: give one score per seed (a list, 1-d array, Series or "
+                         "{seed: score}); a table (methods x seeds, tasks x seeds) is compared a row at a time")
+    if labels is not None and len(set(labels)) != len(labels):
+        raise ValueError(f"{name} is labelled by seeds {labels}, one of them twice: each seed is one run")
+    return array, labels
+
+
+def _per_seed(a: Any, b: Any) -> tuple[np.ndarray, np.ndarray]:
+    """``a`` and ``b`` as float arrays of one score per seed each, the same seeds in the same order: paired by label
+    when both carry labels (``pd.Series`` or ``{seed: score}``; refused when their seeds differ), by position
+    otherwise."""
+    (a, labels_a), (b, labels_b) = _scores("a", a), _scores("b", b)
+    if labels_a is not None and labels_b is not None:
+        if set(labels_a) != set(labels_b):
+            raise ValueError(f"a is labelled by seeds {labels_a} and b by {labels_b}: a paired comparison needs the "
+                             "same seeds in both")
+        b = b[[labels_b.index(label) for label in labels_a]]
     if a.shape != b.shape or a.size == 0:
         raise ValueError(f"a and b must hold one score per seed, the same seeds: got {a.size} and {b.size} scores")
     return a, b
 
 
-def paired(a: Sequence[float], b: Sequence[float], higher_is_better: bool = True) -> Paired:
-    """The paired comparison of ``a`` and ``b``, one score per seed each, in the same order of seeds."""
+def paired(a: Scores, b: Scores, higher_is_better: bool = True) -> Paired:
+    """The paired comparison of ``a`` and ``b``, one score per seed each: paired by seed when both carry their
+    seeds (``pd.Series`` indexed by seed, or ``{seed: score}``), by position otherwise."""
     a, b = _per_seed(a, b)
+    higher_is_better = check_bool("higher_is_better", higher_is_better)
     if not (np.isfinite(a).all() and np.isfinite(b).all()):
         raise ValueError("a and b must be finite: a diverged run has no score; judge it before comparing")
     sign = 1.0 if higher_is_better else -1.0
     return Paired(tuple(sign * (a - b)), tuple(sign * a), tuple(sign * b))
 
 
-def compare(a: Sequence[float], b: Sequence[float], higher_is_better: bool = True, margin: float = 0.0,
+def compare(a: Scores, b: Scores, higher_is_better: bool = True, margin: float = 0.0,
             scale: float = 1.0, digits: int = 2) -> tuple[str, str]:
     """``(outcome, evidence)`` of "``a`` beats ``b`` by more than ``margin``" (:meth:`Paired.outcome`), one score
-    per seed each, NaN for a run that diverged.  A method that diverged on more seeds than the other loses the
-    comparison (:data:`CONTRADICTED` for ``a``, :data:`CONFIRMED` against ``b``); on as many, the seeds where
-    both finished are compared.  The evidence is the mean difference ± 2 standard errors (times ``scale``)."""
+    per seed each (paired by seed as :func:`paired` pairs them), NaN for a run that diverged.  A method that
+    diverged on more seeds than the other loses the comparison (:data:`CONTRADICTED` for ``a``, :data:`CONFIRMED`
+    against ``b``); on as many, the seeds where both finished are compared.  The evidence is the mean difference
+    ± 2 standard errors (times ``scale``)."""
     a, b = _per_seed(a, b)
+    margin, scale, digits = check_number("margin", margin), check_number("scale", scale), check_int("digits", digits, 0)
     failed_a, failed_b = int(np.isnan(a).sum()), int(np.isnan(b).sum())
     if failed_a != failed_b:
         text = f"diverged on {failed_a} vs {failed_b} of {a.size} seeds"
@@ -139,6 +175,10 @@ def judge(outcomes: Sequence[str], most: bool = False) -> str:
     With ``most`` the claim asks more than half of its checks to pass: it holds when more than half are
     confirmed, does not hold when the confirmed and the undecided together are at most half, is inconclusive when
     none is confirmed otherwise, partly when some are."""
+    if isinstance(outcomes, (str, bytes)) or not isinstance(outcomes, Iterable):
+        raise TypeError(f"outcomes={outcomes!r} must be a list of outcomes, each one of {list(OUTCOMES)}, e.g. "
+                        f"[{CONFIRMED!r}]")
+    outcomes, most = list(outcomes), check_bool("most", most)
     unknown = [o for o in outcomes if o not in OUTCOMES]
     if unknown:
         raise ValueError(f"outcomes {unknown} are not among {list(OUTCOMES)}")
@@ -161,6 +201,8 @@ def judge(outcomes: Sequence[str], most: bool = False) -> str:
 def verdict(hits: int, total: int, most: bool = False) -> str:
     """The count rule of checks without noise (exact computations, one deterministic run): holds if all ``total``
     checks pass (``most``: more than half), partly if some, does not hold if none; no checks: not testable."""
+    total = check_int("total", total, 0)
+    hits, most = check_int("hits", hits, 0, total), check_bool("most", most)
     if total == 0:
         return NOT_TESTABLE
     return HOLDS if (2 * hits > total if most else hits == total) else PARTLY if hits else DOES_NOT_HOLD
@@ -169,7 +211,12 @@ def verdict(hits: int, total: int, most: bool = False) -> str:
 def learned_something(scores: Mapping[str, float], baseline: float, margin: float,
                       higher_is_better: bool = True) -> bool:
     """Whether a task says anything about the methods' order: more than half of the methods' mean ``scores``
-    beat the trivial ``baseline`` by more than ``margin`` (in the scores' units)."""
+    beat the trivial ``baseline`` by more than ``margin`` (in the scores' units; a NaN score, a method that
+    diverged, beats nothing)."""
+    if not isinstance(scores, Mapping):
+        raise TypeError(f"scores={scores!r:.80} must map each method to its mean score, e.g. {{'FedAvg': 71.2}}")
+    baseline, margin = check_number("baseline", baseline), check_number("margin", margin)
+    higher_is_better = check_bool("higher_is_better", higher_is_better)
     if not scores:
         return False
     sign = 1.0 if higher_is_better else -1.0
