@@ -34,9 +34,8 @@ def child(repeats: int) -> dict:
     """In this process: both models, ``batch="off"`` and ``batch=16`` alternately; medians in seconds."""
     import torch
 
-    from fedcore import algorithms, models
+    from fedcore import Problem, algorithms, models, sweep
     from fedcore.data import load_fashion_mnist
-    from fedcore.run import Problem, sweep
 
     torch.manual_seed(0)
     data = load_fashion_mnist(CLIENTS, partition="iid", seed=0)

@@ -14,7 +14,8 @@ from fedcore.identity import VERSION
 from fedcore.params import FlatModel, GradientOracle, evaluate
 from fedcore.problem import Problem
 from fedcore.results import History, Trajectory
-from fedcore.run import simulate, simulate_runs, sweep, warm_up
+from fedcore.run import simulate, simulate_runs, warm_up
+from fedcore.sweeps import sweep
 
 __version__ = VERSION  # the package's metadata (pyproject.toml), read by fedcore.identity
 __all__ = [

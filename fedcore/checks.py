@@ -21,6 +21,13 @@ def plain_number(value: Any) -> Any:
     return value
 
 
+def plain_sequence(value: Any) -> Any:
+    """A 1-d numpy array or torch tensor as the list it holds (anything else unchanged)."""
+    if type(value).__module__ in ("numpy", "torch") and getattr(value, "ndim", 0) == 1:
+        return value.tolist()
+    return value
+
+
 def _interval(low: float, high: float, low_closed: bool, high_closed: bool) -> str:
     return f"{'[' if low_closed else '('}{low:g}, {high:g}{']' if high_closed else ')'}"
 
@@ -85,6 +92,24 @@ def check_int(name: str, value: Any, low: int = 1, high: int | None = None) -> i
     return int(value)
 
 
+def check_x0(name: str, x0: Any, dim: int | None) -> Any:
+    """``x0`` must be a finite floating tensor of the model's ``dim`` parameters (``dim`` None: any length), in
+    memory (not on the ``meta`` device)."""
+    import torch
+
+    expected = f"a tensor of shape ({dim},), the model's parameters" if dim is not None else \
+        "a 1-d tensor of the model's parameters"
+    if not isinstance(x0, torch.Tensor) or x0.dim() != 1 or (dim is not None and x0.shape != (dim,)):
+        shape = tuple(x0.shape) if isinstance(x0, torch.Tensor) else type(x0).__name__
+        raise ValueError(f"{name} has shape {shape}; expected {expected}")
+    if x0.is_meta or not (x0.is_floating_point() or x0.dtype in (torch.int32, torch.int64)):
+        raise ValueError(f"{name} is a {x0.dtype} tensor on {x0.device}; expected {expected}, real numbers held in "
+                         "memory (cpu or cuda)")
+    if not bool(torch.isfinite(x0).all()):
+        raise ValueError(f"{name} has {int((~torch.isfinite(x0)).sum())} non-finite entries; a start must be finite")
+    return x0
+
+
 def check_device(name: str, device: Any) -> Any:
     """``device`` must name a device this machine has (``device='gpu'``: not a device; ``'cuda'`` without
     a GPU: not available), so that nothing is loaded before the error."""
@@ -133,13 +158,15 @@ def check_seed(name: str, value: Any) -> int:
     return seed
 
 
-def check_seeds(name: str, value: Any, distinct: bool = False, hint: str = "") -> list[int]:
-    """``value`` must be a non-empty sequence of seeds (:func:`check_seed` each; with ``distinct``, none twice);
-    ``hint`` is added to the message (how to pass a list from where the caller is)."""
+def check_seeds(name: str, value: Any, hint: str = "") -> list[int]:
+    """``value`` must be a non-empty sequence of distinct seeds (a list, tuple, range or 1-d integer array; each
+    :func:`check_seed`): a seed given twice would count one run twice.  ``hint`` is added to the message (how to pass
+    a list from where the caller is)."""
+    value = plain_sequence(value)
     if isinstance(value, (str, bytes)) or not isinstance(value, Sequence) or len(value) == 0:
         raise ValueError(f"{name}={value!r} must be a non-empty list of seeds{hint}, e.g. [0, 1, 2]")
     seeds = [check_seed(name, seed) for seed in value]
-    if distinct and len(set(seeds)) != len(seeds):
+    if len(set(seeds)) != len(seeds):
         raise ValueError(f"{name}={list(value)} repeats a seed: each seed is one independent run")
     return seeds
 

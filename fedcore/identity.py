@@ -58,12 +58,12 @@ NUMERICS = (
     "data/federated.py",  # the resident clients and their minibatch rows
     "data/partition.py",  # the partitioners
     "engine/",  # options, random streams, the round loop, passes of many runs
-    "run.py",  # simulate, simulate_runs, sweep: the entry points into the engine
+    "run.py",  # simulate, simulate_runs: the entry points into the engine
 )
 """The files of fedcore (paths in the package; a folder is every ``.py`` file under it) whose source decides a
 run's numbers: their hash is part of every run's store key (:func:`numerics_hash`)."""
 BOOKKEEPING = (
-    "identity.py", "store.py", "checkpoint.py", "checks.py", "files.py", "results.py", "memory.py",
+    "identity.py", "store.py", "checkpoint.py", "checks.py", "files.py", "results.py", "memory.py", "sweeps.py",
 )
 """The files a run executes that decide none of its numbers: they describe, check, keep and read back runs (an edit
 of a check that refused a run, or of how a history is read back, cannot change a number a run computed)."""

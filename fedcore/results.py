@@ -1,7 +1,7 @@
 """What a run produced, in a module below everything that computes (figures import it without climbing above
-the experiments): :class:`History` (one row per round, the final state, how the run ended) and
-:class:`Trajectory` (every client's model after every local step of a run on FAFED's counterexample,
-:func:`fedcore.counterexample.run`)."""
+the experiments): :class:`History` (one row per round, the final state, how the run ended), :class:`FailedRun` (a
+run that raised) and :class:`Trajectory` (every client's model after every local step of a run on FAFED's
+counterexample, :func:`fedcore.counterexample.run`)."""
 
 from __future__ import annotations
 
@@ -69,6 +69,20 @@ class History:
         if self.diverged:
             ax.axvline(self.diverged_round, color="grey", linestyle=":", linewidth=1)
         return ax
+
+
+@dataclass(frozen=True)
+class FailedRun:
+    """A run that raised an error instead of finishing (``simulate_runs(..., errors="keep")``, which a sweep uses so
+    that one failed point does not lose the others): the algorithm, the round it was in (0: before the first) and
+    the error, ``"ValueError: ..."``."""
+
+    algorithm: str
+    round: int
+    error: str
+
+    def __str__(self) -> str:
+        return f"failed in round {self.round}: {self.error}" if self.round else f"failed before round 1: {self.error}"
 
 
 @dataclass

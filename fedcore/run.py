@@ -1,5 +1,5 @@
 """The entry points into the engine: ``simulate(problem, algorithm, ...) -> History`` for one run,
-``simulate_runs`` for many (in passes of several runs), ``sweep`` for a grid of hyperparameters over seeds.
+``simulate_runs`` for many (in passes of several runs); :func:`fedcore.sweeps.sweep` runs a grid of them.
 
 They check what they are given, look each run up in a results store (:mod:`fedcore.store`), and hand what is missing
 to the round loop, :func:`fedcore.engine.loop.run_pass` (read it first: one screen).  A run's options are one typed
@@ -9,36 +9,34 @@ four also by position); its random streams come from :class:`fedcore.engine.stre
 
 from __future__ import annotations
 
-import itertools
-import math
 import os
 import time
 import warnings
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
 import torch
 from torch import Tensor
 
 from fedcore.algorithms.base import Algorithm, State
-from fedcore.checks import check_bool, check_function, check_int, check_keywords, check_seed, check_seeds, plain_number
+from fedcore.checks import check_bool, check_choice, check_function, check_int, check_seed, check_x0, plain_sequence
 from fedcore.data.federated import FederatedData
 from fedcore.engine.checkpoints import Checkpoint
 from fedcore.engine.loop import run_pass, start_pass
 from fedcore.engine.options import RunOptions
-from fedcore.engine.passes import check_batch, plan, runs_per_pass, stack
+from fedcore.engine.passes import check_batch, name_of, plan, runs_per_pass, stack
 from fedcore.engine.streams import sample_round
 from fedcore.files import writable_file
 from fedcore.identity import data_hash, run_identity, uncomparable
 from fedcore.memory import check_fits
 from fedcore.params import GradientOracle, evaluate
 from fedcore.problem import Problem
-from fedcore.results import History
+from fedcore.results import FailedRun, History
 from fedcore.store import Store, run_key
 
-__all__ = ["Problem", "RunOptions", "runs_per_pass", "sample_round", "simulate", "simulate_runs", "sweep", "warm_up"]
+__all__ = ["FailedRun", "Problem", "RunOptions", "runs_per_pass", "sample_round", "simulate", "simulate_runs",
+           "warm_up"]
 
 MAX_TRACE_BYTES = 1 << 20
 """A traced run is kept in a results store when its trace (rounds x K x S models of d numbers) holds at most
@@ -72,7 +70,7 @@ def simulate(problem: Problem, algorithm: Algorithm, *args: int, options: RunOpt
     if callback is not None:
         check_function("callback", callback, "round", "state")
     if x0 is not None:
-        _check_x0("x0", x0, problem.model.dim)
+        check_x0("x0", x0, problem.model.dim)
     _check_algorithm(algorithm, options)
     data, start = problem.data, _starts(problem, x0, 1)[0]
     if data.test_targets.shape[0] == 0:
@@ -145,7 +143,7 @@ def warm_up(problem: Problem, backend: str = "auto") -> float:
 def simulate_runs(problem: Problem, algorithms: Sequence[Algorithm], *args: int, seeds: Sequence[int] = (0,),
                   batch: str | int = "auto", options: RunOptions | None = None, progress: bool = True,
                   store: Store | str | os.PathLike | None = None, x0: Tensor | Sequence[Tensor] | None = None,
-                  **settings: Any) -> list[History]:
+                  errors: str = "raise", **settings: Any) -> list[History | FailedRun]:
     """``[simulate(problem, algorithms[i], ..., seed=seeds[i], x0=x0[i]) for i]``, computed in passes of several
     runs (the options as :func:`simulate` takes them, but for ``seed``).
 
@@ -159,7 +157,9 @@ def simulate_runs(problem: Problem, algorithms: Sequence[Algorithm], *args: int,
     its pass at that round; the others go on.  A run that cannot share a pass (a plain-function schedule, another
     family) runs alone, said once.  With ``store``, each run is looked up under its own identity, only the missing
     ones are computed, and each pass keeps its runs as it finishes.  A round's ``seconds`` are the pass's time
-    divided by its runs.
+    divided by its runs.  A run that raises (a schedule that turns negative in round 3) raises out of the call
+    (``errors="raise"``), or, with ``errors="keep"``, is a :class:`~fedcore.results.FailedRun` in its place (its round
+    and message; its pass rerun one run at a time to find it) and the other runs are returned.
     """
     algorithms = list(algorithms)
     if not algorithms:
@@ -167,7 +167,7 @@ def simulate_runs(problem: Problem, algorithms: Sequence[Algorithm], *args: int,
     seeds = _checked_seeds(seeds, len(algorithms), settings)
     problem = _checked_problem(problem)
     options = RunOptions.of(args, options, "simulate_runs", **settings).check(problem.data)
-    progress = check_bool("progress", progress)
+    progress, errors = check_bool("progress", progress), check_choice("errors", errors, ("raise", "keep"))
     for algorithm in algorithms:
         _check_algorithm(algorithm, options)
     data = problem.data
@@ -180,14 +180,30 @@ def simulate_runs(problem: Problem, algorithms: Sequence[Algorithm], *args: int,
     missing = [i for i, history in enumerate(histories) if history is None]
     for group in plan([algorithms[i] for i in missing], most):
         runs = [missing[j] for j in group]
-        start = torch.stack([starts[i] for i in runs])  # [R, d]: each run's initial parameters
-        _check_fits([algorithms[i] for i in runs], start, problem, options)
-        p = start_pass(problem, [algorithms[i] for i in runs], oracle, options, [seeds[i] for i in runs], start)
-        for i, history in zip(runs, run_pass(p, progress)):
+        done = _pass(problem, [algorithms[i] for i in runs], oracle, options, [seeds[i] for i in runs],
+                     [starts[i] for i in runs], progress, errors)
+        for i, history in zip(runs, done):
             histories[i] = history
-            if keys[i] is not None:
+            if keys[i] is not None and isinstance(history, History):
                 store.keep(keys[i], identities[i], options.rounds, history)
     return histories  # type: ignore[return-value]
+
+
+def _pass(problem: Problem, algorithms: list[Any], oracle: GradientOracle, options: RunOptions, seeds: list[int],
+          starts: list[Tensor], progress: bool, errors: str) -> list[History | FailedRun]:
+    """One pass of ``algorithms`` run together; with ``errors="keep"`` a pass that raises is run again one run at a
+    time, and a run that raises alone is its :class:`FailedRun`."""
+    try:
+        start = torch.stack(starts)  # [R, d]: each run's initial parameters
+        _check_fits(algorithms, start, problem, options)
+        return run_pass(start_pass(problem, algorithms, oracle, options, seeds, start), progress)
+    except Exception as error:
+        if errors == "raise":
+            raise
+        if len(algorithms) == 1:
+            return [FailedRun(name_of(algorithms[0]), getattr(error, "round", 0), f"{type(error).__name__}: {error}")]
+        return [one for i in range(len(algorithms)) for one in
+                _pass(problem, algorithms[i:i + 1], oracle, options, seeds[i:i + 1], starts[i:i + 1], progress, errors)]
 
 
 def _key(store: Store | None, identity: dict, rounds: int) -> str | None:
@@ -200,6 +216,7 @@ def _checked_seeds(seeds: Any, runs: int, settings: dict[str, Any]) -> list[int]
     if "seed" in settings:
         raise TypeError(f"simulate_runs() takes seeds= (one per algorithm, or one for all), not "
                         f"seed={settings['seed']!r}")
+    seeds = plain_sequence(seeds)
     seeds = [check_seed("seeds", seed) for seed in (seeds if isinstance(seeds, Sequence) else [seeds])]
     seeds = seeds * runs if len(seeds) == 1 else seeds
     if len(seeds) != runs:
@@ -244,106 +261,5 @@ def _starts(problem: Problem, x0: Any, runs: int) -> list[Tensor]:
         raise ValueError(f"x0 must be a tensor of shape ({own.numel()},) or a list of {runs} of them (one per "
                          f"algorithm), got {type(x0).__name__}" + (f" of length {len(given)}" if given else ""))
     for i, start in enumerate(given):
-        _check_x0(f"x0[{i}]", start, own.numel())
+        check_x0(f"x0[{i}]", start, own.numel())
     return [start.to(own.device, own.dtype) for start in given]
-
-
-def _check_x0(name: str, x0: Any, dim: int) -> None:
-    """``x0`` must be a finite tensor of the model's ``dim`` parameters."""
-    if not isinstance(x0, Tensor) or x0.shape != (dim,):
-        shape = tuple(x0.shape) if isinstance(x0, Tensor) else type(x0).__name__
-        raise ValueError(f"{name} has shape {shape}; expected a tensor of shape ({dim},), the model's parameters")
-    if not bool(torch.isfinite(x0).all()):
-        raise ValueError(f"{name} has {int((~torch.isfinite(x0)).sum())} non-finite entries; a start must be finite")
-
-
-def sweep(problem: Problem, build: Callable[..., Any], grid: dict[str, Sequence[Any]], *,
-          seeds: Sequence[int] = (0,), batch: str | int = "auto",
-          summary: Callable[[History], dict[str, float]] | None = None,
-          x0: Mapping[int, Tensor] | None = None, **settings: Any) -> pd.DataFrame:
-    """Run ``build(**point)`` for every point of ``grid`` and every seed of ``seeds``: one row per (point, seed).
-
-    ``sweep(problem, lambda client_lr: fedavg(client_lr), {"client_lr": [0.01, 0.1, 1]}, seeds=(0, 1, 2),
-    rounds=50, ...)`` returns the point's values, ``seed``, the final train loss, final and best test accuracy,
-    and ``diverged_round`` (NaN when the run did not diverge): a divergence is a result, not a crash.  A point
-    whose hyperparameters ``build`` refuses (a negative learning rate) is a row with its ``error``.  The runs
-    go through :func:`simulate_runs` (``batch`` runs per pass; ``"off"`` runs them one at a time), so with
-    ``store=`` each run is kept when its pass finishes and an interrupted sweep, run again, computes only the
-    runs it had not finished.  ``summary(history)`` adds columns of its own to each row (a paper's metric,
-    e.g. the mean accuracy of the last rounds).  ``x0`` maps each seed to the initial parameters its runs start
-    from (a seed that also draws the initial model); None: the model's own for every seed.
-    """
-    if summary is not None:
-        check_function("summary", summary, "history")
-    if not callable(build):
-        raise TypeError(f"build={build!r} must be a function (**hyperparameters) -> algorithm")
-    grid = _checked_grid(grid)
-    check_keywords(build, grid, "build (with the grid's keys)")
-    if "seed" in settings:  # one seed, as simulate takes it: the table has no seed column
-        if tuple(seeds) != (0,):
-            raise ValueError(f"seed={settings['seed']!r} and seeds={seeds!r}: give one of them")
-        seeds = [settings.pop("seed")]
-    seeds = check_seeds("seeds", seeds)
-    if x0 is not None and (not isinstance(x0, Mapping) or set(seeds) - set(x0)):
-        missing = sorted(set(seeds) - set(x0)) if isinstance(x0, Mapping) else seeds
-        raise ValueError(f"x0 must map every seed to its initial parameters ({{seed: tensor}}); seeds {missing} "
-                         f"have none")
-    rows, runs = _grid_runs(build, grid, seeds)
-    if runs:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
-            histories = simulate_runs(problem, [a for _, a, _ in runs], seeds=[s for _, _, s in runs], batch=batch,
-                                      x0=None if x0 is None else [x0[s] for _, _, s in runs], **settings)
-        for (row, _, _), history in zip(runs, histories):
-            rows[row].update(_summary_row(history, summary))
-    table = pd.DataFrame(rows)
-    return table if len(seeds) > 1 else table.drop(columns="seed")
-
-
-def _grid_runs(build: Callable[..., Any], grid: dict[str, list[Any]],
-               seeds: list[int]) -> tuple[list[dict], list[tuple[int, Any, int]]]:
-    """A sweep's rows (one per point and seed; a point ``build`` refuses has its ``error``) and its runs
-    ``(row, algorithm, seed)``."""
-    rows, runs = [], []
-    for values in itertools.product(*grid.values()):
-        point = dict(zip(grid, values))
-        try:
-            algorithm = build(**point)
-        except (ValueError, TypeError) as error:
-            rows += [{**point, "seed": seed, "error": str(error)} for seed in seeds]
-            continue
-        for seed in seeds:
-            rows.append({**point, "seed": seed})
-            runs.append((len(rows) - 1, algorithm, seed))
-    return rows, runs
-
-
-def _summary_row(history: History, summary: Callable[[History], dict[str, float]] | None) -> dict[str, float]:
-    frame = history.frame
-    return {
-        "final_train_loss": float(frame["train_loss"].iloc[-1]),
-        "final_test_accuracy": history.final("test_accuracy") if "test_accuracy" in frame else math.nan,
-        "best_test_accuracy": float(frame["test_accuracy"].max()) if "test_accuracy" in frame else math.nan,
-        "diverged_round": history.diverged_round if history.diverged else math.nan,
-        **(summary(history) if summary is not None else {}),
-    }
-
-
-def _checked_grid(grid: Any) -> dict[str, list[Any]]:
-    """``grid`` as ``{name: [values]}``: any sequence of values (a list, tuple, range, 1-d array or tensor), its
-    numpy and torch scalars as Python numbers."""
-    if not isinstance(grid, Mapping) or not grid:
-        raise ValueError(f"grid={grid!r} is empty or not a dict: give {{hyperparameter: [values, ...]}}, "
-                         "e.g. {'client_lr': [0.01, 0.1]}")
-    checked = {}
-    for name, values in grid.items():
-        if isinstance(values, (str, bytes, Mapping)) or not isinstance(values, Iterable) or \
-                not hasattr(values, "__len__") or getattr(values, "ndim", 1) != 1:
-            example = f"{{{name!r}: [{values!r}]}}" if isinstance(values, (int, float, str)) else \
-                "{'client_lr': [0.01, 0.1]}"
-            raise ValueError(f"grid[{name!r}]={values!r} must be a sequence of values (a list, tuple, range or "
-                             f"1-d array), e.g. {example}")
-        checked[name] = [plain_number(value) for value in values]
-        if not checked[name]:
-            raise ValueError(f"grid[{name!r}]={values!r} is empty: give at least one value")
-    return checked

@@ -16,7 +16,8 @@ from fedcore import algorithms, models
 from fedcore.engine import checkpoints, loop, options, passes, streams
 from fedcore.engine.options import RunOptions
 from fedcore.engine.streams import Streams
-from fedcore.run import Problem, simulate, simulate_runs, sweep
+from fedcore.run import Problem, simulate, simulate_runs
+from fedcore.sweeps import sweep
 
 SETTINGS = dict(rounds=3, clients_per_round=3, local_steps=2, batch_size=4)
 

@@ -172,7 +172,7 @@ def test_history_plot_draws_the_metric(tiny_classification) -> None:
 
 
 def test_sweep_records_divergence_as_a_result(quadratic) -> None:
-    from fedcore.run import sweep
+    from fedcore.sweeps import sweep
 
     problem = Problem(quadratic, models.linear_regression((5,)).double())
     table = sweep(problem, lambda client_lr: algorithms.fedavg(client_lr=client_lr), {"client_lr": [0.1, 5.0]},

@@ -14,8 +14,9 @@ import torch
 from conftest import blobs
 
 from fedcore import algorithms, models, store
-from fedcore.run import Problem, simulate, sweep
+from fedcore.run import Problem, simulate
 from fedcore.store import Store
+from fedcore.sweeps import sweep
 
 OPTIONS = dict(rounds=3, clients_per_round=3, local_steps=2, batch_size=4, progress=False)
 

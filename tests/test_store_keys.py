@@ -25,8 +25,9 @@ from test_algorithms import ALGORITHMS
 
 from fedcore import algorithms, models
 from fedcore.identity import BOOKKEEPING, NUMERICS, PACKAGE, describe, numerics_files, numerics_hash, run_identity
-from fedcore.run import Problem, simulate, simulate_runs, sweep
+from fedcore.run import Problem, simulate, simulate_runs
 from fedcore.store import Store, run_key
+from fedcore.sweeps import sweep
 
 OPTIONS = dict(rounds=2, clients_per_round=3, local_steps=2, batch_size=4, progress=False)
 ROOT = PACKAGE.parent

@@ -33,8 +33,9 @@ from fedcore.data.federated import FederatedData
 from fedcore.experiments.claims import Scope
 from fedcore.problem import Problem
 from fedcore.results import History
-from fedcore.run import simulate_runs, sweep
+from fedcore.run import simulate_runs
 from fedcore.store import Store
+from fedcore.sweeps import sweep
 
 SCORE_EVALUATIONS = 4
 """A run's score averages its metric over this many last evaluations (of the full test set)."""
@@ -92,7 +93,7 @@ def run_seeds(task: Task, algorithms: Mapping[str, Any], seeds: Sequence[int], *
     """``{method: [History of each seed]}``: every algorithm of ``algorithms`` (``{method: algorithm}``) on ``task``
     from each seed's initial model, client sampling and minibatches, through :func:`fedcore.simulate_runs`
     (``overrides`` replace round settings, e.g. ``rounds``)."""
-    seeds = check_seeds("seeds", seeds, distinct=True)
+    seeds = check_seeds("seeds", seeds)
     settings = {**task.settings, **overrides}
     starts = task.initial(seeds)
     runs = [(method, seed) for method in algorithms for seed in seeds]
@@ -359,7 +360,7 @@ def tune(task: Task, builders: Mapping[str, Builder], grids: Mapping[str, Mappin
     from every seed (through :func:`fedcore.sweep`: batched passes, the store), each run scored by ``score``;
     the point with the best mean over the seeds is chosen.  ``overrides`` replace round settings (a shorter
     ``rounds`` for tuning)."""
-    seeds = check_seeds("seeds", seeds, distinct=True)
+    seeds = check_seeds("seeds", seeds)
     unknown = [method for method in grids if method not in builders]
     if unknown:
         raise ValueError(f"grids has {unknown}, which have no builder; builders has {list(builders)}")

@@ -124,7 +124,7 @@ def _scale(scale: str) -> dict[str, Any]:
 
 def seeds_at(scale: str, seeds: Sequence[int] | None = None) -> list[int]:
     """The seeds every run is repeated over at ``scale``: ``seeds``, or ``0 .. SCALES[scale]["seeds"] - 1``."""
-    return list(range(_scale(scale)["seeds"])) if seeds is None else check_seeds("seeds", seeds, distinct=True)
+    return list(range(_scale(scale)["seeds"])) if seeds is None else check_seeds("seeds", seeds)
 
 
 def task_names(scale: str) -> tuple[str, ...]:
@@ -298,7 +298,7 @@ def run(task: Task, chosen: Mapping[str, Mapping[str, float]], seeds: Sequence[i
     alone (:func:`fedcore.simulate`, not the batched passes of
     :func:`fedcore.experiments.common.run_seeds`, which give the same numbers but split a pass's time among its
     runs), so its ``seconds`` are its own: section 5 compares them."""
-    seeds = check_seeds("seeds", seeds, distinct=True)
+    seeds = check_seeds("seeds", seeds)
     builds = dict(algorithms_at(chosen))
     if server_rules:
         builds |= {f"FedLi-LS ({rule})": (lambda options=options: fedli_ls(**options))
@@ -408,7 +408,7 @@ def client_rate_sweep(task: Task, chosen: Mapping[str, Mapping[str, float]], see
     (rows) for the methods whose clients run SGD (:data:`RATE_METHODS`: FedLi-LU, whose server step is computed;
     FedAvg; FedExP at its ``chosen`` eps), from every seed (columns: method, seed), on ``task``'s round settings
     (:func:`long_task` for the long horizon); a diverged run scores NaN."""
-    seeds = check_seeds("seeds", seeds, distinct=True)
+    seeds = check_seeds("seeds", seeds)
     builds = {"FedLi-LU": algorithms.fedli_lu, "FedAvg": _BASELINES["FedAvg"],
               "FedExP": lambda client_lr: _BASELINES["FedExP"](client_lr, chosen["FedExP"]["eps"])}
     columns = {}
@@ -435,7 +435,7 @@ def constant_sweep(task: Task, constant: str, seeds: Sequence[int], client_lr: f
     else:
         build = fedli_ls
     swept = common.scores_by_seed(task, build, entry["name"], entry["values"],
-                                  check_seeds("seeds", seeds, distinct=True), score, store=store, progress=progress)
+                                  check_seeds("seeds", seeds), score, store=store, progress=progress)
     return pd.DataFrame(swept).rename_axis(entry["name"]).rename_axis("seed", axis=1)
 
 

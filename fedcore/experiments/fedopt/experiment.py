@@ -152,7 +152,7 @@ def not_run(scale: str) -> dict[str, str]:
 def seeds_at(scale: str, seeds: Sequence[int] | None = None) -> list[int]:
     """The seeds every Table 1 and Table 11 run is repeated over at ``scale``: ``seeds``, or ``0, 1, ...`` as
     many as :data:`SCALES` says (3: a verdict compares methods over at least three paired seeds)."""
-    return list(range(_scale(scale)["seeds"])) if seeds is None else check_seeds("seeds", seeds, distinct=True)
+    return list(range(_scale(scale)["seeds"])) if seeds is None else check_seeds("seeds", seeds)
 
 
 def task_names(scale: str) -> tuple[str, ...]:
@@ -294,7 +294,7 @@ def run(tasks: Mapping[str, Task], seeds: Sequence[int], *, decay: bool = False,
     through :func:`~fedcore.experiments.common.run_seeds` (the seeds of a method share a pass)."""
     if not isinstance(tasks, Mapping) or not all(isinstance(task, Task) for task in tasks.values()):
         raise TypeError(f"tasks={tasks!r} must be a {{name: Task}}, as tasks() returns")
-    seeds = check_seeds("seeds", seeds, distinct=True)
+    seeds = check_seeds("seeds", seeds)
     results = {}
     for name, task in tasks.items():
         every = decay_every(name, task.settings["rounds"], task.info.get("decay", "paper")) if decay else None

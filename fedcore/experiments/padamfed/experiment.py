@@ -125,7 +125,7 @@ def _scale(scale: str) -> dict[str, Any]:
 
 def seeds_at(scale: str, seeds: Sequence[int] | None = None) -> list[int]:
     """The seeds every run is repeated over at ``scale``: ``seeds``, or ``0, 1, 2`` (:data:`SCALES`)."""
-    return list(range(_scale(scale)["seeds"])) if seeds is None else check_seeds("seeds", seeds, distinct=True)
+    return list(range(_scale(scale)["seeds"])) if seeds is None else check_seeds("seeds", seeds)
 
 
 def multipliers(scale: str) -> list[float]:
@@ -348,7 +348,7 @@ def robustness(task: Task, base: Mapping[str, Mapping[str, float]], factors: Seq
     ``base`` hyperparameters (:func:`defaults`) under each reading (:func:`scaled`), from every seed (columns:
     method, seed); a diverged run scores NaN.  The one-rate methods (FedAvg, SCAFFOLD) run once: both readings
     move the same rate.  The multipliers of a method go through :func:`fedcore.sweep` (in passes)."""
-    seeds = check_seeds("seeds", seeds, distinct=True)
+    seeds = check_seeds("seeds", seeds)
     factors = [check_positive("factors", f) for f in factors]
     builders, tables = make_builders(task.settings["local_steps"]), {}
     for reading in READINGS:

@@ -35,8 +35,9 @@ from fedcore.experiments.common import half_decades
 from fedcore.objectives import QuadraticTask, quadratic_task, reparametrized_quadratic_task, scaled_quadratic_task
 from fedcore.problem import Problem
 from fedcore.results import History
-from fedcore.run import simulate, simulate_runs, sweep
+from fedcore.run import simulate, simulate_runs
 from fedcore.store import Store
+from fedcore.sweeps import sweep
 
 POINT = {"rounds": 200, "clients_per_round": 10, "local_steps": 5, "batch_size": 4}
 """S, K, T and B of every quadratic run (10 of the quadratic's 50 clients per round)."""
@@ -107,7 +108,7 @@ def gradient_ratios(task: QuadraticTask, build: Callable[..., Any], grid: Mappin
                     store: Store | None = None) -> pd.DataFrame:
     """:func:`gradient_ratio` of ``build(**values)`` at every point of ``grid`` from every seed, the runs batched by
     :func:`fedcore.sweep`: rows the points, columns the seeds (inf where a run diverged)."""
-    point, seeds = _point(point), check_seeds("seeds", seeds, distinct=True)
+    point, seeds = _point(point), check_seeds("seeds", seeds)
     with divergence_quiet():
         runs = sweep(task.problem, build, dict(grid), seeds=seeds, eval_every=point["rounds"], weighting="uniform",
                      record=task.record, store=store, progress=False, summary=lambda history: {
@@ -120,7 +121,7 @@ def ratios_of(task: QuadraticTask, methods: Mapping[str, Any], seeds: Sequence[i
               point: Mapping[str, int] | None = None, store: Store | None = None) -> dict[tuple[str, int], float]:
     """:func:`gradient_ratio` of each algorithm of ``methods`` (``{name: algorithm}``) from each seed, the runs in
     passes of :func:`fedcore.simulate_runs`: ``{(name, seed): ratio}``."""
-    point, seeds = _point(point), check_seeds("seeds", seeds, distinct=True)
+    point, seeds = _point(point), check_seeds("seeds", seeds)
     runs = [(name, seed) for name in methods for seed in seeds]
     with divergence_quiet():
         histories = simulate_runs(task.problem, [methods[name] for name, _ in runs], seeds=[seed for _, seed in runs],
