@@ -23,6 +23,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
+from numbers import Real
 from typing import Any
 
 import torch
@@ -34,7 +35,7 @@ from torch import Tensor
 
 from fedcore.algorithms.base import RoundBatch, State, prologue_batch
 from fedcore.algorithms.client import ClientRun
-from fedcore.checks import check_choice, check_int
+from fedcore.checks import check_choice, check_function, check_int, check_x0, plain_number
 from fedcore.data.federated import FederatedData
 from fedcore.engine.options import RunOptions
 from fedcore.engine.streams import Streams
@@ -85,7 +86,8 @@ def tensors_of(record: ArrayRecord, device: torch.device | str) -> dict[str, Ten
 
 
 class FedcoreStrategy(Strategy):
-    """The server of a fedcore algorithm on Flower's Message API.  Its options are ``simulate``'s
+    """The server of a fedcore algorithm on Flower's Message API, for ``problem`` (its data and model; ``x0`` the
+    initial parameters, by default the model's own).  Its options are ``simulate``'s
     (:class:`~fedcore.engine.options.RunOptions`, as ``options=`` or by keyword: ``clients_per_round``, ``local_steps``,
     ``batch_size``, ``weighting``, ``seed``; the rounds are Flower's ``num_rounds``).  Each round draws the clients and
     their minibatch rows from the seed with the engine's random streams (:class:`~fedcore.engine.streams.Streams`,
@@ -96,9 +98,15 @@ class FedcoreStrategy(Strategy):
     clients' own state (``algorithm.client_state``) on their nodes; :attr:`history` keeps each round's metrics
     and its wall time (``seconds``: sampling, the messages, the nodes' work and the server rule)."""
 
-    def __init__(self, algorithm: Any, data: FederatedData, x0: Tensor, *, options: RunOptions | None = None,
-                 nodes: Mapping[int, int] | None = None, **settings: Any) -> None:
+    def __init__(self, algorithm: Any, problem: Problem | FederatedData, x0: Tensor | None = None, *,
+                 options: RunOptions | None = None, nodes: Mapping[int, int] | None = None, **settings: Any) -> None:
         self.algorithm = check_carried(algorithm)
+        if isinstance(problem, Problem):  # x0 is checked against the model's d (by default its own parameters)
+            data, x0 = problem.data, check_x0("x0", problem.x0() if x0 is None else x0, problem.model.dim)
+        elif isinstance(problem, FederatedData):  # no model here: x0 is checked against initial_arrays in start
+            data, x0 = problem, check_x0("x0", x0, None)
+        else:
+            raise TypeError(f"problem={problem!r:.80} must be a fedcore.Problem (or its FederatedData, with x0)")
         self.data = data
         if options is None:  # the rounds are Flower's num_rounds (start)
             settings = {"rounds": 1, **settings}
@@ -124,6 +132,12 @@ class FedcoreStrategy(Strategy):
         """Flower's round loop, after the algorithm's own check of the run (PAdaMFed's step sizes were computed for
         one S, K, T: ``check_run``), as :func:`fedcore.simulate` makes it before any work."""
         self.options = replace(self.options, rounds=check_int("num_rounds", num_rounds))
+        given = sum(array.numel() for array in initial_arrays.to_torch_state_dict().values()) \
+            if isinstance(initial_arrays, ArrayRecord) else None
+        if given != self.state["x"].numel():
+            raise ValueError(f"initial_arrays holds {given if given is not None else repr(initial_arrays)[:60]} "
+                             f"numbers; the strategy's x0 has {self.state['x'].numel()}: give "
+                             "array_record(problem.x0()) of the same model")
         if callable(getattr(self.algorithm, "check_run", None)):
             self.algorithm.check_run(clients_per_round=self.options.clients_per_round,
                                      local_steps=self.options.local_steps, rounds=num_rounds)
@@ -327,10 +341,21 @@ def run_local(problem: Problem, algorithm: Any, rounds: int, *, clients_per_roun
     """``rounds`` rounds of ``algorithm`` through Flower's Message API in this process (:class:`LocalGrid`, one node
     per client): the strategy after them, its ``state["x"]`` the model and ``history`` each round's metrics."""
     data = problem.data
-    strategy = FedcoreStrategy(algorithm, data, problem.x0(), clients_per_round=clients_per_round,
+    strategy = FedcoreStrategy(algorithm, problem, clients_per_round=clients_per_round,
                                local_steps=local_steps, batch_size=batch_size, seed=seed, weighting=weighting)
+    if evaluate is not None:
+        check_function("evaluate", evaluate, "round", "x")
     grid = LocalGrid(client_app(problem, algorithm), range(data.num_clients))
     strategy.start(grid, array_record(problem.x0()), num_rounds=check_int("rounds", rounds), timeout=3600,
-                   evaluate_fn=None if evaluate is None else (lambda t, arrays: MetricRecord(
-                       evaluate(t, tensor_of(arrays, problem.x0())))))
+                   evaluate_fn=None if evaluate is None else (lambda t, arrays: metric_record(
+                       evaluate, evaluate(t, tensor_of(arrays, problem.x0())))))
     return strategy
+
+
+def metric_record(evaluate: Any, metrics: Any) -> MetricRecord:
+    """What ``evaluate(round, x)`` returned as Flower's ``MetricRecord``: it must be ``{name: number}``."""
+    if not isinstance(metrics, Mapping) or not all(isinstance(name, str) and isinstance(plain_number(value), Real)
+                                                   and not isinstance(value, bool) for name, value in metrics.items()):
+        raise TypeError(f"evaluate={evaluate!r} returned {metrics!r:.80}; it must return {{name: number}}, e.g. "
+                        "{'test_accuracy': 0.81}")
+    return MetricRecord({name: float(plain_number(value)) for name, value in metrics.items()})

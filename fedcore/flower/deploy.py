@@ -21,6 +21,7 @@ and the node, and ``output`` holds the model and the history of every round comp
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -31,12 +32,52 @@ from flwr.clientapp import ClientApp
 from flwr.serverapp import Grid, ServerApp
 
 from fedcore import algorithms, models
-from fedcore.checks import check_choice
+from fedcore.checks import check_choice, check_int, check_positive
 from fedcore.data import load_fashion_mnist
 from fedcore.engine.options import WEIGHTINGS
 from fedcore.flower.app import FedcoreStrategy, array_record, check_carried, client_reply
 from fedcore.params import GradientOracle
 from fedcore.problem import Problem
+
+INTEGERS = {"rounds": 1, "clients": 1, "clients-per-round": 1, "local-steps": 1, "batch-size": 1, "seed": 0,
+            "partition-seed": 0, "hidden": 0, "test-samples": 0}
+"""The run config's integer keys, each with its lowest allowed value (``hidden = 0``: logistic regression;
+``test-samples = 0``: the whole test set)."""
+TEXTS = ("algorithm", "hyperparameters", "weighting", "output")
+"""The run config's text keys."""
+DEFAULTS = {"weighting": "samples", "output": "", "round-timeout": 600.0}
+"""The keys a run config may leave out, and their values; every other key of :data:`KEYS` is required."""
+KEYS = (*INTEGERS, *TEXTS, "round-timeout")
+"""Every key of fedcore's run config."""
+
+
+def run_settings(config: Any) -> dict[str, Any]:
+    """The run config (Flower's ``Context.run_config``, or what ``start_app`` will send) checked and typed: a mapping
+    with every key of :data:`KEYS` but those of :data:`DEFAULTS`, and no other; integers where :data:`INTEGERS`
+    says, texts, a positive ``round-timeout`` and a ``weighting`` of :data:`fedcore.engine.options.WEIGHTINGS`.
+    Each refusal names the key, its value and what is allowed."""
+    if not isinstance(config, Mapping):
+        raise TypeError(f"the run config must be a mapping of keys to values (Flower's Context.run_config), got "
+                        f"{type(config).__name__} {config!r:.80}")
+    unknown = sorted(set(config) - set(KEYS))
+    if unknown:
+        raise ValueError(f"run config {unknown[0]}={config[unknown[0]]!r} is not a key of fedcore's Flower app; its "
+                         f"keys: {', '.join(KEYS)}")
+    missing = [key for key in KEYS if key not in config and key not in DEFAULTS]
+    if missing:
+        raise ValueError(f"the run config has no {', '.join(missing)}: fedcore's Flower app needs {', '.join(KEYS)} "
+                         f"({', '.join(DEFAULTS)} may be left out)")
+    settings = {**DEFAULTS, **config}
+    for key, lowest in INTEGERS.items():
+        settings[key] = check_int(f"run config {key}", settings[key], lowest)
+    for key in TEXTS:
+        if not isinstance(settings[key], str):
+            raise TypeError(f"run config {key}={settings[key]!r} must be a text (a TOML string), got "
+                            f"{type(settings[key]).__name__}")
+    settings["round-timeout"] = check_positive("run config round-timeout", settings["round-timeout"])
+    check_choice("run config weighting", settings["weighting"], WEIGHTINGS)
+    check_choice("run config algorithm", settings["algorithm"], algorithms.ALGORITHMS)
+    return settings
 
 
 @cache
@@ -50,37 +91,47 @@ def _problem(clients: int, partition_seed: int, hidden: int, test_samples: int) 
     return Problem(data, model)
 
 
-def problem_of(config: Any) -> Problem:
-    """The run's :class:`fedcore.problem.Problem` from its run config."""
-    return _problem(int(config["clients"]), int(config["partition-seed"]), int(config["hidden"]),
-                    int(config["test-samples"]))
+def problem_of(settings: Mapping[str, Any]) -> Problem:
+    """The run's :class:`fedcore.problem.Problem` from its checked run config (:func:`run_settings`)."""
+    return _problem(settings["clients"], settings["partition-seed"], settings["hidden"], settings["test-samples"])
 
 
-def algorithm_of(config: Any) -> Any:
-    """The run's algorithm: ``algorithms.make(config["algorithm"], **json.loads(config["hyperparameters"]))``."""
-    text = str(config["hyperparameters"])
+def algorithm_of(settings: Mapping[str, Any]) -> Any:
+    """The run's algorithm: ``algorithms.make(settings["algorithm"], **json.loads(settings["hyperparameters"]))``."""
+    text = settings["hyperparameters"]
     try:
         hyperparameters = json.loads(text)
     except json.JSONDecodeError as error:
-        raise ValueError(f"hyperparameters={text!r} is not JSON ({error}): write an object such as "
+        raise ValueError(f"run config hyperparameters={text!r} is not JSON ({error}): write an object such as "
                          '\'{"client_lr": 0.1}\'') from None
     if not isinstance(hyperparameters, dict):
-        raise ValueError(f"hyperparameters={text!r} must be a JSON object of keyword arguments, such as "
+        raise ValueError(f"run config hyperparameters={text!r} must be a JSON object of keyword arguments, such as "
                          '\'{"client_lr": 0.1}\'')
-    return algorithms.make(str(config["algorithm"]), **hyperparameters)
+    return algorithms.make(settings["algorithm"], **hyperparameters)
 
 
-def check_run_config(config: Any) -> Any:
-    """The run's algorithm, refused by name if the Flower app cannot carry it (:func:`fedcore.flower.check_carried`)
-    or if its step sizes were computed for another S, K, T (PAdaMFed's ``check_run``), or if the weighting is not
-    one of :data:`fedcore.engine.options.WEIGHTINGS`: what ``start_app`` asks before ``flwr run`` and the ServerApp
-    before any message."""
-    check_choice("weighting", str(config.get("weighting", "samples")), WEIGHTINGS)
-    algorithm = check_carried(algorithm_of(config))
+def check_run_config(config: Any) -> tuple[dict[str, Any], Any]:
+    """The checked run config (:func:`run_settings`) and its algorithm, refused by name if the Flower app cannot carry
+    it (:func:`fedcore.flower.check_carried`) or if its step sizes were computed for another S, K, T (PAdaMFed's
+    ``check_run``): what ``start_app`` asks before ``flwr run``, and the ServerApp before any message."""
+    settings = run_settings(config)
+    algorithm = check_carried(algorithm_of(settings))
+    if settings["clients-per-round"] > settings["clients"]:
+        raise ValueError(f"run config clients-per-round={settings['clients-per-round']} must be <= "
+                         f"clients={settings['clients']}")
     if callable(getattr(algorithm, "check_run", None)):
-        algorithm.check_run(clients_per_round=int(config["clients-per-round"]), local_steps=int(config["local-steps"]),
-                            rounds=int(config["rounds"]))
-    return algorithm
+        algorithm.check_run(clients_per_round=settings["clients-per-round"], local_steps=settings["local-steps"],
+                            rounds=settings["rounds"])
+    return settings, algorithm
+
+
+def node_partition(node_config: Any) -> tuple[int, int]:
+    """``(partition-id, num-partitions)`` of a node's config, checked: ``0 <= partition-id < num-partitions``."""
+    if not isinstance(node_config, Mapping) or not {"partition-id", "num-partitions"} <= set(node_config):
+        raise ValueError(f"the node config {node_config!r:.80} must hold partition-id and num-partitions "
+                         '(flower-supernode --node-config "partition-id=0 num-partitions=3")')
+    parts = check_int("node config num-partitions", node_config["num-partitions"])
+    return check_int("node config partition-id", node_config["partition-id"], 0, parts - 1), parts
 
 
 clientapp = ClientApp()
@@ -89,8 +140,8 @@ clientapp = ClientApp()
 @clientapp.query()
 def partition(message: Message, context: Context) -> Message:
     """Which clients this node holds: its node config's ``partition-id`` and ``num-partitions``."""
-    record = ConfigRecord({"partition-id": int(context.node_config["partition-id"]),
-                           "num-partitions": int(context.node_config["num-partitions"])})
+    part, parts = node_partition(context.node_config)
+    record = ConfigRecord({"partition-id": part, "num-partitions": parts})
     return Message(content=RecordDict({"partition": record}), reply_to=message)
 
 
@@ -98,12 +149,13 @@ def partition(message: Message, context: Context) -> Message:
 def train(message: Message, context: Context) -> Message:
     """One client's round (:func:`fedcore.flower.app.client_reply`), refused for a client this node does not hold."""
     client = int(message.content["config"]["client"])
-    part, parts = int(context.node_config["partition-id"]), int(context.node_config["num-partitions"])
+    part, parts = node_partition(context.node_config)
     if client % parts != part:
         raise ValueError(f"client {client} is not held by this node (partition-id={part} of {parts})")
-    problem = problem_of(context.run_config)
+    settings = run_settings(context.run_config)
+    problem = problem_of(settings)
     oracle = GradientOracle(problem.model, "auto", problem.data.device)
-    return client_reply(problem, algorithm_of(context.run_config), oracle, message, context.state)
+    return client_reply(problem, algorithm_of(settings), oracle, message, context.state)
 
 
 serverapp = ServerApp()
@@ -113,9 +165,8 @@ serverapp = ServerApp()
 def main(grid: Grid, context: Context) -> None:
     """The run: ask the nodes for their partitions, then ``rounds`` rounds of :class:`FedcoreStrategy`; the model and
     each round's metrics written to ``output``."""
-    config = context.run_config
-    algorithm = check_run_config(config)
-    problem = problem_of(config)
+    settings, algorithm = check_run_config(context.run_config)
+    problem = problem_of(settings)
     node_ids = list(grid.get_node_ids())
     if not node_ids:
         raise RuntimeError("no SuperNode is connected to the SuperLink: start one per partition first")
@@ -131,11 +182,10 @@ def main(grid: Grid, context: Context) -> None:
     if missing:
         raise RuntimeError(f"no node holds the partitions {missing} of {parts}: start a SuperNode for each")
     nodes = {client: held[client % parts] for client in range(problem.data.num_clients)}
-    strategy = FedcoreStrategy(algorithm, problem.data, problem.x0(), nodes=nodes,
-                               clients_per_round=int(config["clients-per-round"]),
-                               local_steps=int(config["local-steps"]), batch_size=int(config["batch-size"]),
-                               weighting=str(config.get("weighting", "samples")), seed=int(config["seed"]))
-    output = str(config.get("output", ""))
+    strategy = FedcoreStrategy(algorithm, problem, nodes=nodes, clients_per_round=settings["clients-per-round"],
+                               local_steps=settings["local-steps"], batch_size=settings["batch-size"],
+                               weighting=settings["weighting"], seed=settings["seed"])
+    output = settings["output"]
 
     def write(*_: Any) -> None:  # after every round (as Flower's evaluate_fn), so a failed round loses nothing
         if output:
@@ -144,7 +194,7 @@ def main(grid: Grid, context: Context) -> None:
             (Path(output) / "history.json").write_text(json.dumps(strategy.history))
 
     try:
-        strategy.start(grid, array_record(problem.x0()), num_rounds=int(config["rounds"]),
-                       timeout=float(config.get("round-timeout", 600)), evaluate_fn=write)
+        strategy.start(grid, array_record(problem.x0()), num_rounds=settings["rounds"],
+                       timeout=settings["round-timeout"], evaluate_fn=write)
     finally:  # what was computed is written, also when a node failed mid-run
         write()
