@@ -18,7 +18,7 @@ import matplotlib.pyplot as plt
 from fedcore import algorithms, counterexample, models, plots
 from fedcore.algorithms import fafed, local_adaptive
 from fedcore.algorithms.padamfed import theory_hyperparameters
-from fedcore.checks import check_bool, check_choice, check_int, check_positive, check_range
+from fedcore.checks import check_bool, check_choice, check_int, check_number, check_positive, check_range
 from fedcore.problem import Problem
 from fedcore.run import simulate
 from fedcore.store import Store
@@ -197,6 +197,8 @@ def grid_options(values: Sequence[float]) -> list[tuple[str, float]]:
     """A grid's values as a ``SelectionSlider``'s options: each value with a short label (``0.316`` for
     ``10^-0.5``, three significant digits), so that the slider's readout shows the whole value, not a float cut
     off (``0.3162277660…``).  Labels must tell the values apart: a grid finer than three digits is refused."""
+    for value in values:
+        check_number(f"values={list(values)}: each value", value)
     options = [(f"{float(value):.3g}", value) for value in values]
     labels = [label for label, _ in options]
     if len(set(labels)) != len(labels):

@@ -44,7 +44,7 @@ import pandas as pd
 import torch
 
 from fedcore.checkpoint import pack, unpack
-from fedcore.checks import check_bool
+from fedcore.checks import check_bool, check_path
 from fedcore.files import writable_file
 from fedcore.identity import numerics_hash
 from fedcore.results import History
@@ -91,12 +91,20 @@ class Store:
     version) and nothing of anyone else's is ever changed: a file with other tables, or with fedcore's tables
     of another layout, is refused with an error.  The one table of an earlier fedcore (``runs``, whose entries
     this one would never use) is left as it is, beside the new tables.  ``keep_models=False`` keeps each run's
-    history without its final model (:func:`default_store`: the notebooks read none, and a CNN's is 4.8 MB)."""
+    history without its final model (:func:`default_store`: the notebooks read none, and a CNN's is 4.8 MB).
+    ``read_only=True`` (or a file this process may not write) reads runs and keeps none (sqlite's read-only mode)."""
 
-    def __init__(self, path: str | os.PathLike, keep_models: bool = True) -> None:
-        self.path = writable_file("store", path)
+    def __init__(self, path: str | os.PathLike, keep_models: bool = True, read_only: bool | None = None) -> None:
+        given = check_path("store", path).expanduser()
+        if read_only is None:  # a file this process may not write (or in a folder it may not write): read it only
+            read_only = given.is_file() and not (os.access(given, os.W_OK) and os.access(given.parent, os.W_OK))
+        self.read_only = check_bool("read_only", read_only)
+        if self.read_only and not given.is_file():
+            raise ValueError(f"store={str(given)!r} is not a file: a read-only store reads an existing one")
+        self.path = given if self.read_only else writable_file("store", path)
         self.keep_models = check_bool("keep_models", keep_models)
-        self._pruned = False
+        self._pruned = self.read_only  # nothing is deleted from a read-only store
+        self._said_read_only = False
         try:
             self._open()
         except sqlite3.DatabaseError as error:
@@ -107,10 +115,13 @@ class Store:
         """Create the tables in a new (or empty) file; otherwise check that the file is a store of this layout,
         and change nothing when it is not."""
         with closing(self._connect()) as db, db:
-            db.execute("BEGIN IMMEDIATE")  # two processes opening one new file: one creates, the other reads
+            if not self.read_only:
+                db.execute("BEGIN IMMEDIATE")  # two processes opening one new file: one creates, the other reads
             tables = sorted(row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'"))
             earlier = tables == ["runs"] and [row[1] for row in db.execute("PRAGMA table_info(runs)")] == \
                 ["key", "identity", "rounds", "created", "payload"]
+            if (not tables or earlier) and self.read_only:
+                raise ValueError(f"store={str(self.path)!r} holds no fedcore runs and is read-only: nothing to read")
             if not tables or earlier:  # a new file, or one an earlier fedcore wrote: its table is left as it is
                 for statement in TABLES.values():
                     db.execute(statement)
@@ -122,12 +133,20 @@ class Store:
         if layout is None:
             raise ValueError(f"store={str(self.path)!r} is an SQLite file with tables {tables} and no fedcore layout: "
                              f"it is not a fedcore results store and is left as it is; {remedy}")
-        if layout[0] != LAYOUT or sorted(set(tables) & set(TABLES)) != sorted(TABLES):
+        if layout[0] != LAYOUT:
             raise ValueError(f"store={str(self.path)!r} is a fedcore results store of layout {layout[0]!r}; this "
                              f"fedcore reads layout {LAYOUT!r}: it is left as it is; delete it to start a new one, "
                              f"or {remedy}")
+        missing = sorted(set(TABLES) - set(tables))
+        if missing:
+            raise ValueError(f"store={str(self.path)!r} is a fedcore results store of layout {LAYOUT!r} without its "
+                             f"table(s) {missing} (damaged): it is left as it is; delete it to start a new one, or "
+                             f"{remedy}")
 
     def _connect(self) -> sqlite3.Connection:
+        if self.read_only:  # sqlite's read-only mode: no journal, no lock file, no write
+            return sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro", uri=True, timeout=30,
+                                   isolation_level=None)
         return sqlite3.connect(self.path, timeout=30, isolation_level=None)  # transactions where asked
 
     def __repr__(self) -> str:
@@ -161,7 +180,14 @@ class Store:
 
     def put(self, key: str, identity: dict, rounds: int, entry: dict[str, Any]) -> None:
         """Keep ``entry`` (``frame`` a DataFrame; tensors and plain values otherwise) under ``key``, with the key and
-        the identity inside its checksummed payload (:meth:`get` checks both)."""
+        the identity inside its checksummed payload (:meth:`get` checks both).  A read-only store keeps nothing and
+        says so once."""
+        if self.read_only:
+            if not self._said_read_only:
+                self._said_read_only = True
+                warnings.warn(f"store {str(self.path)!r} is read-only: the runs computed now are not kept",
+                              RuntimeWarning, stacklevel=3)
+            return
         frame = entry["frame"]  # numbers only: kept as float64 tensors, exactly
         index = torch.from_numpy(frame.index.to_numpy().copy())
         values = torch.from_numpy(frame.to_numpy("float64", copy=True))
@@ -200,6 +226,8 @@ class Store:
         self._pruned = True
 
     def delete(self, key: str) -> None:
+        if self.read_only:  # a corrupt entry of a read-only store is skipped, not deleted
+            return
         with closing(self._connect()) as db:
             db.execute("DELETE FROM fedcore_runs WHERE key = ?", (key,))
 

@@ -11,7 +11,7 @@ import fedcore.data.partition
 import fedcore.data.shakespeare_corpus
 from fedcore import algorithms, models, server_opt
 from fedcore.data import FederatedData, federated_quadratic
-from fedcore.experiments import common
+from fedcore.experiments import claims, common
 from fedcore.experiments.fafed import experiment as fafed_experiment
 from fedcore.experiments.fedopt import tuning as fedopt_tuning
 from fedcore.params import FlatModel, GradientOracle
@@ -396,10 +396,23 @@ EXAMPLE_CASES = [  # (the bad call, what the example is used for); the example i
      lambda seeds, tmp: common.run_seeds(quadratic_task(), {"FedAvg": algorithms.fedavg(0.1)}, seeds=seeds)),
     (lambda tmp: fedopt_tuning.good_cells_by_margin({"A": _grid()}, 0.02),
      lambda margins, tmp: fedopt_tuning.good_cells_by_margin({"A": _grid()}, margins)),
+    (lambda tmp: simulate_with(record=lambda x: {"train_loss": x.norm()}),
+     lambda name, tmp: name in simulate_with(record=lambda x: {name: x.norm()}).frame),
+    (lambda tmp: claims.judge("confirmed"), lambda outcomes, tmp: claims.judge(outcomes) == claims.HOLDS),
+    (lambda tmp: claims.learned_something([80.0], 10.0, 1.0),
+     lambda scores, tmp: claims.learned_something(scores, 10.0, 1.0)),
+    (lambda tmp: _metric_record()(None, 0.5), lambda metrics, tmp: _metric_record()(None, metrics)),
 ]
+
+
+def _metric_record():
+    from fedcore.flower.app import metric_record
+
+    return metric_record
 SMALL = dict(rounds=1, clients_per_round=2, local_steps=1, batch_size=2, progress=False)
-EXAMPLES_PER_FILE = {"files.py": 1, "partition.py": 1, "shakespeare_corpus.py": 1, "run.py": 2, "checks.py": 1,
-                     "counterexample.py": 1, "models.py": 4, "fafed.py": 1, "tuning.py": 1}
+EXAMPLES_PER_FILE = {"files.py": 1, "partition.py": 1, "shakespeare_corpus.py": 1, "sweeps.py": 2, "checks.py": 1,
+                     "counterexample.py": 1, "models.py": 4, "fafed.py": 1, "tuning.py": 1, "loop.py": 1,
+                     "claims.py": 2, "app.py": 1}
 
 
 @pytest.mark.parametrize("case", range(len(EXAMPLE_CASES)))

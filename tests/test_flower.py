@@ -220,3 +220,82 @@ def _clients_of_round(problem: Problem, seed: int, round_: int) -> list[int]:
     for server_round in range(1, round_ + 1):
         messages = strategy.configure_train(server_round, None, None, None)
     return [message.metadata.dst_node_id for message in messages]
+
+
+# ---------------------------------------------------------------- the run config, evaluate and x0: nothing silent
+
+RUN_CONFIG = {"algorithm": "fedavg", "hyperparameters": '{"client_lr": 0.1}', "rounds": 3, "clients": 12,
+              "clients-per-round": 4, "local-steps": 3, "batch-size": 16, "seed": 0, "partition-seed": 0, "hidden": 16,
+              "test-samples": 200}
+"""A run config as the example app's, with the keys that have defaults left out."""
+PADAMFED = {"algorithm": "padamfed", "hyperparameters": '{"clients_per_round": 4, "local_steps": 3, "rounds": 3}'}
+
+
+@pytest.mark.parametrize("changed, error, refusal", [
+    ({"local-steps": 3.9}, TypeError, r"run config local-steps=3.9 must be an int, got float"),
+    ({"rounds": 2.7}, TypeError, r"run config rounds=2.7 must be an int"),
+    ({**PADAMFED, "local-steps": 3.9}, TypeError, r"run config local-steps=3.9 must be an int"),
+    ({"batch-size": "sixteen"}, TypeError, r"run config batch-size='sixteen' must be an int, got str"),
+    ({"clients": 0}, ValueError, r"run config clients=0 must be >= 1"),
+    ({"local_steps": 3}, ValueError, r"run config local_steps=3 is not a key of fedcore's Flower app; its keys: "
+                                     r"rounds, clients, clients-per-round, local-steps"),
+    ({"round-timeout": -1}, ValueError, r"run config round-timeout=-1 must be > 0"),
+    ({"algorithm": 7}, TypeError, r"run config algorithm=7 must be a text"),
+    ({"algorithm": "fedsgd"}, ValueError, r"run config algorithm='fedsgd' not one of"),
+    ({"clients-per-round": 13}, ValueError, r"clients-per-round=13 must be <= clients=12"),
+])
+def test_a_bad_run_config_is_refused_by_key_by_the_checker_both_sides_use(changed, error, refusal) -> None:
+    """``check_run_config`` (which ``start_app`` calls before ``flwr run``, and the ServerApp before any message) and
+    the ServerApp itself, called with a grid that would fail at any use."""
+    from flwr.app import Context, RecordDict
+
+    from fedcore.flower import deploy
+
+    config = {**RUN_CONFIG, **changed}
+    with pytest.raises(error, match=refusal):
+        deploy.check_run_config(config)
+    context = Context(run_id=0, node_id=0, node_config={}, state=RecordDict(), run_config=config)
+    with pytest.raises(error, match=refusal):
+        deploy.main(None, context)
+
+
+def test_a_run_config_without_a_key_or_that_is_no_mapping_is_named() -> None:
+    from fedcore.flower.deploy import check_run_config, run_settings
+
+    with pytest.raises(ValueError, match=r"the run config has no local-steps: fedcore's Flower app needs"):
+        check_run_config({key: value for key, value in RUN_CONFIG.items() if key != "local-steps"})
+    with pytest.raises(TypeError, match=r"the run config must be a mapping .* got list"):
+        check_run_config([("rounds", 3)])
+    settings = run_settings(RUN_CONFIG)  # the defaults filled in, the numbers typed
+    assert settings["weighting"] == "samples" and settings["output"] == "" and settings["round-timeout"] == 600.0
+
+
+def test_a_node_config_without_its_partition_is_named() -> None:
+    from fedcore.flower.deploy import node_partition
+
+    assert node_partition({"partition-id": 2, "num-partitions": 3}) == (2, 3)
+    with pytest.raises(ValueError, match=r"must hold partition-id and num-partitions"):
+        node_partition({"partition-id": 0})
+    with pytest.raises(ValueError, match=r"node config partition-id=3 must be in \[0, 2\]"):
+        node_partition({"partition-id": 3, "num-partitions": 3})
+
+
+def test_evaluate_returning_no_mapping_is_named(problem) -> None:
+    with pytest.raises(TypeError, match=r"evaluate=.* returned 0.5; it must return \{name: number\}"):
+        run_local(problem, algorithms.fedavg(0.1), 1, evaluate=lambda t, x: 0.5, **SETTINGS)
+    strategy = run_local(problem, algorithms.fedavg(0.1), 1, evaluate=lambda t, x: {"norm": x.norm()}, **SETTINGS)
+    assert len(strategy.history) == 1
+
+
+def test_an_x0_of_another_model_is_refused_before_any_message(problem) -> None:
+    algorithm = algorithms.fedavg(0.1)
+    d = problem.model.dim
+    with pytest.raises(ValueError, match=rf"x0 has shape \(5,\); expected a tensor of shape \({d},\)"):
+        FedcoreStrategy(algorithm, problem, torch.zeros(5), **SETTINGS)
+    strategy = FedcoreStrategy(algorithm, problem.data, torch.zeros(5), **SETTINGS)  # no model to check it against
+    grid = LocalGrid(client_app(problem, algorithm), range(problem.data.num_clients))
+    grid.send_and_receive = None  # any message would fail with a TypeError
+    with pytest.raises(ValueError, match=rf"initial_arrays holds {d} numbers; the strategy's x0 has 5"):
+        strategy.start(grid, strategy_arrays(problem), num_rounds=1)
+    with pytest.raises(TypeError, match=r"problem=.* must be a fedcore.Problem"):
+        FedcoreStrategy(algorithm, problem.x0(), **SETTINGS)
