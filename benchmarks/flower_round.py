@@ -47,7 +47,7 @@ imported = time.perf_counter()
 config = json.loads({config!r})
 problem = problem_of(config)
 built = time.perf_counter()
-from fedcore.algorithms.base import RoundBatch
+from fedcore.algorithms.batch import RoundBatch
 from fedcore.params import GradientOracle
 from fedcore.run import sample_round
 data = problem.data

@@ -28,7 +28,7 @@ import pandas as pd
 import torch
 from torch import Tensor
 
-from fedcore.algorithms.base import Algorithm
+from fedcore.algorithms.contract import Algorithm
 from fedcore.checks import check_int, check_positive
 from fedcore.objectives import COUNTEREXAMPLE_CLIENTS as CLIENTS
 from fedcore.objectives import counterexample_f, counterexample_problem

@@ -18,6 +18,8 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from fedcore.algorithms.contract import name_of
+
 INDEX_BYTES = 8  # int64 row indices
 ROUND_COPIES = 3  # sample_indices holds the sort keys, the positions and the gathered rows at once
 
@@ -88,7 +90,7 @@ def check_fits(
     available = available_bytes(device) if available is None else available
     if available is None:
         return
-    name = getattr(algorithm, "name", type(algorithm).__name__)
+    name = name_of(algorithm)
     state = state_bytes(algorithm, x0, num_clients)
     if state is not None and state > available:
         per_client = state / max(num_clients, 1)

@@ -12,7 +12,7 @@ from typing import Any
 import pandas as pd
 from torch import Tensor
 
-from fedcore.algorithms.base import State
+from fedcore.algorithms.contract import State
 
 
 @dataclass

@@ -19,13 +19,13 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from fedcore.algorithms.base import Algorithm, State
+from fedcore.algorithms.contract import Algorithm, State, declared, name_of
 from fedcore.checks import check_bool, check_choice, check_function, check_int, check_seed, check_x0, plain_sequence
 from fedcore.data.federated import FederatedData
 from fedcore.engine.checkpoints import Checkpoint
 from fedcore.engine.loop import run_pass, start_pass
 from fedcore.engine.options import RunOptions
-from fedcore.engine.passes import check_batch, name_of, plan, runs_per_pass, stack
+from fedcore.engine.passes import check_batch, plan, runs_per_pass, stack
 from fedcore.engine.streams import sample_round
 from fedcore.files import writable_file
 from fedcore.identity import data_hash, run_identity, uncomparable
@@ -118,10 +118,7 @@ def _checked_problem(problem: Any) -> Problem:
 def _check_algorithm(algorithm: Any, options: RunOptions) -> None:
     """An algorithm has ``init`` and ``round``; one whose hyperparameters were computed for a run's S, K and T
     (``check_run``, e.g. PAdaMFed's theorem step sizes) is asked about this run before any work."""
-    if not callable(getattr(algorithm, "round", None)) or not callable(getattr(algorithm, "init", None)):
-        raise TypeError(f"algorithm={algorithm!r} needs init(x0, num_clients) and round(state, batch, oracle)")
-    if callable(check_run := getattr(algorithm, "check_run", None)):
-        check_run(clients_per_round=options.clients_per_round, local_steps=options.local_steps, rounds=options.rounds)
+    declared(algorithm).check_run(options.clients_per_round, options.local_steps, options.rounds)
 
 
 def warm_up(problem: Problem, backend: str = "auto") -> float:

@@ -37,12 +37,17 @@ SecondMoment = Callable[[Tensor, Tensor], Tensor]
 
 
 class ServerOptimizer(NamedTuple):
-    """``init(x) -> state``; ``update(delta, state, **extras) -> (step, state)``; the server adds ``step``."""
+    """``init(x) -> state``; ``update(delta, state, **extras) -> (step, state)``; the server adds ``step``.  A rule
+    whose state holds a number a reader wants each round names it in ``reports`` (FedExP's ``eta_g``: a metric of
+    the round), and one evaluated elsewhere than at its iterate gives ``eval_point(x, state)`` (FedExP: the mean of
+    its last two iterates)."""
 
     init: Callable[[Tensor], State]
     update: Callable[..., tuple[Tensor, State]]
     name: str
     options: tuple[tuple[str, Any], ...] = ()  # every hyperparameter: what a run's identity compares
+    reports: tuple[str, ...] = ()  # the keys of its state that are metrics of every round
+    eval_point: Callable[[Tensor, State], Tensor] | None = None  # None: the iterate x itself
 
 
 def dot(a: Tensor, b: Tensor) -> Tensor:

@@ -10,7 +10,7 @@ from torch import Tensor
 
 from fedcore import models
 from fedcore.algorithms import RoundBatch, client
-from fedcore.algorithms.client import Update, chain, local_steps
+from fedcore.algorithms.client import Update, chain, train_clients
 from fedcore.params import FlatModel, GradientOracle
 from fedcore.run import Problem
 
@@ -110,20 +110,22 @@ def quadratic_batch(steps: int = 3, S: int = 2):
     return x, batch, oracle, gradient, loss
 
 
-def test_sgd_with_a_correction_momentum_and_normalization_by_hand() -> None:
-    """chain(add(c), momentum(beta, g0), normalize(), learning_rate(eta)) against the recursion written out:
-    D_k = beta (G_k + c) + (1 - beta) D_{k-1}, X <- X - eta D_k / ||D_k||  (PAdaMFed's client step)."""
+def test_sgd_with_a_correction_a_fixed_momentum_and_normalization_by_hand() -> None:
+    """named(direction=chain(add(c), scale(beta), add((1 - beta) g)), normalized=normalize(), step=learning_rate(eta))
+    against the recursion written out: D_k = beta (G_k + c) + (1 - beta) g, X <- X - eta D_k / ||D_k||
+    (PAdaMFed's line 7 and line 8, the server's momentum g fixed for the round)."""
     x, batch, oracle, gradient, _ = quadratic_batch()
     c = torch.tensor([[0.1, 0.0, -0.1], [0.0, 0.2, 0.0]], dtype=torch.float64)
-    g0, beta, eta = torch.ones(2, 3, dtype=torch.float64), 0.7, 0.05
-    rule = chain(client.add(c), client.momentum(beta, g0), client.normalize(), client.learning_rate(eta))
-    run = local_steps(x, batch, oracle, rule)
-    X, D = x.expand(2, -1).clone(), g0
+    g, beta, eta = torch.ones(2, 3, dtype=torch.float64), 0.7, 0.05
+    rule = client.named(direction=chain(client.add(c), client.scale(beta), client.add((1 - beta) * g)),
+                        normalized=client.normalize(), step=client.learning_rate(eta))
+    run = train_clients(x, batch, oracle, rule)
+    X = x.expand(2, -1).clone()
     for _ in range(3):
-        D = beta * (gradient(X) + c) + (1 - beta) * D
+        D = beta * (gradient(X) + c) + (1 - beta) * g
         X = X - eta * D / D.norm(dim=1, keepdim=True)
     torch.testing.assert_close(run.X[0], X)  # the one run of the batch: [1, S, d]
-    torch.testing.assert_close(run.state[1][0], D)  # the momentum's state is the last direction
+    assert list(run.state) == ["direction", "normalized", "step"]
     assert len(batch.trace) == 3 and torch.equal(batch.trace[-1], run.X)
 
 
@@ -132,7 +134,7 @@ def test_storm_uses_the_previous_point_on_the_same_minibatch() -> None:
     x, batch, oracle, gradient, _ = quadratic_batch()
     previous = x.expand(1, 2, -1) + 0.5  # [R, S, d] of the one run
     m0, alpha, eta = torch.zeros(3, dtype=torch.float64), 0.3, 0.1
-    run = local_steps(x, batch, oracle, chain(client.storm(alpha, m0, previous), client.learning_rate(eta)))
+    run = train_clients(x, batch, oracle, chain(client.storm(alpha, m0, previous), client.learning_rate(eta)))
     X, X_prev, m = x.expand(2, -1).clone(), previous[0].clone(), m0
     for _ in range(3):
         m = gradient(X) + (1 - alpha) * (m - gradient(X_prev))
@@ -145,9 +147,9 @@ def test_storm_uses_the_previous_point_on_the_same_minibatch() -> None:
 
 def test_move_last_false_computes_the_last_update_without_moving() -> None:
     x, batch, oracle, gradient, _ = quadratic_batch()
-    moved = local_steps(x, batch, oracle, chain(client.accumulate_gradients(), client.learning_rate(0.1)))
+    moved = train_clients(x, batch, oracle, chain(client.accumulate_gradients(), client.learning_rate(0.1)))
     batch.trace.clear()
-    held = local_steps(x, batch, oracle, chain(client.accumulate_gradients(), client.learning_rate(0.1)),
+    held = train_clients(x, batch, oracle, chain(client.accumulate_gradients(), client.learning_rate(0.1)),
                        move_last=False)
     X = x.expand(2, -1).clone()
     total = torch.zeros_like(X)
@@ -163,8 +165,8 @@ def test_second_moment_rules_by_hand() -> None:
     """track_second_moment keeps v and leaves D; scale_by_rms divides by sqrt(v) (Wu et al., Alg. 1)."""
     x, batch, oracle, gradient, _ = quadratic_batch(steps=2)
     v0 = torch.zeros(2, 3, dtype=torch.float64)
-    tracked = local_steps(x, batch, oracle, chain(client.track_second_moment(0.5, v0), client.learning_rate(0.1)))
-    scaled = local_steps(x, batch, oracle, chain(client.scale_by_rms(0.5, v0), client.scale(0.1)))
+    tracked = train_clients(x, batch, oracle, chain(client.track_second_moment(0.5, v0), client.learning_rate(0.1)))
+    scaled = train_clients(x, batch, oracle, chain(client.scale_by_rms(0.5, v0), client.scale(0.1)))
     X, V = x.expand(2, -1).clone(), v0
     Y, W = x.expand(2, -1).clone(), v0
     for _ in range(2):
@@ -182,7 +184,7 @@ def test_per_client_step_sizes_are_applied_row_by_row() -> None:
     x, batch, oracle, gradient, _ = quadratic_batch(steps=1)
     sizes = torch.tensor([0.1, 0.4], dtype=torch.float64)
     per_client = client.ClientRule(lambda X: (), lambda u, s, step: (Update(u.direction, sizes.view(1, 2, 1)), s))
-    run = local_steps(x, batch, oracle, per_client)  # per-client step sizes are [R, S, 1]
+    run = train_clients(x, batch, oracle, per_client)  # per-client step sizes are [R, S, 1]
     X = x.expand(2, -1)
     torch.testing.assert_close(run.X[0], X - sizes[:, None] * gradient(X))
 
@@ -193,7 +195,7 @@ def test_armijo_finds_each_clients_largest_backtracked_step() -> None:
     x, batch, oracle, gradient, loss = quadratic_batch(steps=3)
     c, backtrack, eta_max, growth = 0.5, 0.5, 8.0, 1.5
     rule = client.armijo(c=c, backtrack=backtrack, eta_max=eta_max, growth=growth)
-    run = local_steps(x, batch, oracle, rule)
+    run = train_clients(x, batch, oracle, rule)
     X = x.expand(2, -1).clone()
     etas = [torch.full((2,), eta_max, dtype=torch.float64)]
     for _ in range(3):
@@ -217,7 +219,7 @@ def test_armijo_per_client_growth_and_a_start_below_the_cap() -> None:
     x, batch, oracle, gradient, loss = quadratic_batch(steps=3)
     c, backtrack, eta_max, growth = 0.5, 0.5, 8.0, torch.tensor([1.5, 3.0], dtype=torch.float64)
     rule = client.armijo(c=c, backtrack=backtrack, eta_max=eta_max, growth=growth.view(1, 2, 1), initial=1.0)
-    run = local_steps(x, batch, oracle, rule)
+    run = train_clients(x, batch, oracle, rule)
     X, eta_prev = x.expand(2, -1).clone(), [1.0, 1.0]
     for _ in range(3):
         G, F = gradient(X), loss(X)
@@ -241,7 +243,7 @@ def test_armijo_after_max_backtracks_moves_by_the_fallback_and_keeps_its_last_st
     counted its two evaluations."""
     x, batch, oracle, gradient, _ = quadratic_batch(steps=1)
     rule = client.armijo(c=0.1, backtrack=0.5, eta_max=100.0, initial=100.0, max_backtracks=2, fallback=fallback)
-    run = local_steps(x, batch, oracle, rule)
+    run = train_clients(x, batch, oracle, rule)
     X = x.expand(2, -1)
     moved = 25.0 if fallback is None else fallback
     torch.testing.assert_close(run.X[0], X - moved * gradient(X))
@@ -263,7 +265,7 @@ def test_armijo_probes_a_dropout_model_with_the_masks_of_its_gradient() -> None:
     problem.model.module.train()
     torch.manual_seed(3)
     state = oracle.random_state()
-    run = local_steps(x, batch, oracle, client.armijo(c=c, backtrack=backtrack, eta_max=eta_max))
+    run = train_clients(x, batch, oracle, client.armijo(c=c, backtrack=backtrack, eta_max=eta_max))
     X = x.expand(3, -1)
     with oracle.replaying(state):
         loss, G = oracle(X, inputs[:, 0], targets[:, 0])

@@ -9,7 +9,7 @@ from flwr.app import Error, Message
 
 from fedcore import algorithms, models
 from fedcore.data import load_fashion_mnist
-from fedcore.flower import FedcoreStrategy, LocalGrid, check_carried, client_app, run_local
+from fedcore.flower import FedcoreStrategy, LocalGrid, check_distributable, client_app, run_local
 from fedcore.problem import Problem
 from fedcore.run import simulate
 
@@ -125,7 +125,7 @@ def strategy_arrays(problem: Problem):
 def test_every_algorithm_is_carried() -> None:
     assert sorted(HYPERPARAMETERS) == sorted(algorithms.ALGORITHMS)
     for name, hyperparameters in HYPERPARAMETERS.items():
-        check_carried(algorithms.make(name, **hyperparameters))
+        check_distributable(algorithms.make(name, **hyperparameters))
 
 
 class _RoundOnly:
@@ -148,7 +148,7 @@ class _RoundOnly:
      r"algorithm='SCAFFOLD-M' cannot run on Flower with initialization='first_round'"),
 ])
 def test_what_the_app_cannot_carry_is_refused_by_name_before_anything_runs(problem, algorithm, reason) -> None:
-    for build in (lambda: check_carried(algorithm), lambda: client_app(problem, algorithm),
+    for build in (lambda: check_distributable(algorithm), lambda: client_app(problem, algorithm),
                   lambda: FedcoreStrategy(algorithm, problem.data, problem.x0(), **SETTINGS)):
         with pytest.raises(ValueError, match=reason):
             build()

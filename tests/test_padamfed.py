@@ -10,7 +10,7 @@ import torch
 
 from fedcore import algorithms, models
 from fedcore.algorithms import RoundBatch
-from fedcore.algorithms.base import run_prologue
+from fedcore.algorithms.contract import run_prologue
 from fedcore.data import federated_quadratic
 from fedcore.engine.passes import run_state
 from fedcore.params import GradientOracle
@@ -458,7 +458,7 @@ def test_line_1_for_every_client_needs_the_clients_sizes() -> None:
 def test_every_client_gradient_on_clients_of_different_sizes(group) -> None:
     """Clients of sizes 3, 5, 4, 5 (grouped by size, ``group`` at a time): each row is that client's closed-form
     gradient on its own rows, for each run's model."""
-    from fedcore.algorithms.base import every_client_gradient
+    from fedcore.algorithms.batch import every_client_gradient
     from fedcore.data import FederatedData
 
     generator = torch.Generator().manual_seed(1)

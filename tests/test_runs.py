@@ -13,7 +13,7 @@ from test_algorithms import ALGORITHMS
 
 from fedcore import algorithms, models
 from fedcore import run as run_module
-from fedcore.algorithms.base import exp_decay
+from fedcore.algorithms.schedules import exp_decay
 from fedcore.engine import passes as runs
 from fedcore.run import Problem, simulate, simulate_runs
 from fedcore.store import Store

@@ -1,5 +1,6 @@
-"""Federated algorithms: one file per paper family, one shared round skeleton (``base``: the
-protocol and the server step; ``client``: the K-step loop and the client rules).
+"""Federated algorithms: one file per paper family, written against one contract (``contract``: what a family
+defines, the round the framework runs with it), on the round's batch (``batch``), the schedules (``schedules``)
+and the client side written once (``client``: the K-step loop and the client rules).
 
 ``make("fedadam", client_lr=0.1, server_lr=0.01)`` builds any of them by name.
 """
@@ -7,11 +8,12 @@ protocol and the server step; ``client``: the K-step loop and the client rules).
 from collections.abc import Callable
 
 from fedcore.algorithms import client
-from fedcore.algorithms.base import Algorithm, RoundBatch, constant, exp_decay, server_step
-from fedcore.algorithms.client import ClientRule, local_steps
-from fedcore.algorithms.fafed import FAFED, fafed, stem, storm_momentum, storm_step_size
-from fedcore.algorithms.fedexp import FedExP, extrapolation, fedexp
-from fedcore.algorithms.fedli import FedLiLS, FedLiLU, deep_frank_wolfe, fedli_ls, fedli_lu
+from fedcore.algorithms.batch import RoundBatch
+from fedcore.algorithms.client import ClientRule, ClientRun, train_clients
+from fedcore.algorithms.contract import Algorithm, Federated, declared, server_step
+from fedcore.algorithms.fafed import FAFED, fafed, stem
+from fedcore.algorithms.fedexp import extrapolation, fedexp
+from fedcore.algorithms.fedli import FedLiLS, deep_frank_wolfe, fedli_ls, fedli_lu
 from fedcore.algorithms.fedopt import (
     FedOpt,
     fedadagrad,
@@ -32,6 +34,7 @@ from fedcore.algorithms.padamfed import (
     theory_hyperparameters,
 )
 from fedcore.algorithms.scaffold import Scaffold, control_variates, refresh_control_variates, scaffold
+from fedcore.algorithms.schedules import constant, exp_decay, storm_momentum, storm_step_size
 from fedcore.checks import check_choice, check_keywords
 
 ALGORITHMS: dict[str, Callable[..., Algorithm]] = {
@@ -68,10 +71,10 @@ __all__ = [
     "FAFED",
     "Algorithm",
     "ClientRule",
-    "FedExP",
+    "ClientRun",
     "FedLiLS",
-    "FedLiLU",
     "FedOpt",
+    "Federated",
     "LocalAdaptive",
     "PAdaMFed",
     "Proximal",
@@ -80,6 +83,7 @@ __all__ = [
     "client",
     "constant",
     "control_variates",
+    "declared",
     "deep_frank_wolfe",
     "exp_decay",
     "extrapolation",
@@ -95,7 +99,6 @@ __all__ = [
     "fedprox",
     "fedyogi",
     "local_adaptive",
-    "local_steps",
     "make",
     "padamfed",
     "padamfed_vr",
@@ -108,4 +111,5 @@ __all__ = [
     "storm_momentum",
     "storm_step_size",
     "theory_hyperparameters",
+    "train_clients",
 ]

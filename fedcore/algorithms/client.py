@@ -1,7 +1,7 @@
 """The client side of a round, written once: K local steps on all S clients, and the client rules
 that say what differs between families.
 
-:func:`local_steps` runs, on the matrix ``X [S, d]`` of the sampled clients' models,
+:func:`train_clients` runs, on the matrix ``X [S, d]`` of the sampled clients' models,
 
     for k = 1..K:
         loss_k, G_k = oracle(X, minibatch_k)          # [S], [S, d]
@@ -14,14 +14,14 @@ is a pair of small functions in the shape optax gives its transforms:
     state = rule.init(X_0)                            # per-client state, tensors [S, ...]
     (D, eta), state = rule.update((D, eta), state, step)
 
-Rules compose with :func:`chain`, each transforming the direction the previous one produced:
+Rules compose with :func:`chain` (or :func:`named`, whose state a family reads by name), each transforming
+the direction the previous one produced:
 
 =============================  ==========================================================  =======================
 rule                           update                                                      used by
 =============================  ==========================================================  =======================
 :func:`learning_rate` (eta)    ``eta <- eta * eta_l``                                      every SGD client
 :func:`add` (term)             ``D <- D + term``                                           FedProx, SCAFFOLD(-M)
-:func:`momentum` (beta)        ``D <- beta D + (1 - beta) D_prev``                         (client momentum)
 :func:`normalize`              ``D <- D / ||D||`` per client                               PAdaMFed
 :func:`storm` (alpha)          ``m <- D + (1 - alpha)(m - G(x_prev; same minibatch))``     STEM, FAFED
 :func:`track_second_moment`    ``v <- beta v + (1 - beta) G^2`` (D unchanged)              FAFED
@@ -43,13 +43,13 @@ probes that evaluate another point on the **same minibatch with the same dropout
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, NamedTuple
 
 import torch
 from torch import Tensor
 
-from fedcore.algorithms.base import RoundBatch
+from fedcore.algorithms.batch import RoundBatch
 from fedcore.checks import check_int, check_number, check_positive, check_range
 from fedcore.params import GradientOracle, RandomState
 
@@ -103,21 +103,26 @@ class Step:
             return self.oracle.losses(Y.reshape(-1, Y.shape[-1]), self.inputs, self.targets).view(self.loss.shape)
 
 
-@dataclass
+@dataclass(frozen=True)
 class ClientRun:
-    """The result of :func:`local_steps`: final models ``X [R, S, d]``, the sum over the K steps of
-    each client's minibatch loss ``loss_sum [R, S, 1]``, and the rule's final state.  An algorithm's
-    ``client_run`` adds what its clients upload beyond the model and the loss (``records``: SCAFFOLD's
+    """The result of :func:`train_clients`: final models ``X [R, S, d]``, the sum over the K steps of
+    each client's minibatch loss ``loss_sum [R, S, 1]``, and the rule's final state.  A family's
+    ``client_run`` returns it with what its clients upload beyond the model and the loss (``uploads``: SCAFFOLD's
     ``c_i+ - c_i``, FedLi-LS's last step sizes, FAFED's momenta; each ``[R, S, ...]``) and the new rows of their
-    own state (``keeps``: ``c_i+``), which stay on the clients (:func:`fedcore.algorithms.base.federated_round`);
-    the server's part reads ``X``, ``loss_sum`` and ``records``, never ``state``."""
+    own state (``keeps``: ``c_i+``), which stay on the clients: ``run.sending(uploads, keeps)``
+    (:func:`fedcore.algorithms.contract.federated_round`).  The server's part reads ``X``, ``loss_sum`` and
+    ``uploads``, never ``state``."""
 
     X: Tensor
     loss_sum: Tensor
     state: RuleState
     steps: int
-    records: dict[str, Tensor] = field(default_factory=dict)
+    uploads: dict[str, Tensor] = field(default_factory=dict)
     keeps: dict[str, Tensor] = field(default_factory=dict)
+
+    def sending(self, uploads: dict[str, Tensor] | None = None, keeps: dict[str, Tensor] | None = None) -> ClientRun:
+        """This run with what the clients upload and what they keep."""
+        return replace(self, uploads=dict(uploads or {}), keeps=dict(keeps or {}))
 
     @property
     def mean_loss(self) -> Tensor:
@@ -125,7 +130,7 @@ class ClientRun:
         return self.loss_sum / self.steps
 
 
-def local_steps(
+def train_clients(
     x: Tensor, batch: RoundBatch, oracle: GradientOracle, rule: ClientRule, *, move_last: bool = True
 ) -> ClientRun:
     """K local steps of ``rule`` on all S sampled clients of each of the R runs, each starting from its
@@ -196,6 +201,21 @@ def chain(*rules: ClientRule) -> ClientRule:
     return ClientRule(init, update)
 
 
+def named(**rules: ClientRule) -> ClientRule:
+    """Apply ``rules`` in the order given, as :func:`chain` does; the state is ``{name: state}``, so a family reads
+    what a rule kept by name (``run.state["summed_gradients"]``)."""
+    chained = chain(*rules.values())
+
+    def init(X: Tensor) -> dict[str, RuleState]:
+        return dict(zip(rules, chained.init(X)))
+
+    def update(u: Update, states: dict[str, RuleState], step: Step) -> tuple[Update, dict[str, RuleState]]:
+        u, new_states = chained.update(u, tuple(states.values()), step)
+        return u, dict(zip(rules, new_states))
+
+    return ClientRule(init, update)
+
+
 def learning_rate(eta: PerStep) -> ClientRule:
     """Multiply the step size by ``eta`` (a float, or a function of the local step k)."""
     eta = _per_step("eta", eta)
@@ -227,19 +247,6 @@ def normalize() -> ClientRule:
         return Update(torch.where(norms > 0, u.direction / norms, 0.0), u.step_size)
 
     return _stateless(transform)
-
-
-def momentum(beta: float, initial: Tensor) -> ClientRule:
-    """``D_k <- beta D + (1 - beta) D_{k-1}`` with ``D_0 = initial`` (``[S, d]`` or ``[d]``); the state
-    is the last direction: momentum that runs over the local steps (SCAFFOLD-M and PAdaMFed instead mix in the
-    server's momentum, fixed for the round: ``fedcore.algorithms.padamfed``)."""
-    check_range("beta", beta, 0, 1)
-
-    def update(u: Update, previous: Tensor, step: Step) -> tuple[Update, Tensor]:
-        direction = beta * u.direction + (1 - beta) * previous
-        return Update(direction, u.step_size), direction
-
-    return ClientRule(lambda X: initial, update)
 
 
 def storm(alpha: PerStep, initial: Tensor, previous_points: Tensor) -> ClientRule:

@@ -34,7 +34,7 @@ last of which is the averaging step.  Choices the paper leaves open, and fedcore
 - The two gradients of a step (at ``x_t,i`` and ``x_t-1,i``) use the same dropout masks, as
   they use the same minibatch; the paper's models have no dropout.
 
-The q - 1 moving steps are the shared client loop (:func:`fedcore.algorithms.client.local_steps`
+The q - 1 moving steps are the shared client loop (:func:`fedcore.algorithms.client.train_clients`
 with the rule ``storm -> second moment -> eta_t -> A_t^-1``); the q-th step computes ``m`` and ``v``
 in the same loop without moving (:meth:`FAFED.client_run`), and the averaging step (lines 10-12) stays on its
 own lines on the server (:meth:`FAFED.server_round`), where the paper has it; lines 2-3 are the first round's
@@ -46,57 +46,18 @@ No official code exists for FAFED: this is a reconstruction from the paper's tex
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
 
 import torch
 from torch import Tensor
 
-from fedcore.algorithms.base import (
-    Metrics,
-    RoundBatch,
-    Schedule,
-    State,
-    as_runs,
-    federated_round,
-    round_gradient,
-    schedule_at,
-)
-from fedcore.algorithms.client import ClientRun, chain, divide, local_steps, scale, storm, track_second_moment
+from fedcore.algorithms.batch import RoundBatch, as_runs, round_gradient
+from fedcore.algorithms.client import ClientRun, divide, named, scale, storm, track_second_moment, train_clients
+from fedcore.algorithms.contract import Federated, Metrics, State
+from fedcore.algorithms.schedules import Schedule, schedule_at, storm_momentum, storm_step_size
 from fedcore.checks import check_positive, check_range
 from fedcore.params import GradientOracle
 
-
-@dataclass(frozen=True)
-class storm_step_size:  # noqa: N801 (a schedule reads as a function)
-    """``eta_t = scale / (w + t)^(1/3)`` (FAFED eq. 5 with ``scale = rho h``; STEM's ``kappa``)."""
-
-    scale: float = 1.0
-    w: float = 1.0
-
-    def __post_init__(self) -> None:
-        check_positive("scale", self.scale)
-        check_positive("w", self.w)
-
-    def __call__(self, t: int) -> float:
-        return self.scale / (self.w + t) ** (1 / 3)
-
-
-@dataclass(frozen=True)
-class storm_momentum:  # noqa: N801
-    """``alpha_t+1 = min(1, c eta_t^2)`` (FAFED Theorem 2; STEM)."""
-
-    c: float
-    step_size: Schedule
-
-    def __post_init__(self) -> None:
-        check_positive("c", self.c)
-        if not callable(self.step_size):
-            raise TypeError(f"step_size={self.step_size!r} must be a schedule t -> eta_t "
-                            f"(e.g. storm_step_size(scale=0.1)), got {type(self.step_size).__name__}")
-
-    def __call__(self, t: int) -> float:
-        value = self.c * self.step_size(max(t - 1, 0)) ** 2
-        return value.clamp(max=1.0) if isinstance(value, Tensor) else min(1.0, value)  # per-run values: a tensor
+__all__ = ["FAFED", "fafed", "stem", "storm_momentum", "storm_step_size"]
 
 
 def _momentum(name: str, value: float) -> float:
@@ -104,7 +65,7 @@ def _momentum(name: str, value: float) -> float:
 
 
 @dataclass(frozen=True)
-class FAFED:
+class FAFED(Federated):
     """FAFED (``adaptive=True``) or STEM (``adaptive=False``) with step ``lr`` (eta_t) and
     momentum ``alpha`` (alpha_t), each a float or a schedule of the global step ``t``."""
 
@@ -138,63 +99,59 @@ class FAFED:
         """``A = sqrt(v_bar) + rho`` (a diagonal, as a vector); STEM: ``A = 1``."""
         return v_bar.sqrt() + self.rho if self.adaptive else torch.ones_like(v_bar)
 
-    client_state: ClassVar[tuple[str, ...]] = ("x_prev",)  # each client's last local iterate, kept by the client
-    client_reads: ClassVar[tuple[str, ...]] = ("x", "m", "v", "A", "t")
-
-    def round(self, state: State, batch: RoundBatch, oracle: GradientOracle) -> tuple[State, Metrics]:
-        return federated_round(self, state, batch, oracle)
+    client_state = ("x_prev",)  # each client's last local iterate, kept by the client
+    client_reads = ("x", "m", "v", "A", "t")
 
     def prologue(self, state: State) -> str | None:
         """Alg. 2 lines 2-3 run before the first round's steps, on its sampled clients."""
         return "sampled" if int(state["t"]) == 0 else None
 
-    def client_prologue(self, state: State, batch: RoundBatch, oracle: GradientOracle,
+    def client_prologue(self, sent: State, batch: RoundBatch, oracle: GradientOracle,
                         own: State) -> tuple[State, State]:
         """Each client's gradient at ``x_0`` on its ``q b`` samples (uploaded); it keeps ``x_0`` as its previous
         point."""
-        x = state["x"]
+        x = sent["x"]
         G0 = round_gradient(x, batch, oracle)
         return {"gradient": G0}, {"x_prev": x.expand_as(G0)}
 
-    def server_prologue(self, state: State, records: State, batch: RoundBatch) -> State:
+    def server_prologue(self, state: State, uploads: State, batch: RoundBatch) -> State:
         """``m_0 = sum_i w_i G_i``, ``v_0 = sum_i w_i G_i^2``, ``x_1 = x_0 - eta_0 m_0`` (line 3 as printed)."""
-        x, w, G0 = state["x"], batch.weights, records["gradient"]
+        x, w, G0 = state["x"], batch.weights, uploads["gradient"]
         m, v = w @ G0, w @ G0.square()
         x_1 = x - self.eta(0) * m
         batch.record(x_1.expand_as(G0))
         return {**state, "x": x_1, "m": m, "v": v, "A": self.preconditioner(v), "t": torch.tensor(1)}
 
-    def client_run(self, state: State, batch: RoundBatch, oracle: GradientOracle, own: State) -> ClientRun:
+    def client_run(self, sent: State, batch: RoundBatch, oracle: GradientOracle, own: State) -> ClientRun:
         """Each client: q - 1 moving steps of ``storm -> second moment -> eta_t -> A_t^-1`` and the q-th step's
         ``m``, ``v`` without moving (line 15); it uploads ``x_t,i``, ``m_t,i``, ``v_t,i`` and keeps ``x_t,i``."""
-        t0, S = int(state["t"]), batch.clients_per_round
-        m_0, v_0 = state["m"].expand(-1, S, -1), state["v"].expand(-1, S, -1)
-        moment = [track_second_moment(self.beta, v_0)] if self.adaptive else []
-        rule = chain(
-            storm(lambda k: self.alpha_t(t0 + k), m_0, own["x_prev"]),                     # eq. (3), same B_t,i
-            *moment,                                                                       # eq. (2)
-            scale(lambda k: self.eta(t0 + k)), divide(state["A"]),                         # line 15, A_t = A_t-1
+        t0, S = int(sent["t"]), batch.clients_per_round
+        m_0, v_0 = sent["m"].expand(-1, S, -1), sent["v"].expand(-1, S, -1)
+        moment = {"second_moment": track_second_moment(self.beta, v_0)} if self.adaptive else {}
+        rule = named(
+            momentum=storm(lambda k: self.alpha_t(t0 + k), m_0, own["x_prev"]),           # eq. (3), same B_t,i
+            **moment,                                                                      # eq. (2)
+            step=scale(lambda k: self.eta(t0 + k)), preconditioner=divide(sent["A"]),      # line 15, A_t = A_t-1
         )
-        run = local_steps(state["x"], batch, oracle, rule, move_last=False)
-        (M, X) = run.state[0]
-        run.records["momentum"] = M
-        if self.adaptive:
-            run.records["second_moment"] = run.state[1]
-        run.keeps["x_prev"] = X  # x_t,i before averaging: next round's x_t-1,i
-        return run
+        run = train_clients(sent["x"], batch, oracle, rule, move_last=False)
+        M, X = run.state["momentum"]
+        uploads = {"momentum": M, **({"second_moment": run.state["second_moment"]} if self.adaptive else {})}
+        return run.sending(uploads, keeps={"x_prev": X})  # x_t,i before averaging: next round's x_t-1,i
 
     def server_round(self, state: State, run: ClientRun, batch: RoundBatch) -> tuple[State, Metrics]:
-        """Lines 10-12: ``v_bar``, ``m_bar``, ``A_t``, ``x_bar_t+1 = mean_i x_t,i - eta_t A_t^-1 m_bar``."""
+        """Lines 10-12: ``v_bar``, ``m_bar``, ``A_t``, ``x_bar_t+1 = mean_i x_t,i - eta_t A_t^-1 m_bar``.  Written
+        here, not as a server rule: the step is the q-th client step taken once on the averages, not a step on the
+        pseudo-gradient ``Delta_t``."""
         w, S = batch.weights, batch.clients_per_round
         t = int(state["t"]) + batch.local_steps - 1
-        V = run.records.get("second_moment", state["v"].expand(-1, S, -1))  # STEM: v stays as it is
-        v_bar, m_bar = w @ V, w @ run.records["momentum"]                   # lines 10-11
+        V = run.uploads.get("second_moment", state["v"].expand(-1, S, -1))  # STEM: v stays as it is
+        v_bar, m_bar = w @ V, w @ run.uploads["momentum"]                   # lines 10-11
         A = self.preconditioner(v_bar)
         step = self.eta(t) * m_bar / A
         batch.record(run.X - step)                                         # the clients' models, not yet averaged
         x_bar = w @ run.X - step                                           # line 12
         new_state = {**state, "x": x_bar, "m": m_bar, "v": v_bar, "A": A, "t": torch.tensor(t + 1)}
-        return new_state, {"train_loss": w @ run.mean_loss}
+        return new_state, {}
 
 
 def fafed(lr: float | Schedule, *, alpha: float | Schedule = 0.1, beta: float = 0.9, rho: float = 0.01) -> FAFED:

@@ -8,7 +8,7 @@ clients' moves alone (the relaxation of projections onto convex sets, POCS):
     eta_g = max(1, sum_i ||Delta_i||^2 / (2 S (||Delta_bar||^2 + eps)))
     x_{t+1} = x_t + eta_g Delta_bar
 
-and is evaluated at the average of its last two iterates, ``(x_{t+1} + x_t) / 2`` (:meth:`FedExP.eval_point`):
+and is evaluated at the average of its last two iterates, ``(x_{t+1} + x_t) / 2`` (the rule's ``eval_point``):
 the extrapolated iterates oscillate, their mean does not.  The server rule is :func:`extrapolation`, a
 :class:`~fedcore.server_opt.ServerOptimizer` that reads each client's move; FedExP is FedAvg with it.
 
@@ -28,14 +28,13 @@ Choices where the paper and the authors' code (Divyansh03/FedExP) differ:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 import torch
 from torch import Tensor
 
-from fedcore.algorithms.base import Metrics, RoundBatch, Schedule, State, per_run_scalar, schedule_at
-from fedcore.algorithms.client import ClientRun
+from fedcore.algorithms.batch import per_run_scalar
+from fedcore.algorithms.contract import State
 from fedcore.algorithms.fedopt import FedOpt
+from fedcore.algorithms.schedules import Schedule, schedule_at
 from fedcore.checks import check_choice
 from fedcore.server_opt import ServerOptimizer, dot
 
@@ -62,28 +61,16 @@ def extrapolation(*, eps: float | Schedule = 1e-3, eps_convention: str = "paper"
         eta_g = (spread / (2 * (dot(delta, delta) + eps_t))).clamp(min=1.0)
         return eta_g * delta, {"x_prev": x, "eta_g": eta_g, "t": state["t"] + 1}
 
+    def eval_point(x: Tensor, state: State) -> Tensor:  # (x_{t+1} + x_t) / 2; x_0 before the first round
+        return (x + state["x_prev"]) / 2
+
     every = (("rule", "extrapolation"), ("eps", eps), ("eps_convention", eps_convention))
-    return ServerOptimizer(init, update, f"extrapolation(eps={eps!r}, eps_convention={eps_convention!r})", every)
+    return ServerOptimizer(init, update, f"extrapolation(eps={eps!r}, eps_convention={eps_convention!r})", every,
+                           reports=("eta_g",), eval_point=eval_point)
 
 
-@dataclass(frozen=True)
-class FedExP(FedOpt):
-    """FedAvg clients with the :func:`extrapolation` server; the round reports ``eta_g``, and the simulator
-    evaluates :meth:`eval_point`, the mean of the last two iterates."""
-
-    server: ServerOptimizer = field(default_factory=extrapolation)
-    name: str = "FedExP"
-
-    def server_round(self, state: State, run: ClientRun, batch: RoundBatch) -> tuple[State, Metrics]:
-        state, metrics = super().server_round(state, run, batch)
-        return state, {**metrics, "eta_g": state["server"]["eta_g"]}
-
-    def eval_point(self, state: State) -> Tensor:
-        """``(x_{t+1} + x_t) / 2``: the average of the last two iterates (``x_0`` before the first round)."""
-        return (state["x"] + state["server"]["x_prev"]) / 2
-
-
-def fedexp(client_lr: float | Schedule, *, eps: float | Schedule = 1e-3, eps_convention: str = "paper") -> FedExP:
+def fedexp(client_lr: float | Schedule, *, eps: float | Schedule = 1e-3, eps_convention: str = "paper") -> FedOpt:
     """FedExP (Jhunjhunwala et al., ICLR 2023): FedAvg clients at ``client_lr`` (a number or a schedule), the server
-    extrapolates by ``eta_g = max(1, sum_i w_i ||Delta_i||^2 / (2 (||Delta_bar||^2 + eps)))``."""
-    return FedExP(client_lr, extrapolation(eps=eps, eps_convention=eps_convention))
+    extrapolates by ``eta_g = max(1, sum_i w_i ||Delta_i||^2 / (2 (||Delta_bar||^2 + eps)))`` (a metric of every
+    round), and a run is evaluated at the mean of its last two iterates."""
+    return FedOpt(client_lr, extrapolation(eps=eps, eps_convention=eps_convention), "FedExP")

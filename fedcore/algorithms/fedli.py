@@ -45,25 +45,17 @@ max-step rule); only FedLi-LU's DFW server step is there.  Choices where the tex
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import ClassVar
+from dataclasses import dataclass
 
 import torch
 from torch import Tensor
 
 from fedcore import server_opt
-from fedcore.algorithms.base import (
-    Metrics,
-    RoundBatch,
-    Schedule,
-    State,
-    as_runs,
-    federated_round,
-    per_run_scalar,
-    server_step,
-)
-from fedcore.algorithms.client import ClientRule, ClientRun, armijo, local_steps
+from fedcore.algorithms.batch import RoundBatch, as_runs, per_run_scalar
+from fedcore.algorithms.client import ClientRule, ClientRun, armijo, train_clients
+from fedcore.algorithms.contract import Federated, Metrics, State, server_step
 from fedcore.algorithms.fedopt import FedOpt
+from fedcore.algorithms.schedules import Schedule
 from fedcore.checks import check_choice, check_int, check_positive, check_range
 from fedcore.params import GradientOracle
 from fedcore.server_opt import ServerOptimizer, dot, shown
@@ -72,7 +64,7 @@ SERVER_STEP_SIZES = ("one", "max_client_step")
 
 
 @dataclass(frozen=True)
-class FedLiLS:
+class FedLiLS(Federated):
     """FedLi-LS: Armijo-SGD clients (``c``, ``backtrack`` = beta_b, first step from ``init_step_size``, growth
     ``gamma^(b/n_i)`` capped at ``eta_max``, at most ``max_backtracks`` tries, then ``fallback_step_size``), the
     server steps ``eta_g Delta`` with ``eta_g = 1`` (``server_step_size="one"``) or the largest client step
@@ -121,27 +113,21 @@ class FedLiLS:
     def init(self, x0: Tensor, num_clients: int) -> State:
         return {"x": as_runs(x0).detach().clone()}
 
-    client_state: ClassVar[tuple[str, ...]] = ()  # every round a client starts again from eta_0
-    client_reads: ClassVar[tuple[str, ...]] = ("x",)
-
-    def round(self, state: State, batch: RoundBatch, oracle: GradientOracle) -> tuple[State, Metrics]:
-        return federated_round(self, state, batch, oracle)
-
-    def client_run(self, state: State, batch: RoundBatch, oracle: GradientOracle, own: State) -> ClientRun:
-        """Each client: K Armijo-SGD steps from ``x_t``; it uploads its model, its last step size ``eta_i`` and
-        its line search's loss evaluations at each step."""
-        run = local_steps(state["x"], batch, oracle, self.line_search(batch))
-        run.records["step_size"], run.records["tries"] = run.state  # [R, S, 1], [R, S, K]
-        return run
+    def client_run(self, sent: State, batch: RoundBatch, oracle: GradientOracle, own: State) -> ClientRun:
+        """Each client: K Armijo-SGD steps from ``x_t`` (every round again from ``eta_0``: it keeps nothing); it
+        uploads its model, its last step size ``eta_i`` and its line search's loss evaluations at each step."""
+        run = train_clients(sent["x"], batch, oracle, self.line_search(batch))
+        step_size, tries = run.state  # [R, S, 1], [R, S, K]
+        return run.sending({"step_size": step_size, "tries": tries})
 
     def server_round(self, state: State, run: ClientRun, batch: RoundBatch) -> tuple[State, Metrics]:
         """``x_{t+1} = x_t + eta_g Delta_t`` with ``eta_g = 1`` or ``max_i eta_i``."""
-        eta_i, tries = run.records["step_size"], run.records["tries"]
+        eta_i, tries = run.uploads["step_size"], run.uploads["tries"]
         eta_max_i = eta_i.amax(dim=1, keepdim=True)
         eta_g = 1.0 if self.server_step_size == "one" else eta_max_i
         x_next, _ = server_step(server_opt.sgd(eta_g), {}, state["x"], run, batch)  # x + eta_g Delta
         evaluations = tries.amax(dim=1, keepdim=True).sum(-1, keepdim=True)  # a step costs its slowest client's
-        metrics = {"train_loss": batch.weights @ run.mean_loss, "eta_g": eta_g,
+        metrics = {"eta_g": eta_g,
                    "client_step_mean": eta_i.mean(dim=1), "client_step_min": eta_i.amin(dim=1),
                    "client_step_max": eta_max_i, "loss_evaluations_per_step": evaluations / batch.local_steps}
         return {**state, "x": x_next}, metrics
@@ -183,24 +169,12 @@ def deep_frank_wolfe(
 
     every = (("rule", "deep_frank_wolfe"), ("eta", eta), ("mu", mu), ("weight_decay", weight_decay), ("eps", eps))
     return ServerOptimizer(init, update, f"deep_frank_wolfe(eta={shown(eta)}, mu={shown(mu)}, "
-                           f"weight_decay={shown(weight_decay)}, eps={shown(eps)})", every)
-
-
-@dataclass(frozen=True)
-class FedLiLU(FedOpt):
-    """FedLi-LU: SGD clients at ``client_lr`` and the :func:`deep_frank_wolfe` server; the round reports ``gamma``."""
-
-    server: ServerOptimizer = field(default_factory=deep_frank_wolfe)
-    name: str = "FedLi-LU"
-
-    def server_round(self, state: State, run: ClientRun, batch: RoundBatch) -> tuple[State, Metrics]:
-        state, metrics = super().server_round(state, run, batch)
-        return state, {**metrics, "gamma": state["server"]["gamma"]}
+                           f"weight_decay={shown(weight_decay)}, eps={shown(eps)})", every, reports=("gamma",))
 
 
 def fedli_lu(
     client_lr: float | Schedule, *, eta: float = 0.01, mu: float = 0.9, weight_decay: float = 1e-5, eps: float = 1e-5,
-) -> FedLiLU:
+) -> FedOpt:
     """FedLi-LU: SGD clients at ``client_lr``, the server's Deep-Frank-Wolfe step with momentum (the authors'
-    constants ``eta = 0.01``, ``mu = 0.9``, ``weight_decay = 1e-5``, ``eps = 1e-5``)."""
-    return FedLiLU(client_lr, deep_frank_wolfe(eta=eta, mu=mu, weight_decay=weight_decay, eps=eps))
+    constants ``eta = 0.01``, ``mu = 0.9``, ``weight_decay = 1e-5``, ``eps = 1e-5``); each round reports ``gamma``."""
+    return FedOpt(client_lr, deep_frank_wolfe(eta=eta, mu=mu, weight_decay=weight_decay, eps=eps), "FedLi-LU")

@@ -13,29 +13,22 @@ pseudo-gradient and hands it to a server optimizer (:mod:`fedcore.server_opt`):
 The variants are one class with a different server optimizer, not subclasses; FedProx
 (:mod:`fedcore.algorithms.fedprox`) is this class with a client ``correction``.  One round:
 
-    X <- x_t (S rows);  K times: X <- X - eta_l (G(X) + correction)     (client.local_steps)
+    X <- x_t (S rows);  K times: X <- X - eta_l (G(X) + correction)     (client.train_clients)
     x_{t+1} = x_t + server.update(Delta_t)                              (base.server_step)
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import ClassVar, Protocol
+from typing import Protocol
 
 from torch import Tensor
 
 from fedcore import server_opt
-from fedcore.algorithms.base import (
-    Metrics,
-    RoundBatch,
-    Schedule,
-    State,
-    as_runs,
-    federated_round,
-    schedule_at,
-    server_step,
-)
-from fedcore.algorithms.client import ClientRule, ClientRun, chain, learning_rate, local_steps
+from fedcore.algorithms.batch import RoundBatch, as_runs
+from fedcore.algorithms.client import ClientRule, ClientRun, chain, learning_rate, train_clients
+from fedcore.algorithms.contract import Federated, Metrics, State, server_step
+from fedcore.algorithms.schedules import Schedule, schedule_at
 from fedcore.checks import check_keywords, check_positive
 from fedcore.params import GradientOracle
 from fedcore.server_opt import ServerOptimizer
@@ -49,11 +42,11 @@ class Correction(Protocol):
 
 
 @dataclass(frozen=True)
-class FedOpt:
+class FedOpt(Federated):
     """Local SGD on the clients, a server optimizer on the pseudo-gradient (Reddi et al., Alg. 1).
 
     ``client_lr`` is ``eta_l``: a float or a schedule ``t -> eta_l`` (e.g.
-    :func:`fedcore.algorithms.base.exp_decay`).  ``server`` defaults to ``sgd(1.0)``: FedAvg.
+    :func:`fedcore.algorithms.schedules.exp_decay`).  ``server`` defaults to ``sgd(1.0)``: FedAvg.
     ``correction`` (None: plain SGD) adds a term to the clients' gradients (FedProx).
     """
 
@@ -72,26 +65,23 @@ class FedOpt:
         x = as_runs(x0).detach().clone()
         return {"x": x, "server": self.server.init(x)}
 
-    client_state: ClassVar[tuple[str, ...]] = ()  # the clients keep nothing between rounds
-    client_reads: ClassVar[tuple[str, ...]] = ("x",)  # what the server sends them
-
-    def round(self, state: State, batch: RoundBatch, oracle: GradientOracle) -> tuple[State, Metrics]:
-        return federated_round(self, state, batch, oracle)
-
-    def client_run(self, state: State, batch: RoundBatch, oracle: GradientOracle, own: State) -> ClientRun:
+    def client_run(self, sent: State, batch: RoundBatch, oracle: GradientOracle, own: State) -> ClientRun:
         """The clients' part of a round (Alg. 1, ClientUpdate): K steps of SGD (plus the ``correction``) from
-        ``x_t = state["x"]`` on each of ``batch``'s clients.  It reads nothing of ``state`` but ``x``, what the
-        server sends, so it runs alike on S clients at once (:meth:`round`) and on one client of a Flower node
-        (:mod:`fedcore.flower`)."""
-        x = state["x"]
+        ``x_t = sent["x"]`` on each of ``batch``'s clients; the clients keep nothing between rounds."""
+        x = sent["x"]
         correction = [self.correction.rule(x)] if self.correction is not None else []
-        return local_steps(x, batch, oracle, chain(*correction, learning_rate(self.eta_l(batch.t))))
+        return train_clients(x, batch, oracle, chain(*correction, learning_rate(self.eta_l(batch.t))))
 
     def server_round(self, state: State, run: ClientRun, batch: RoundBatch) -> tuple[State, Metrics]:
         """The server's part (Alg. 1, lines 9-13): ``x_{t+1} = x_t + server.update(Delta_t)`` from the clients'
-        models ``run.X``, weighted by ``batch.weights``."""
+        models ``run.X``, weighted by ``batch.weights``; the numbers its rule reports (FedExP's ``eta_g``)."""
         x_next, server = server_step(self.server, state["server"], state["x"], run, batch)
-        return {**state, "x": x_next, "server": server}, {"train_loss": batch.weights @ run.mean_loss}
+        return {**state, "x": x_next, "server": server}, {key: server[key] for key in self.server.reports}
+
+    def eval_point(self, state: State) -> Tensor:
+        """The iterate, or where the server rule says a run is evaluated (FedExP: the mean of its last two)."""
+        rule = self.server.eval_point
+        return state["x"] if rule is None else rule(state["x"], state["server"])
 
 
 def server_learning_rate(server_lr: float) -> float:

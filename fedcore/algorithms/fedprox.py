@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from torch import Tensor
 
 from fedcore import server_opt
-from fedcore.algorithms.base import Schedule
 from fedcore.algorithms.client import ClientRule, add
 from fedcore.algorithms.fedopt import FedOpt, server_learning_rate
+from fedcore.algorithms.schedules import Schedule
 from fedcore.checks import check_range
 
 

@@ -22,18 +22,18 @@ the paper).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
 
 from torch import Tensor
 
-from fedcore.algorithms.base import Metrics, RoundBatch, State, as_runs, federated_round
-from fedcore.algorithms.client import ClientRun, chain, local_steps, scale, scale_by_rms
+from fedcore.algorithms.batch import RoundBatch, as_runs
+from fedcore.algorithms.client import ClientRun, named, scale, scale_by_rms, train_clients
+from fedcore.algorithms.contract import Federated, Metrics, State
 from fedcore.checks import check_positive, check_range
 from fedcore.params import GradientOracle
 
 
 @dataclass(frozen=True)
-class LocalAdaptive:
+class LocalAdaptive(Federated):
     """Algorithm 1 of Wu et al.: local Adam-style steps ``eta g / sqrt(v_i)``, models averaged."""
 
     lr: float
@@ -48,22 +48,17 @@ class LocalAdaptive:
         x = as_runs(x0).detach().clone()
         return {"x": x, "v": x.new_zeros(x.shape[0], num_clients, x.shape[-1])}
 
-    client_state: ClassVar[tuple[str, ...]] = ("v",)  # each client's second moment, kept by the client
-    client_reads: ClassVar[tuple[str, ...]] = ("x",)
+    client_state = ("v",)  # each client's second moment, kept by the client
 
-    def round(self, state: State, batch: RoundBatch, oracle: GradientOracle) -> tuple[State, Metrics]:
-        return federated_round(self, state, batch, oracle)
-
-    def client_run(self, state: State, batch: RoundBatch, oracle: GradientOracle, own: State) -> ClientRun:
+    def client_run(self, sent: State, batch: RoundBatch, oracle: GradientOracle, own: State) -> ClientRun:
         """Each client: q steps ``x_i <- x_i - eta g_i / sqrt(v_i)`` from the server model; it keeps ``v_i``."""
-        rule = chain(scale_by_rms(self.beta, own["v"]), scale(self.lr))  # lines 6, 8/10
-        run = local_steps(state["x"], batch, oracle, rule)
-        run.keeps["v"] = run.state[0]
-        return run
+        rule = named(second_moment=scale_by_rms(self.beta, own["v"]), step=scale(self.lr))  # lines 6, 8/10
+        run = train_clients(sent["x"], batch, oracle, rule)
+        return run.sending(keeps={"v": run.state["second_moment"]})
 
     def server_round(self, state: State, run: ClientRun, batch: RoundBatch) -> tuple[State, Metrics]:
-        """The server averages the clients' models, nothing else."""
-        return {**state, "x": batch.weights @ run.X}, {"train_loss": batch.weights @ run.mean_loss}
+        """The server averages the clients' models, nothing else (no server rule: a mean is not a step)."""
+        return {**state, "x": batch.weights @ run.X}, {}
 
 
 def local_adaptive(lr: float, *, beta: float = 0.5) -> LocalAdaptive:

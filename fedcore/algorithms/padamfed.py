@@ -61,20 +61,11 @@ from __future__ import annotations
 import math
 import warnings
 from dataclasses import dataclass
-from typing import ClassVar
 
 import torch
 from torch import Tensor
 
-from fedcore.algorithms.base import (
-    Metrics,
-    RoundBatch,
-    State,
-    as_runs,
-    every_client_gradient,
-    federated_round,
-    round_gradient,
-)
+from fedcore.algorithms.batch import RoundBatch, as_runs, every_client_gradient, round_gradient
 from fedcore.algorithms.client import (
     ClientRule,
     ClientRun,
@@ -83,10 +74,12 @@ from fedcore.algorithms.client import (
     add,
     chain,
     learning_rate,
-    local_steps,
+    named,
     normalize,
     scale,
+    train_clients,
 )
+from fedcore.algorithms.contract import Federated, Metrics, State
 from fedcore.algorithms.scaffold import control_variates, refresh_control_variates
 from fedcore.checks import check_bool, check_choice, check_int, check_positive, check_range
 from fedcore.params import GradientOracle
@@ -114,7 +107,7 @@ def theory_hyperparameters(
 
 
 @dataclass(frozen=True)
-class PAdaMFed:
+class PAdaMFed(Federated):
     """Algorithm 1 of Yan et al. (``normalized=True``) or SCAFFOLD-M (``False``), with the STORM direction
     (``variance_reduction=True``) or line 7's.  ``eta``, ``gamma``, ``beta``: local and global learning rates and
     the momentum.  ``clients_per_round``, ``local_steps``, ``rounds``: the S, K, T the step sizes were computed
@@ -159,21 +152,17 @@ class PAdaMFed:
             direction = [add(beta * (c - c_i)), add(lambda step: (1 - beta) * (g - step.gradient_at(previous)))]
         else:  # beta (grad - c_i + c) + (1 - beta) g
             direction = [add(c - c_i), scale(beta), add((1 - beta) * g)]
-        normalized = [normalize()] if self.normalized else []  # g / ||g||
-        summed = [accumulate_directions()] if self.server_momentum == "mean_direction" else []  # state[1][-1]
-        return chain(accumulate_gradients(), chain(*direction, *summed), *normalized, learning_rate(self.eta))
+        normalized = {"normalized": normalize()} if self.normalized else {}  # g / ||g||
+        summed = {"summed_directions": accumulate_directions()} if self.server_momentum == "mean_direction" else {}
+        return named(summed_gradients=accumulate_gradients(), direction=chain(*direction), **summed, **normalized,
+                     step=learning_rate(self.eta))
 
-    client_state: ClassVar[tuple[str, ...]] = ("c_i",)  # each client's c_i, kept by the client
+    client_state = ("c_i",)  # each client's c_i, kept by the client
 
     @property
     def client_reads(self) -> tuple[str, ...]:
         """What the server sends its clients: theta^t, c^{t-1}, g^{t-1} (and theta^{t-1} for the STORM direction)."""
         return ("x", "c", "g", "x_prev") if self.variance_reduction else ("x", "c", "g")
-
-    def round(self, state: State, batch: RoundBatch, oracle: GradientOracle) -> tuple[State, Metrics]:
-        if self.rounds is not None:
-            self.check_run(batch.clients_per_round, batch.local_steps, max(self.rounds, batch.t + 1))
-        return federated_round(self, state, batch, oracle)
 
     def prologue(self, state: State) -> str | None:
         """Line 1 before round 0: on every client (``"every_client"``), the round's sampled clients
@@ -182,25 +171,25 @@ class PAdaMFed:
             return None
         return "every" if self.initialization == "every_client" else "sampled"
 
-    def client_prologue(self, state: State, batch: RoundBatch, oracle: GradientOracle,
+    def client_prologue(self, sent: State, batch: RoundBatch, oracle: GradientOracle,
                         own: State) -> tuple[State, State]:
         """Line 1 on a client: ``c_i^{-1}``, its gradient at theta^0 on all its samples (``"every_client"``: the
         expectation of the text's mean over K minibatches) or on the round's K minibatches (``"first_round"``);
         uploaded and kept."""
         if self.initialization == "every_client":
-            c_i = every_client_gradient(state["x"], batch, oracle, clients=batch.clients[0])
+            c_i = every_client_gradient(sent["x"], batch, oracle, clients=batch.clients[0])
         else:
-            c_i = round_gradient(state["x"], batch, oracle)  # (1/K) sum_k grad F(theta^0; xi_i^k) (mean loss)
+            c_i = round_gradient(sent["x"], batch, oracle)  # (1/K) sum_k grad F(theta^0; xi_i^k) (mean loss)
         return {"c_i": c_i}, {"c_i": c_i}
 
-    def server_prologue(self, state: State, records: State, batch: RoundBatch) -> State:
+    def server_prologue(self, state: State, uploads: State, batch: RoundBatch) -> State:
         """Line 1 on the server: ``c^{-1}`` the clients' mean, ``g^{-1} = c^{-1}``; ``"first_round"`` also sets
         ``c_i^{-1} = c^{-1}`` for the clients not sampled (so c stays the mean of the c_i), a write into the
         clients' state that only a simulation can make (:meth:`not_distributable`)."""
-        c = records["c_i"].mean(1, keepdim=True)
+        c = uploads["c_i"].mean(1, keepdim=True)
         state = {**state, "c": c, "g": c.clone()}
         if self.initialization == "first_round":
-            state["c_i"] = batch.write_rows(c.expand(-1, batch.num_clients, -1).clone(), records["c_i"])
+            state["c_i"] = batch.write_rows(c.expand(-1, batch.num_clients, -1).clone(), uploads["c_i"])
         return state
 
     def not_distributable(self) -> str | None:
@@ -211,32 +200,34 @@ class PAdaMFed:
                     "round's mean, state that lives on the clients; use 'every_client' (the text's line 1) or 'zeros'")
         return None
 
-    def client_run(self, state: State, batch: RoundBatch, oracle: GradientOracle, own: State) -> ClientRun:
+    def client_run(self, sent: State, batch: RoundBatch, oracle: GradientOracle, own: State) -> ClientRun:
         """Lines 4-11 on each client: K steps of line 7 (or its STORM form) and line 8, then ``c_i^t`` (line 10);
         it keeps ``c_i^t`` and uploads ``theta_i^{t,K}`` and ``c_i^t - c_i^{t-1}`` (and its mean direction)."""
-        x, c, g, K, c_i = state["x"], state["c"], state["g"], batch.local_steps, own["c_i"]
-        run = local_steps(x, batch, oracle, self.client_rule(c, c_i, g, state.get("x_prev")))
-        c_i_new = run.state[0] / K                                                   # line 10
-        run.records["c_delta"], run.keeps["c_i"] = c_i_new - c_i, c_i_new
+        x, c, g, K, c_i = sent["x"], sent["c"], sent["g"], batch.local_steps, own["c_i"]
+        x_prev = sent["x_prev"] if self.variance_reduction else None
+        run = train_clients(x, batch, oracle, self.client_rule(c, c_i, g, x_prev))
+        c_i_new = run.state["summed_gradients"] / K                                  # line 10
+        uploads = {"c_delta": c_i_new - c_i}
         if self.server_momentum == "mean_direction":
-            run.records["direction"] = run.state[1][-1] / K  # (1/K) sum_k g_i^{t,k}
-        return run
+            uploads["direction"] = run.state["summed_directions"] / K  # (1/K) sum_k g_i^{t,k}
+        return run.sending(uploads, keeps={"c_i": c_i_new})
 
     def server_round(self, state: State, run: ClientRun, batch: RoundBatch) -> tuple[State, Metrics]:
-        """Lines 13-16: ``g_bar``, ``theta^{t+1} = theta^t - gamma g_bar``, ``c^t``, ``g^t``."""
+        """Lines 13-16: ``g_bar``, ``theta^{t+1} = theta^t - gamma g_bar``, ``c^t``, ``g^t``.  Written here, not as a
+        server rule: ``g_bar`` is ``Delta_t / (eta K)`` and lines 15-16 update ``c`` and ``g`` beside the step."""
         if int(state["t"]) == 0:
             self._check_weights(batch)
         x, c, g, K = state["x"], state["c"], state["g"], batch.local_steps
         g_bar = batch.weights @ (x - run.X) / (self.eta * K)                         # line 13 (w_i = 1/S)
         if self.server_momentum == "mean_direction":  # (1/S) sum_i (1/K) sum_k g_i^{t,k}
-            g_next = run.records["direction"].mean(1, keepdim=True)
+            g_next = run.uploads["direction"].mean(1, keepdim=True)
         else:  # line 16, with c^{t-1}
-            g_next = self.beta * (run.records["c_delta"].mean(1, keepdim=True) + c) + (1 - self.beta) * g
+            g_next = self.beta * (run.uploads["c_delta"].mean(1, keepdim=True) + c) + (1 - self.beta) * g
         new_state = {**state, "x": x - self.gamma * g_bar, "g": g_next, "t": state["t"] + 1,   # line 14
-                     "c": refresh_control_variates(c, run.records["c_delta"], batch.num_clients)}  # line 15
+                     "c": refresh_control_variates(c, run.uploads["c_delta"], batch.num_clients)}  # line 15
         if self.variance_reduction:
             new_state["x_prev"] = x
-        return new_state, {"train_loss": batch.weights @ run.mean_loss}
+        return new_state, {}
 
     def _check_weights(self, batch: RoundBatch) -> None:
         """Warn when the round's client weights are not uniform: line 13's ``g_bar`` would weight the clients by
@@ -249,14 +240,15 @@ class PAdaMFed:
                           "Algorithm 1 does not make; run with weighting='uniform' (the paper's 1/S)", UserWarning,
                           stacklevel=4)
 
-    def check_run(self, clients_per_round: int, local_steps: int, rounds: int) -> None:
+    def check_run(self, clients_per_round: int, local_steps: int, rounds: int | None) -> None:
         """Refuse a run whose S, K or T is not the one the theorem's step sizes were computed for (either way:
         step sizes for T = 100 are wrong for a 5-round run too).  :func:`fedcore.simulate` asks before any work;
-        a round driven by hand asks with its own S and K, and T = its round number once past the T built for."""
+        every round asks with its own S and K (``rounds`` None: the horizon is not known there)."""
         if self.clients_per_round is None:
             return
         built = {"clients_per_round": self.clients_per_round, "local_steps": self.local_steps, "rounds": self.rounds}
-        run = {"clients_per_round": clients_per_round, "local_steps": local_steps, "rounds": rounds}
+        run = {"clients_per_round": clients_per_round, "local_steps": local_steps,
+               "rounds": self.rounds if rounds is None else rounds}
         if built != run:
             def shown(sizes: dict[str, int]) -> str:
                 return ", ".join(f"{key}={value}" for key, value in sizes.items())

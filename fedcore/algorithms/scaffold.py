@@ -15,25 +15,16 @@ With ``c = c_i = 0`` the first round is exactly FedAvg's.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import ClassVar
 
 import torch
 from torch import Tensor
 
 from fedcore import server_opt
-from fedcore.algorithms.base import (
-    Metrics,
-    RoundBatch,
-    Schedule,
-    State,
-    as_runs,
-    federated_round,
-    round_gradient,
-    schedule_at,
-    server_step,
-)
-from fedcore.algorithms.client import ClientRun, add, chain, learning_rate, local_steps
+from fedcore.algorithms.batch import RoundBatch, as_runs, round_gradient
+from fedcore.algorithms.client import ClientRun, add, chain, learning_rate, train_clients
+from fedcore.algorithms.contract import Federated, Metrics, State, server_step
 from fedcore.algorithms.fedopt import server_learning_rate
+from fedcore.algorithms.schedules import Schedule, schedule_at
 from fedcore.checks import check_choice
 from fedcore.params import GradientOracle
 from fedcore.server_opt import ServerOptimizer
@@ -52,7 +43,7 @@ def refresh_control_variates(c: Tensor, c_delta: Tensor, num_clients: int) -> Te
 
 
 @dataclass(frozen=True)
-class Scaffold:
+class Scaffold(Federated):
     """SCAFFOLD with control variates ``c`` (server) and ``c_i`` (one row per client);
     ``client_lr`` is ``eta_l`` (a float or a schedule), ``server`` steps on ``Delta_t`` (``eta_g``)."""
 
@@ -69,30 +60,26 @@ class Scaffold:
         x = as_runs(x0).detach().clone()
         return {"x": x, "server": self.server.init(x), **control_variates(x, num_clients)}
 
-    client_state: ClassVar[tuple[str, ...]] = ("c_i",)  # each client's control variate, kept by the client
-    client_reads: ClassVar[tuple[str, ...]] = ("x", "c")
+    client_state = ("c_i",)  # each client's control variate, kept by the client
+    client_reads = ("x", "c")
 
-    def round(self, state: State, batch: RoundBatch, oracle: GradientOracle) -> tuple[State, Metrics]:
-        return federated_round(self, state, batch, oracle)
-
-    def client_run(self, state: State, batch: RoundBatch, oracle: GradientOracle, own: State) -> ClientRun:
+    def client_run(self, sent: State, batch: RoundBatch, oracle: GradientOracle, own: State) -> ClientRun:
         """Each client: ``y <- y - eta_l (g(y) - c_i + c)`` K times, then ``c_i+`` (option II or I); it keeps
         ``c_i+`` and uploads ``y_K`` and ``c_i+ - c_i``."""
-        x, c, c_i = state["x"], state["c"], own["c_i"]
+        x, c, c_i = sent["x"], sent["c"], own["c_i"]
         eta_l, K = schedule_at("client_lr", self.client_lr, batch.t), batch.local_steps
-        run = local_steps(x, batch, oracle, chain(add(c - c_i), learning_rate(eta_l)))  # y -= eta_l (g - c_i + c)
+        run = train_clients(x, batch, oracle, chain(add(c - c_i), learning_rate(eta_l)))  # y -= eta_l (g - c_i + c)
         if self.option == "II":
             c_i_new = c_i - c + (x - run.X) / (K * eta_l)
         else:
             c_i_new = round_gradient(x, batch, oracle)
-        run.records["c_delta"], run.keeps["c_i"] = c_i_new - c_i, c_i_new
-        return run
+        return run.sending(uploads={"c_delta": c_i_new - c_i}, keeps={"c_i": c_i_new})
 
     def server_round(self, state: State, run: ClientRun, batch: RoundBatch) -> tuple[State, Metrics]:
         """``x <- x + server(Delta_t)``, ``c <- c + (1/N) sum_i (c_i+ - c_i)``."""
         x_next, server = server_step(self.server, state["server"], state["x"], run, batch)
-        c = refresh_control_variates(state["c"], run.records["c_delta"], batch.num_clients)
-        return {**state, "x": x_next, "server": server, "c": c}, {"train_loss": batch.weights @ run.mean_loss}
+        c = refresh_control_variates(state["c"], run.uploads["c_delta"], batch.num_clients)
+        return {**state, "x": x_next, "server": server, "c": c}, {}
 
 
 def scaffold(client_lr: float | Schedule, *, server_lr: float = 1.0, option: str = "II") -> Scaffold:

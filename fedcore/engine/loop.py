@@ -23,9 +23,10 @@ import torch
 from torch import Tensor
 from tqdm.auto import tqdm
 
-from fedcore.algorithms.base import RoundBatch, State
+from fedcore.algorithms.batch import RoundBatch
+from fedcore.algorithms.contract import State, declared, name_of
 from fedcore.engine.options import RunOptions
-from fedcore.engine.passes import name_of, run_state, select, stack
+from fedcore.engine.passes import run_state, select, stack
 from fedcore.engine.streams import Streams
 from fedcore.params import GradientOracle, evaluate_runs
 from fedcore.problem import Problem
@@ -76,7 +77,7 @@ def run_pass(p: Pass, progress: bool = False, checkpoint: Any = None,
         while p.round < rounds and p.live:
             started, p.computing = time.perf_counter(), p.round + 1
             batch = sample(p)  # each live run's clients and their minibatch rows
-            with p.problem.model.mode(training=True):  # one round of every live run (algorithms/base.py)
+            with p.problem.model.mode(training=True):  # one round of every live run (algorithms/contract.py)
                 state, metrics = checked_round(p.algorithm.round(p.state, batch, p.oracle), p.algorithm)
             values = per_run(metrics, len(p.live))
             seconds = (time.perf_counter() - started) / len(p.live)
@@ -121,7 +122,7 @@ def measure(p: Pass, evaluate: bool) -> None:
     runs, data = len(p.live), p.problem.data
     tested: list[dict[str, float]] = [{} for _ in p.live]
     if evaluate:
-        point = getattr(p.algorithm, "eval_point", lambda state: state["x"])(p.state)
+        point = declared(p.algorithm).eval_point(p.state)
         tested = evaluate_runs(p.problem.model, point.reshape(runs, -1), data.test_inputs, data.test_targets,
                                ignore_classes=data.info.get("ignore_classes", ()), backend=p.oracle.backend)
     for position, (run, metrics) in enumerate(zip(p.live, tested)):

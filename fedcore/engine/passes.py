@@ -1,6 +1,6 @@
 """Many runs in one pass: R runs of one algorithm family as one problem, and the plan of a call's passes.
 
-Every fedcore algorithm is written for R runs at once (:mod:`fedcore.algorithms.base`: the server model
+Every fedcore algorithm is written for R runs at once (:mod:`fedcore.algorithms.batch`: the server model
 ``[R, 1, d]``, the clients ``[R, S, d]``, per-client state ``[R, N, d]``).  R separate algorithms of the same
 family, which differ only in the values of their hyperparameters, become one algorithm whose differing
 numbers are tensors ``[R, 1, 1]``: :func:`stack`.  :func:`signature` says which algorithms can share a pass
@@ -24,7 +24,7 @@ import torch
 from torch import Tensor
 
 from fedcore import server_opt
-from fedcore.algorithms.base import State
+from fedcore.algorithms.contract import State, name_of
 from fedcore.algorithms.fedexp import extrapolation
 from fedcore.algorithms.fedli import deep_frank_wolfe
 from fedcore.checks import check_int
@@ -60,17 +60,12 @@ def signature(algorithm: Any) -> tuple[str | None, str | None]:
     description = describe(algorithm)
     if uncomparable(description) or _has_function(description):
         return None, "a hyperparameter is a plain Python function (use fedcore's schedules to batch it)"
-    server = getattr(algorithm, "server", None)
-    if isinstance(server, ServerOptimizer) and dict(server.options).get("rule") not in SERVER_RULES:
-        return None, f"its server rule {server.name!r} is not one of fedcore's {sorted(SERVER_RULES)}"
     if not dataclasses.is_dataclass(algorithm):
         return None, f"{type(algorithm).__name__} is not a dataclass of hyperparameters"
+    for server in (getattr(algorithm, f.name) for f in dataclasses.fields(algorithm)):  # its hyperparameters
+        if isinstance(server, ServerOptimizer) and dict(server.options).get("rule") not in SERVER_RULES:
+            return None, f"its server rule {server.name!r} is not one of fedcore's {sorted(SERVER_RULES)}"
     return repr(_shape(description)), None
-
-
-def name_of(algorithm: Any) -> str:
-    """An algorithm's name (its ``name``, else its class's) for histories, progress bars and messages."""
-    return getattr(algorithm, "name", type(algorithm).__name__)
 
 
 def _has_function(description: Any) -> bool:

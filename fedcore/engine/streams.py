@@ -18,7 +18,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from fedcore.algorithms.base import RoundBatch
+from fedcore.algorithms.batch import RoundBatch
 from fedcore.data.federated import FederatedData
 
 

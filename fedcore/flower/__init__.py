@@ -2,7 +2,7 @@
 
 One fedcore algorithm runs as a Flower app from the same rules :func:`fedcore.simulate` calls, with no copy of
 the algorithm: an algorithm's round is its clients' part and its server's part
-(:func:`fedcore.algorithms.base.federated_round`); the clients' part (``client_run``, and ``client_prologue`` where
+(:func:`fedcore.algorithms.contract.federated_round`); the clients' part (``client_run``, and ``client_prologue`` where
 the algorithm has a first exchange) is a node's train handler on its one client (:func:`client_app`), the server's
 part (``server_round``, ``server_prologue``) is the strategy's aggregation (:class:`FedcoreStrategy`, a
 :class:`flwr.serverapp.strategy.Strategy`).  What a client keeps between rounds (SCAFFOLD's and PAdaMFed's ``c_i``,
@@ -13,9 +13,9 @@ round's clients and their minibatch rows from the run's seed with the engine's o
 algorithm of ``ALGORITHMS``.
 
 An algorithm that defines only ``round``, or a configuration whose server writes the clients' state (PAdaMFed's
-``initialization="first_round"``), is refused by name (:func:`check_carried`).
+``initialization="first_round"``), is refused by name (:func:`check_distributable`).
 """
 
-from fedcore.flower.app import FedcoreStrategy, LocalGrid, check_carried, client_app, run_local
+from fedcore.flower.app import FedcoreStrategy, LocalGrid, check_distributable, client_app, run_local
 
-__all__ = ["FedcoreStrategy", "LocalGrid", "check_carried", "client_app", "run_local"]
+__all__ = ["FedcoreStrategy", "LocalGrid", "check_distributable", "client_app", "run_local"]

@@ -1,6 +1,6 @@
 """A fedcore algorithm as a Flower app: :class:`FedcoreStrategy` (the server) and :func:`client_app` (a node).
 
-One round on Flower is :func:`fedcore.algorithms.base.federated_round` with its two parts in different processes:
+One round on Flower is :func:`fedcore.algorithms.contract.federated_round` with its two parts in different processes:
 
     server:  clients, weights, rows <- Streams(seed).sample(data, t, options)       (fedcore's random streams)
              [prologue, when the algorithm has one due (FAFED's m_0, PAdaMFed's line 1): the same exchange first]
@@ -8,8 +8,8 @@ One round on Flower is :func:`fedcore.algorithms.base.federated_round` with its 
              to client i's node                                                      (configure_train)
     node:    own <- client i's state in the node's Context.state (SCAFFOLD's c_i; the algorithm's init the first time)
              run <- algorithm.client_run(sent, one-client batch, oracle, own)        (the algorithm's client rule)
-             keep run.keeps in Context.state; reply X_i - x_t, the loss and run.records (c_i+ - c_i, step sizes, ...)
-    server:  state, metrics <- algorithm.server_round(state, stacked replies, batch)  (the algorithm's server rule)
+             keep run.keeps in Context.state; reply X_i - x_t, the loss and run.uploads (c_i+ - c_i, step sizes, ...)
+    server:  state, metrics <- server_part(algorithm, state, stacked replies, batch) (the algorithm's server rule)
 
 so the client rule and the server rule are the ones :func:`fedcore.simulate` runs, and the same seed draws the same
 clients and minibatches: three rounds equal ``simulate`` for every algorithm of ``ALGORITHMS``
@@ -33,8 +33,18 @@ from flwr.serverapp import Grid
 from flwr.serverapp.strategy import Result, Strategy
 from torch import Tensor
 
-from fedcore.algorithms.base import RoundBatch, State, prologue_batch
+from fedcore.algorithms.batch import RoundBatch
 from fedcore.algorithms.client import ClientRun
+from fedcore.algorithms.contract import (
+    Federated,
+    State,
+    declared,
+    name_of,
+    prologue_batch,
+    server_part,
+    server_view,
+    with_rows,
+)
 from fedcore.checks import check_choice, check_function, check_int, check_x0, plain_number
 from fedcore.data.federated import FederatedData
 from fedcore.engine.options import RunOptions
@@ -43,25 +53,19 @@ from fedcore.params import GradientOracle
 from fedcore.problem import Problem
 
 PHASES = ("prologue", "train")
-"""The two kinds of train message: an algorithm's prologue (:func:`fedcore.algorithms.base.run_prologue`) and its
+"""The two kinds of train message: an algorithm's prologue (:func:`fedcore.algorithms.contract.run_prologue`) and its
 round's local steps."""
 
 
-def check_carried(algorithm: Any) -> Any:
-    """``algorithm`` if a Flower app can carry it, else a ``ValueError`` naming it, before any message or process.
-    It can when its round is a clients' part and a server's part (``client_run``, ``server_round``:
-    :func:`fedcore.algorithms.base.federated_round`; every algorithm of ``ALGORITHMS``) and its configuration keeps
-    the clients' state on the clients (``not_distributable()`` says why not: PAdaMFed's ``first_round``)."""
-    name = getattr(algorithm, "name", type(algorithm).__name__)
-    missing = [method for method in ("init", "client_run", "server_round") if not callable(getattr(algorithm, method,
-                                                                                                   None))]
-    if missing:
-        raise ValueError(f"algorithm={name!r} cannot run on Flower: it has no {' or '.join(missing)}; fedcore.flower "
-                         "runs an algorithm's clients' part and server's part in different processes (write the round "
-                         "as client_run and server_round: fedcore.algorithms.base.federated_round)")
-    refusal = algorithm.not_distributable() if callable(getattr(algorithm, "not_distributable", None)) else None
+def check_distributable(algorithm: Any) -> Federated:
+    """``algorithm`` if it is distributable (a Flower app can run it), else a ``ValueError`` naming it, before any
+    message or process.  It is when it is a family of :class:`fedcore.algorithms.Federated` (its round a clients'
+    part and a server's part; every algorithm of ``ALGORITHMS``) whose configuration keeps the clients' state on the
+    clients (``not_distributable()`` says why not: PAdaMFed's ``first_round``)."""
+    refusal = declared(algorithm).not_distributable()
     if refusal:
-        raise ValueError(f"algorithm={name!r} cannot run on Flower with {refusal}")
+        joined = ": " if not isinstance(algorithm, Federated) else " with "
+        raise ValueError(f"algorithm={name_of(algorithm)!r} cannot run on Flower{joined}{refusal}")
     return algorithm
 
 
@@ -100,7 +104,7 @@ class FedcoreStrategy(Strategy):
 
     def __init__(self, algorithm: Any, problem: Problem | FederatedData, x0: Tensor | None = None, *,
                  options: RunOptions | None = None, nodes: Mapping[int, int] | None = None, **settings: Any) -> None:
-        self.algorithm = check_carried(algorithm)
+        self.algorithm = check_distributable(algorithm)
         if isinstance(problem, Problem):  # x0 is checked against the model's d (by default its own parameters)
             data, x0 = problem.data, check_x0("x0", problem.x0() if x0 is None else x0, problem.model.dim)
         elif isinstance(problem, FederatedData):  # no model here: x0 is checked against initial_arrays in start
@@ -118,7 +122,7 @@ class FedcoreStrategy(Strategy):
         self.streams = Streams(self.options.seed, data.device)  # fedcore.simulate's streams for this seed
         self.nodes = dict(nodes) if nodes is not None else None
         state = algorithm.init(x0.reshape(1, 1, -1).to(data.device).clone(), data.num_clients)
-        on_clients = tuple(getattr(algorithm, "client_state", ()))
+        on_clients = self.algorithm.client_state
         self.state: State = {key: value for key, value in state.items() if key not in on_clients}
         self.round_state: State = self.state  # the state after this round's prologue (the round's start)
         self.batch: RoundBatch | None = None
@@ -138,9 +142,7 @@ class FedcoreStrategy(Strategy):
             raise ValueError(f"initial_arrays holds {given if given is not None else repr(initial_arrays)[:60]} "
                              f"numbers; the strategy's x0 has {self.state['x'].numel()}: give "
                              "array_record(problem.x0()) of the same model")
-        if callable(getattr(self.algorithm, "check_run", None)):
-            self.algorithm.check_run(clients_per_round=self.options.clients_per_round,
-                                     local_steps=self.options.local_steps, rounds=num_rounds)
+        self.algorithm.check_run(self.options.clients_per_round, self.options.local_steps, num_rounds)
         self.timeout = timeout
         return super().start(grid, initial_arrays, num_rounds=num_rounds, timeout=timeout, **options)
 
@@ -163,8 +165,9 @@ class FedcoreStrategy(Strategy):
         first = prologue_batch(self.algorithm, state, batch)
         if first is not None:
             asked = self._messages(first, state, "prologue")
-            records = self._records(server_round, first, asked, grid.send_and_receive(asked, timeout=self.timeout))
-            state = self.algorithm.server_prologue(state, records, first)
+            uploads = self._uploads(server_round, first, asked, grid.send_and_receive(asked, timeout=self.timeout))
+            state = with_rows(self.algorithm, state, self.algorithm.server_prologue(
+                server_view(self.algorithm, state), uploads, first))
         self.round_state = state
         self.sent = self._messages(batch, state, "train")  # the engine gives each its id as it sends it
         return self.sent
@@ -178,7 +181,7 @@ class FedcoreStrategy(Strategy):
             messages.append(Message(content=content, dst_node_id=self.node_of(client), message_type="train"))
         return messages
 
-    def _records(self, server_round: int, batch: RoundBatch, sent: list[Message],
+    def _uploads(self, server_round: int, batch: RoundBatch, sent: list[Message],
                  replies: Iterable[Message]) -> State:
         """The replies' records stacked in the batch's client order ``[1, S, ...]``; a reply with an error (a node
         that failed, or one the SuperLink reports unavailable) or a client without a reply stops the run with its
@@ -199,18 +202,18 @@ class FedcoreStrategy(Strategy):
             raise RuntimeError(f"round {server_round}: no reply for clients {missing} (nodes "
                                f"{[self.node_of(c) for c in missing]}); the state after round {server_round - 1} "
                                "is kept")
-        uploads = [tensors_of(by_client[client].content["records"], self.data.device) for client in clients]
+        uploads = [tensors_of(by_client[client].content["uploads"], self.data.device) for client in clients]
         return {key: torch.cat([upload[key] for upload in uploads], dim=1) for key in uploads[0]}
 
     def aggregate_train(self, server_round: int,
                         replies: Iterable[Message]) -> tuple[ArrayRecord | None, MetricRecord | None]:
         """The algorithm's ``server_round`` on the clients' replies, in the order they were sampled."""
         batch, state = self.batch, self.round_state
-        records = self._records(server_round, batch, self.sent, replies)
+        uploads = self._uploads(server_round, batch, self.sent, replies)
         x = state["x"]
-        move, loss_sum = records.pop("move"), records.pop("loss_sum")
-        run = ClientRun(x + move, loss_sum, None, batch.local_steps, records=records)
-        self.state, metrics = self.algorithm.server_round(state, run, batch)
+        move, loss_sum = uploads.pop("move"), uploads.pop("loss_sum")
+        run = ClientRun(x + move, loss_sum, None, batch.local_steps, uploads=uploads)
+        self.state, metrics = server_part(self.algorithm, state, run, batch)
         row = {key: float(value.reshape(-1)[0]) if isinstance(value, Tensor) else float(value)
                for key, value in metrics.items()}
         row["seconds"] = time.perf_counter() - self.started  # the round's wall time: messages, nodes, server rule
@@ -232,7 +235,7 @@ class FedcoreStrategy(Strategy):
 def client_app(problem: Problem, algorithm: Any, backend: str = "auto") -> ClientApp:
     """A node's ``ClientApp`` for ``algorithm``: its train handler runs the algorithm's client part
     (:func:`client_reply`) for the message's one client, its own state kept in the node's ``Context.state``."""
-    check_carried(algorithm)
+    check_distributable(algorithm)
     oracle = GradientOracle(problem.model, backend, problem.data.device)
     app = ClientApp()
 
@@ -248,9 +251,9 @@ def client_reply(problem: Problem, algorithm: Any, oracle: GradientOracle, messa
     """The node's part of a round for the message's one client: its own state from ``kept`` (the node's
     ``Context.state``; the algorithm's ``init`` rows the first time), then the algorithm's ``client_prologue`` or
     ``client_run`` (the message's ``phase``) from what the server sent, on the message's rows of ``problem``'s pool.
-    What the client keeps goes back into ``kept``; the reply holds what it uploads (``records``; after local steps
+    What the client keeps goes back into ``kept``; the reply holds what it uploads (``uploads``; after local steps
     also its move ``X_K - x_t`` and its loss sum)."""
-    check_carried(algorithm)
+    check_distributable(algorithm)
     data, config = problem.data, message.content["config"]
     client, phase = int(config["client"]), check_choice("phase", str(config["phase"]), PHASES)
     sent = tensors_of(message.content["state"], data.device)
@@ -261,13 +264,13 @@ def client_reply(problem: Problem, algorithm: Any, oracle: GradientOracle, messa
                        torch.ones(1, dtype=x.dtype, device=data.device), rows.unsqueeze(0),
                        data.inputs, data.targets, data.num_clients, sizes=data.sizes)
     if phase == "prologue":
-        records, keeps = algorithm.client_prologue(sent, batch, oracle, own)
+        uploads, keeps = algorithm.client_prologue(sent, batch, oracle, own)
     else:
         run = algorithm.client_run(sent, batch, oracle, own)
-        records, keeps = {**run.records, "move": run.X - x, "loss_sum": run.loss_sum}, run.keeps
+        uploads, keeps = {**run.uploads, "move": run.X - x, "loss_sum": run.loss_sum}, run.keeps
     if keeps:
         kept[_own_key(client)] = tensors_record({**own, **keeps})
-    content = RecordDict({"records": tensors_record(records), "config": ConfigRecord({"client": client})})
+    content = RecordDict({"uploads": tensors_record(uploads), "config": ConfigRecord({"client": client})})
     return Message(content=content, reply_to=message)
 
 
@@ -278,7 +281,7 @@ def _own_key(client: int) -> str:
 def _own_state(problem: Problem, algorithm: Any, kept: RecordDict, client: int) -> State:
     """Client ``client``'s own state ``[1, 1, ...]`` (``algorithm.client_state``): what it kept, or its rows of the
     algorithm's ``init`` from the problem's x0 the first time (SCAFFOLD's ``c_i = 0``, FAFED's ``x_prev = x_0``)."""
-    keys = tuple(getattr(algorithm, "client_state", ()))
+    keys = algorithm.client_state
     if not keys:
         return {}
     if _own_key(client) in kept:

@@ -35,7 +35,7 @@ from fedcore import algorithms, models
 from fedcore.checks import check_choice, check_int, check_positive
 from fedcore.data import load_fashion_mnist
 from fedcore.engine.options import WEIGHTINGS
-from fedcore.flower.app import FedcoreStrategy, array_record, check_carried, client_reply
+from fedcore.flower.app import FedcoreStrategy, array_record, check_distributable, client_reply
 from fedcore.params import GradientOracle
 from fedcore.problem import Problem
 
@@ -111,17 +111,15 @@ def algorithm_of(settings: Mapping[str, Any]) -> Any:
 
 
 def check_run_config(config: Any) -> tuple[dict[str, Any], Any]:
-    """The checked run config (:func:`run_settings`) and its algorithm, refused by name if the Flower app cannot carry
-    it (:func:`fedcore.flower.check_carried`) or if its step sizes were computed for another S, K, T (PAdaMFed's
+    """The checked run config (:func:`run_settings`) and its algorithm, refused by name if it is not distributable
+    (:func:`fedcore.flower.check_distributable`) or if its step sizes were computed for another S, K, T (PAdaMFed's
     ``check_run``): what ``start_app`` asks before ``flwr run``, and the ServerApp before any message."""
     settings = run_settings(config)
-    algorithm = check_carried(algorithm_of(settings))
+    algorithm = check_distributable(algorithm_of(settings))
     if settings["clients-per-round"] > settings["clients"]:
         raise ValueError(f"run config clients-per-round={settings['clients-per-round']} must be <= "
                          f"clients={settings['clients']}")
-    if callable(getattr(algorithm, "check_run", None)):
-        algorithm.check_run(clients_per_round=settings["clients-per-round"], local_steps=settings["local-steps"],
-                            rounds=settings["rounds"])
+    algorithm.check_run(settings["clients-per-round"], settings["local-steps"], settings["rounds"])
     return settings, algorithm
 
 

@@ -47,7 +47,7 @@ import torch
 from torch import nn
 
 from fedcore import algorithms, models
-from fedcore.algorithms.base import exp_decay
+from fedcore.algorithms.schedules import exp_decay
 from fedcore.checks import check_choice, check_int, check_positive, check_scale, check_seed, check_seeds
 from fedcore.data import FederatedData, load_fashion_mnist, load_shakespeare, load_torchvision
 from fedcore.data.sources import cifar100_coarse

@@ -1,0 +1,277 @@
+"""The algorithm contract: what a family defines, what the framework runs with it, and the defaults, in one place.
+
+A family is a small frozen dataclass of hyperparameters that subclasses :class:`Federated` and defines
+
+    init(x0, num_clients) -> state                      the server's state (and the clients' rows, [R, N, ...])
+    client_run(sent, batch, oracle, own) -> ClientRun   the clients' part: K local steps from what the server sent
+    server_round(state, run, batch) -> (state, metrics) the server's part, on what the clients upload
+
+and, where it needs them, the parts below (their defaults are :class:`Federated`'s): ``client_state`` (the keys of
+the per-client rows the clients keep), ``client_reads`` (what the server sends them), a ``prologue`` (a first
+exchange before a round: ``client_prologue``, ``server_prologue``), ``eval_point`` (the point a run is evaluated
+at), ``check_run`` (the S, K, T a family's step sizes were computed for) and ``not_distributable`` (why a
+configuration cannot run with its clients' state on the clients).  The framework owns the round
+(:meth:`Federated.round`, :func:`federated_round`): the prologue when one is due, the clients' part, their kept rows
+written back, the server's part, and the training loss ``sum_i w_i mean_k loss_i,k``, computed here once for every
+family.  The same parts run on Flower's engines (:mod:`fedcore.flower`), where the two halves live in different
+processes.
+
+A plain algorithm (any object with ``name``, ``init`` and ``round``: :class:`Algorithm`) runs in
+:func:`fedcore.simulate` too; :func:`declared` gives every algorithm the contract's view, with the defaults for
+what a plain one lacks.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, Protocol
+
+from torch import Tensor
+
+from fedcore.algorithms.batch import RoundBatch
+from fedcore.algorithms.client import ClientRun
+from fedcore.params import GradientOracle
+from fedcore.server_opt import ServerOptimizer
+
+State = dict[str, Tensor]
+Metrics = dict[str, Any]
+PROLOGUE_CLIENTS = ("sampled", "every")
+"""Whom a prologue (a first exchange before a round's local steps) visits: the round's sampled clients (FAFED's
+``m_0``, ``v_0``) or every client (PAdaMFed's line 1)."""
+
+
+class Algorithm(Protocol):
+    """The least :func:`fedcore.simulate` drives: ``init`` and ``round``.  A family (:class:`Federated`) defines its
+    round as a clients' part and a server's part instead, and the framework runs them."""
+
+    name: str
+
+    def init(self, x0: Tensor, num_clients: int) -> State:
+        """The state before the first round (tensors only: it checkpoints with ``torch.save``).  ``x0`` is
+        ``[R, 1, d]`` (or ``[d]``, one run); every per-run tensor of the state leads with R (the model
+        ``[R, 1, d]``, per-client matrices ``[R, N, d]``, numbers ``[R, 1, 1]``), a 0-d tensor is shared by
+        the runs of a pass (a round counter)."""
+        ...
+
+    def round(self, state: State, batch: RoundBatch, oracle: GradientOracle) -> tuple[State, Metrics]:
+        """One communication round: the new state and the round's metrics (``train_loss``), each a number or
+        a tensor of R numbers (one per run)."""
+        ...
+
+
+class Federated:
+    """The contract of a family: every part an algorithm may define, with its default.  Subclass it with a frozen
+    dataclass and define :meth:`init`, :meth:`client_run` and :meth:`server_round`; never ``round``."""
+
+    name: str
+    client_state: ClassVar[tuple[str, ...]] = ()
+    """The keys of the per-client rows in the state (``[R, N, ...]``: SCAFFOLD's ``c_i``), which the clients keep:
+    a client part is handed its rows as ``own`` and returns the new ones in ``ClientRun.keeps``."""
+    client_reads: tuple[str, ...] = ("x",)
+    """The keys of the state the server sends its clients each round (the model ``x``; SCAFFOLD's ``c``, ...)."""
+
+    def init(self, x0: Tensor, num_clients: int) -> State:
+        """The state before the first round (see :meth:`Algorithm.init`)."""
+        raise NotImplementedError(f"{type(self).__name__} must define init(x0, num_clients)")
+
+    def client_run(self, sent: State, batch: RoundBatch, oracle: GradientOracle, own: State) -> ClientRun:
+        """The clients' part of a round from what the server ``sent`` (:attr:`client_reads`) and their ``own`` rows
+        (:attr:`client_state`): their final models and losses (``fedcore.algorithms.client.train_clients``), what they
+        upload beyond them (``ClientRun.uploads``) and what they keep (``ClientRun.keeps``)."""
+        raise NotImplementedError(f"{type(self).__name__} must define client_run(sent, batch, oracle, own)")
+
+    def server_round(self, state: State, run: ClientRun, batch: RoundBatch) -> tuple[State, Metrics]:
+        """The server's part: the new state from the clients' models ``run.X`` and uploads ``run.uploads``, and the
+        metrics of the round beyond the training loss (which the framework adds)."""
+        raise NotImplementedError(f"{type(self).__name__} must define server_round(state, run, batch)")
+
+    def prologue(self, state: State) -> str | None:
+        """Whom a first exchange before this round visits (one of :data:`PROLOGUE_CLIENTS`), or None (the
+        default: no prologue)."""
+        return None
+
+    def client_prologue(self, sent: State, batch: RoundBatch, oracle: GradientOracle,
+                        own: State) -> tuple[State, State]:
+        """A prologue's clients' part: ``(uploads, keeps)``."""
+        raise NotImplementedError(f"{type(self).__name__} has a prologue but no client_prologue")
+
+    def server_prologue(self, state: State, uploads: State, batch: RoundBatch) -> State:
+        """A prologue's server part: the state the round starts from."""
+        raise NotImplementedError(f"{type(self).__name__} has a prologue but no server_prologue")
+
+    def eval_point(self, state: State) -> Tensor:
+        """The point a run is evaluated at (default: the server model ``state["x"]``)."""
+        return state["x"]
+
+    def check_run(self, clients_per_round: int, local_steps: int, rounds: int | None) -> None:
+        """Raise ``ValueError`` for a run whose S, K or T this configuration was not built for (PAdaMFed's theorem
+        step sizes); ``rounds`` None: a round driven by hand, whose horizon is not known.  Default: any run."""
+
+    def not_distributable(self) -> str | None:
+        """Why this configuration cannot run with its clients' state on the clients (Flower), or None."""
+        return None
+
+    def round(self, state: State, batch: RoundBatch, oracle: GradientOracle) -> tuple[State, Metrics]:
+        """One round, the framework's (:func:`federated_round`); a family does not define it."""
+        self.check_run(batch.clients_per_round, batch.local_steps, None)
+        return federated_round(self, state, batch, oracle)
+
+
+class RoundOnly(Federated):
+    """The contract's view of a plain algorithm (``init`` and ``round``): its own ``round``, and its ``eval_point`` or
+    ``check_run`` where it defines them, the defaults otherwise.  It cannot run on Flower: nothing splits its round."""
+
+    def __init__(self, algorithm: Any) -> None:
+        self.algorithm = algorithm
+        self.name = getattr(algorithm, "name", type(algorithm).__name__)
+
+    def init(self, x0: Tensor, num_clients: int) -> State:
+        return self.algorithm.init(x0, num_clients)
+
+    def round(self, state: State, batch: RoundBatch, oracle: GradientOracle) -> tuple[State, Metrics]:
+        return self.algorithm.round(state, batch, oracle)
+
+    def eval_point(self, state: State) -> Tensor:
+        own = getattr(self.algorithm, "eval_point", None)
+        return own(state) if callable(own) else state["x"]
+
+    def check_run(self, clients_per_round: int, local_steps: int, rounds: int | None) -> None:
+        own = getattr(self.algorithm, "check_run", None)
+        if callable(own):
+            own(clients_per_round=clients_per_round, local_steps=local_steps, rounds=rounds)
+
+    def not_distributable(self) -> str | None:
+        return "it has no client_run or server_round (its round is one function: subclass Federated)"
+
+
+def declared(algorithm: Any) -> Federated:
+    """``algorithm`` as the contract sees it: a :class:`Federated` family as it is, a plain algorithm through
+    :class:`RoundOnly`; anything else is refused, naming what it lacks."""
+    if isinstance(algorithm, Federated):
+        return algorithm
+    if not callable(getattr(algorithm, "round", None)) or not callable(getattr(algorithm, "init", None)):
+        raise TypeError(f"algorithm={algorithm!r:.80} needs init(x0, num_clients) and round(state, batch, oracle) "
+                        "(fedcore.algorithms.Algorithm), or to subclass fedcore.algorithms.Federated; build one with "
+                        "fedcore.algorithms.make")
+    return RoundOnly(algorithm)
+
+
+def name_of(algorithm: Any) -> str:
+    """An algorithm's name (its ``name``, else its class's) for histories, progress bars and messages."""
+    return algorithm.name if isinstance(algorithm, Federated) else getattr(algorithm, "name", type(algorithm).__name__)
+
+
+# ---- the framework's round ---------------------------------------------------------------------------------------
+
+
+def federated_round(algorithm: Federated, state: State, batch: RoundBatch,
+                    oracle: GradientOracle) -> tuple[State, Metrics]:
+    """One round of a family, the way :func:`fedcore.simulate` runs it and the way :mod:`fedcore.flower` runs it on an
+    engine, where the two parts live in different processes:
+
+        state = run_prologue(algorithm, state, batch, oracle)      # when one is due (FAFED, PAdaMFed)
+        run = algorithm.client_run(sent, batch, oracle, own)       # the clients: what the server sent, their own rows
+        state, metrics = server_part(algorithm, state, run, batch)  # the server: run.X, run.loss_sum, run.uploads
+
+    ``own`` are the sampled clients' rows ``[R, S, ...]`` of the per-client state (``algorithm.client_state``); what
+    a client part returns in ``keeps`` replaces its rows (:meth:`RoundBatch.write_rows`, so a diverged run can be
+    undone).  On an engine the rows stay on the clients' nodes."""
+    state = run_prologue(algorithm, state, batch, oracle)
+    run = algorithm.client_run(sent(algorithm, state), batch, oracle, own_rows(algorithm, state, batch))
+    return server_part(algorithm, kept(algorithm, state, batch, run.keeps), run, batch)
+
+
+def server_part(algorithm: Federated, state: State, run: ClientRun, batch: RoundBatch) -> tuple[State, Metrics]:
+    """The family's server part and the round's training loss ``sum_i w_i mean_k loss_i,k`` (each client's mean
+    minibatch loss over its local steps, weighted), the first metric of every round."""
+    new_state, metrics = algorithm.server_round(server_view(algorithm, state), run, batch)
+    return with_rows(algorithm, state, new_state), {"train_loss": batch.weights @ run.mean_loss, **metrics}
+
+
+def run_prologue(algorithm: Federated, state: State, batch: RoundBatch, oracle: GradientOracle) -> State:
+    """The exchange a family may need before a round's local steps (``algorithm.prologue(state)`` names whom it
+    visits, or None): its clients' part on the round's sampled clients or on every client
+    (:meth:`RoundBatch.every_client`), then its server's part on what they upload.  The state after it."""
+    first = prologue_batch(algorithm, state, batch)
+    if first is None:
+        return state
+    uploads, keeps = algorithm.client_prologue(sent(algorithm, state), first, oracle, own_rows(algorithm, state, first))
+    state = kept(algorithm, state, first, keeps)
+    state = with_rows(algorithm, state, algorithm.server_prologue(server_view(algorithm, state), uploads, first))
+    if first is not batch:  # its writes are undone with the round's
+        batch.written.extend(first.written)
+    return state
+
+
+def prologue_batch(algorithm: Federated, state: State, batch: RoundBatch) -> RoundBatch | None:
+    """The batch a family's prologue visits before this round, or None when none is due."""
+    which = algorithm.prologue(state)
+    if which is None:
+        return None
+    return batch if which == "sampled" else batch.every_client()
+
+
+class UndeclaredReadError(KeyError):
+    """A part of a family read a key of the state it was not handed (its message is the explanation, unquoted)."""
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+class Handed(dict):
+    """What a part of a family is handed: reading any other key of the state raises :class:`UndeclaredReadError`, in the
+    simulator as on an engine (where the key is not there at all)."""
+
+    def __init__(self, values: State, absent: str) -> None:
+        super().__init__(values)
+        self.absent = absent
+
+    def __missing__(self, key: str) -> Tensor:
+        raise UndeclaredReadError(self.absent.format(key=key, keys=tuple(self)))
+
+
+def sent(algorithm: Federated, state: State) -> State:
+    """What the server sends the clients: the state's keys the family declares it reads (``client_reads``)."""
+    return Handed({key: state[key] for key in algorithm.client_reads},
+                  f"{algorithm.name}'s client part read {{key!r}}, which the server does not send: its client_reads "
+                  "are {keys}; declare the key there (or, for a client's own rows, in client_state)")
+
+
+def with_rows(algorithm: Federated, state: State, new_state: State) -> State:
+    """The server's ``new_state`` with the clients' rows of ``state`` (unless the server part wrote them, as
+    PAdaMFed's ``"first_round"`` prologue does in a simulation); on an engine the server holds no rows."""
+    return {**{key: state[key] for key in algorithm.client_state if key in state}, **new_state}
+
+
+def server_view(algorithm: Federated, state: State) -> State:
+    """The state without the clients' own rows (``client_state``), which live on the clients."""
+    return Handed({key: value for key, value in state.items() if key not in algorithm.client_state},
+                  f"{algorithm.name}'s server part read {{key!r}}, a row of the clients' own state "
+                  f"({', '.join(algorithm.client_state)}), which stays on the clients: upload what the server needs "
+                  "(ClientRun.uploads)")
+
+
+def own_rows(algorithm: Federated, state: State, batch: RoundBatch) -> State:
+    """The batch's clients' rows of the family's per-client state."""
+    return {key: batch.rows_of(state[key]) for key in algorithm.client_state}
+
+
+def kept(algorithm: Federated, state: State, batch: RoundBatch, keeps: State) -> State:
+    """``state`` with the batch's clients' rows replaced by what they keep."""
+    return {**state, **{key: batch.write_rows(state[key], keeps[key])
+                        for key in algorithm.client_state if key in keeps}}
+
+
+def server_step(
+    server: ServerOptimizer, server_state: State, x: Tensor, run: ClientRun, batch: RoundBatch,
+) -> tuple[Tensor, State]:
+    """``x_{t+1} = x_t + step``, the step from the server optimizer on the pseudo-gradient
+    ``Delta_t = sum_i w_i (x_i,K - x_t)`` (the weighted direction the clients moved; ``[R, 1, d]``, one per
+    run).  The server rule also sees ``x``, each client's move ``[R, S, d]``, their mean losses ``[R, S, 1]``
+    and their weights ``[R, 1, S]`` (FedExP and FedLi-LU read them; the FedOpt rules ignore them).  Returns
+    ``(x_{t+1}, state)``."""
+    moves = run.X - x
+    delta = batch.weights @ moves
+    step, server_state = server.update(
+        delta, server_state, x=x, client_moves=moves, client_losses=run.mean_loss, weights=batch.weights,
+    )
+    return x + step, server_state
