@@ -475,7 +475,7 @@ plots.savefig(steps.figure_, "03_step_sizes.png", FIGURES)
 # 14 to 27 times ($0.9^{14} \approx 0.23$, $0.9^{27} \approx 0.06$). The later steps start from the last accepted
 # step times the growth $2^{b/n_i}$, but the step a minibatch accepts varies from batch to batch and the count is the
 # worst of the ten clients, so they backtrack several times too: about 11 evaluations per step on average, and
-# roughly six times FedAvg's time per round (the ratio printed above; 5.9 and 6.1 in two runs of this notebook). The top of each band in the figure is the server's
+# five to six times FedAvg's time per round (the ratio printed above; 5.9, 6.1 and 5.1 in three runs of this notebook, a wall-clock ratio that moves with the machine's load). The top of each band in the figure is the server's
 # step $\eta_g$ under section 3's rule.
 #
 # ## 6. Explorer: move the baselines' learning rate

@@ -174,3 +174,18 @@ def test_the_package_has_no_import_cycle() -> None:
     assert "fedcore.algorithms.client" in graph["fedcore.algorithms.contract"]  # the graph sees imports
     for module in sorted(graph):
         visit(module)
+
+
+@dataclasses.dataclass(frozen=True)
+class _OwnLoss(FedOpt):
+    """FedAvg whose server part reports a training loss of its own."""
+
+    def server_round(self, state, run, batch):
+        new_state, metrics = super().server_round(state, run, batch)
+        return new_state, {**metrics, "train_loss": 0.0}
+
+
+def test_a_server_part_cannot_report_the_training_loss_the_framework_computes() -> None:
+    with pytest.raises(ValueError, match=r"Own's server_round returned a metric 'train_loss', which the framework"):
+        simulate(_quadratic(), _OwnLoss(0.1, name="Own"), rounds=1, clients_per_round=2, local_steps=1, batch_size=2,
+                 progress=False)

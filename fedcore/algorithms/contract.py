@@ -184,6 +184,9 @@ def server_part(algorithm: Federated, state: State, run: ClientRun, batch: Round
     """The family's server part and the round's training loss ``sum_i w_i mean_k loss_i,k`` (each client's mean
     minibatch loss over its local steps, weighted), the first metric of every round."""
     new_state, metrics = algorithm.server_round(server_view(algorithm, state), run, batch)
+    if "train_loss" in metrics:
+        raise ValueError(f"{algorithm.name}'s server_round returned a metric 'train_loss', which the framework "
+                         "computes (the clients' mean losses, weighted): return the round's other metrics only")
     return with_rows(algorithm, state, new_state), {"train_loss": batch.weights @ run.mean_loss, **metrics}
 
 
