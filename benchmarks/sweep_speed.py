@@ -11,7 +11,7 @@ another commit, e.g. ``git worktree add /tmp/base <commit>``) the processes alte
 ``--rounds`` times each, so that whatever else loads the machine spreads over both; the report gives each checkout's
 median speedup (separate / batched) and seconds.
 
-    python benchmarks/sweep_speed.py [--against /tmp/base] [--rounds 3] [--repeats 3]
+    python benchmarks/sweep_speed.py [--against /tmp/base] [--rounds 3] [--repeats 3] [--device cuda]
 """
 
 from __future__ import annotations
@@ -30,15 +30,16 @@ RUNS, CLIENTS, S, K, B, ROUNDS, EVAL_EVERY = 16, 50, 10, 5, 32, 12, 4
 MODELS = ("logistic_regression", "mlp64")
 
 
-def child(repeats: int) -> dict:
-    """In this process: both models, ``batch="off"`` and ``batch=16`` alternately; medians in seconds."""
+def child(repeats: int, device: str = "cpu") -> dict:
+    """In this process: both models, ``batch="off"`` and ``batch=16`` alternately, on ``device``; medians in
+    seconds."""
     import torch
 
     from fedcore import Problem, algorithms, models, sweep
     from fedcore.data import load_fashion_mnist
 
     torch.manual_seed(0)
-    data = load_fashion_mnist(CLIENTS, partition="iid", seed=0)
+    data = load_fashion_mnist(CLIENTS, partition="iid", seed=0, device=device)
     grid = {"client_lr": [0.05 + 0.05 * r / RUNS for r in range(RUNS)]}
     options = dict(rounds=ROUNDS, clients_per_round=S, local_steps=K, batch_size=B, eval_every=EVAL_EVERY,
                    progress=False, seeds=(0,))
@@ -52,16 +53,18 @@ def child(repeats: int) -> dict:
             for mode, batch in (("off", "off"), ("batched", RUNS)):
                 started = time.perf_counter()
                 table = sweep(problem, algorithms.fedavg, grid, batch=batch, **options)
+                if device != "cpu":
+                    torch.cuda.synchronize()
                 times[mode].append(time.perf_counter() - started)
                 assert table["final_train_loss"].notna().all()
         out[name] = {mode: statistics.median(values) for mode, values in times.items()}
     return out
 
 
-def run_child(tree: Path, repeats: int) -> dict:
+def run_child(tree: Path, repeats: int, device: str = "cpu") -> dict:
     env = {**os.environ, "PYTHONPATH": str(tree), "FEDCORE_STORE": "off"}
-    done = subprocess.run([sys.executable, __file__, "--child", "--repeats", str(repeats)], env=env, cwd=tree,
-                          capture_output=True, text=True, check=False)
+    done = subprocess.run([sys.executable, __file__, "--child", "--repeats", str(repeats), "--device", device],
+                          env=env, cwd=tree, capture_output=True, text=True, check=False)
     if done.returncode != 0:
         raise RuntimeError(f"the measurement in {tree} failed:\n{done.stderr[-3000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -72,19 +75,20 @@ def main() -> None:
     parser.add_argument("--against", type=Path, help="another checkout of fedcore, timed alternately with this one")
     parser.add_argument("--rounds", type=int, default=3, help="processes per checkout (default 3)")
     parser.add_argument("--repeats", type=int, default=3, help="timings of each mode per process (default 3)")
+    parser.add_argument("--device", default="cpu", help="where the data and models live: cpu (default) or cuda")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        print(json.dumps(child(args.repeats)))
+        print(json.dumps(child(args.repeats, args.device)))
         return
     trees = {"this checkout": ROOT} | ({"against": args.against.resolve()} if args.against else {})
     results: dict[str, list[dict]] = {label: [] for label in trees}
     for _ in range(args.rounds):
         for label, tree in trees.items():
-            results[label].append(run_child(tree, args.repeats))
+            results[label].append(run_child(tree, args.repeats, args.device))
     print(f"R = {RUNS} FedAvg runs, {CLIENTS} iid clients, S = {S}, K = {K}, B = {B}, {ROUNDS} rounds, evaluated every "
-          f"{EVAL_EVERY}; sweep batch={RUNS} against batch='off'; medians over {args.rounds} processes x "
-          f"{args.repeats} timings")
+          f"{EVAL_EVERY}; sweep batch={RUNS} against batch='off' on {args.device}; medians over {args.rounds} "
+          f"processes x {args.repeats} timings")
     for name in MODELS:
         for label, measured in results.items():
             off = statistics.median(m[name]["off"] for m in measured)

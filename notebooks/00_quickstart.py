@@ -137,7 +137,7 @@ print(inspect.getsource(fedcore.engine.loop.run_pass))
 # and one round of FedOpt (Algorithm 1), written as the clients' part and the server's part (the same two parts
 # run in different processes on Flower's engine, `fedcore.flower`): $K$ local steps on all sampled clients at once,
 # as a matrix $X \in \mathbb R^{S \times d}$ (`train_clients`, the client loop every algorithm shares, here with the
-# client rule "SGD with step $\eta_l$"), then the pseudo-gradient and the server step (`server_step`). FedAvg,
+# client rule "SGD with step $\eta_l$"), then the pseudo-gradient and the server step (`server_step`; the round's training loss, the clients' mean losses weighted, is added by the framework, `fedcore.algorithms.contract`). FedAvg,
 # FedAdam and friends are this one class with a different server optimizer; other families plug another client
 # rule into the same loop (`fedcore.algorithms.client`):
 

@@ -7,7 +7,7 @@ the algorithm has a first exchange) is a node's train handler on its one client 
 part (``server_round``, ``server_prologue``) is the strategy's aggregation (:class:`FedcoreStrategy`, a
 :class:`flwr.serverapp.strategy.Strategy`).  What a client keeps between rounds (SCAFFOLD's and PAdaMFed's ``c_i``,
 FAFED's last iterate, the local-adaptive ``v_i``) lives in its node's ``Context.state``; what it uploads beyond its
-model travels as records (control-variate changes, FedLi-LS's step sizes, FAFED's momenta).  The strategy draws each
+model travels as its uploads (control-variate changes, FedLi-LS's step sizes, FAFED's momenta).  The strategy draws each
 round's clients and their minibatch rows from the run's seed with the engine's own random streams
 (:class:`fedcore.engine.streams.Streams`), so a run on Flower equals ``simulate`` with the same seed, for every
 algorithm of ``ALGORITHMS``.

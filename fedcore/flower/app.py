@@ -183,7 +183,7 @@ class FedcoreStrategy(Strategy):
 
     def _uploads(self, server_round: int, batch: RoundBatch, sent: list[Message],
                  replies: Iterable[Message]) -> State:
-        """The replies' records stacked in the batch's client order ``[1, S, ...]``; a reply with an error (a node
+        """The replies' uploads stacked in the batch's client order ``[1, S, ...]``; a reply with an error (a node
         that failed, or one the SuperLink reports unavailable) or a client without a reply stops the run with its
         node and round, the state of the last completed round kept."""
         by_client: dict[int, Message] = {}
