@@ -10,6 +10,7 @@ from flwr.app import Error, Message
 from fedcore import algorithms, models
 from fedcore.data import load_fashion_mnist
 from fedcore.flower import FedcoreStrategy, LocalGrid, check_distributable, client_app, run_local
+from fedcore.flower.app import EngineStandIn
 from fedcore.problem import Problem
 from fedcore.run import simulate
 
@@ -182,7 +183,7 @@ class _FailingGrid(LocalGrid):
         replies = []
         for message in messages:
             if message.metadata.dst_node_id == 2 and message.content["config"]["t"] == self.failing:
-                message.metadata.__dict__["_message_id"] = message.object_id
+                EngineStandIn.name(message)
                 replies.append(Message(Error(code=0, reason="node stopped"), reply_to=message))
             else:
                 replies.extend(super().send_and_receive([message]))
@@ -216,6 +217,8 @@ def test_a_node_that_fails_in_a_prologue_is_reported_and_the_state_before_the_ro
 
 
 def _clients_of_round(problem: Problem, seed: int, round_: int) -> list[int]:
+    """The clients the strategy sends to in round ``round_`` (its messages built as under an engine)."""
+    EngineStandIn.give_identity()
     strategy = FedcoreStrategy(algorithms.fedavg(0.1), problem.data, problem.x0(), seed=seed, **SETTINGS)
     for server_round in range(1, round_ + 1):
         messages = strategy.configure_train(server_round, None, None, None)
@@ -299,3 +302,18 @@ def test_an_x0_of_another_model_is_refused_before_any_message(problem) -> None:
         strategy.start(grid, strategy_arrays(problem), num_rounds=1)
     with pytest.raises(TypeError, match=r"problem=.* must be a fedcore.Problem"):
         FedcoreStrategy(algorithm, problem.x0(), **SETTINGS)
+
+
+def test_the_one_adapter_to_flowers_internals_is_pinned_to_the_installed_release() -> None:
+    """LocalGrid's stand-in for an engine touches flwr's internals (a task identity, a message's id); it was written
+    against one release, the one pyproject.toml pins: another installed flwr fails here, not in a user's run."""
+    import tomllib
+    from importlib.metadata import version
+    from pathlib import Path
+
+    pinned = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text())
+    assert f"flwr[simulation]=={EngineStandIn.FLWR_VERSION}" in pinned["project"]["optional-dependencies"]["flower"]
+    assert version("flwr") == EngineStandIn.FLWR_VERSION
+    source = (Path(__file__).resolve().parents[1] / "fedcore" / "flower" / "app.py").read_text()
+    outside = source.split("class EngineStandIn:")[0] + source.split("class LocalGrid(Grid):")[1]
+    assert "__dict__" not in outside and "TaskIdentity" not in outside  # nowhere else

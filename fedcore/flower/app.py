@@ -290,21 +290,41 @@ def _own_state(problem: Problem, algorithm: Any, kept: RecordDict, client: int) 
     return {key: initial[key] for key in keys}
 
 
+class EngineStandIn:
+    """What an engine does for a ServerApp process that Flower's public API offers no call for, done the way flwr
+    :data:`FLWR_VERSION` does it inside: the one place fedcore touches Flower's internals (``LocalGrid`` uses it;
+    ``tests/test_flower.py`` fails when the installed flwr is another release, so that an upgrade re-reads this)."""
+
+    FLWR_VERSION = "1.42.0"
+
+    @staticmethod
+    def give_identity() -> None:
+        """The process's task identity (run, node, task: 0 each), which an engine sets before a ServerApp runs and a
+        ``Message`` built outside one reads."""
+        from flwr.supercore.task_identity import TaskIdentity
+
+        for field in ("run_id", "node_id", "task_id"):
+            if getattr(TaskIdentity, f"_{field}") is None:
+                setattr(TaskIdentity, field, 0)
+
+    @staticmethod
+    def name(message: Message) -> None:
+        """The message's id, as an engine's grid names what it sends (a reply then says which message it answers)."""
+        message.metadata.__dict__["_message_id"] = message.object_id
+
+
 class LocalGrid(Grid):
     """Flower's ``Grid`` in one process: each message goes straight to ``app`` (a ``ClientApp``) with its node's
     own ``Context`` (its state kept across rounds).  What the Message API sees is Flower's; what it leaves out is
-    the transport (no SuperLink, no serialization): for teaching and for checking an app before a deployment."""
+    the transport (no SuperLink, no serialization): for teaching and for checking an app before a deployment.  What
+    an engine would do beside that goes through :class:`EngineStandIn`."""
 
     def __init__(self, app: ClientApp, node_ids: Iterable[int]) -> None:
         self.app = app
         self.contexts = {node: Context(run_id=0, node_id=node, node_config={}, state=RecordDict(), run_config={})
                          for node in node_ids}
         self._run: Any = None
-        from flwr.supercore.task_identity import TaskIdentity  # what a ServerApp process is given by its engine
-
-        for field in ("run_id", "node_id", "task_id"):
-            if getattr(TaskIdentity, f"_{field}") is None:
-                setattr(TaskIdentity, field, 0)
+        EngineStandIn.give_identity()
 
     def set_run(self, run: Any) -> None:
         self._run = run
@@ -330,7 +350,7 @@ class LocalGrid(Grid):
     def send_and_receive(self, messages: Iterable[Message], *, timeout: float | None = None) -> Iterable[Message]:
         replies = []
         for message in messages:
-            message.metadata.__dict__["_message_id"] = message.object_id  # as an engine's grid names what it sends
+            EngineStandIn.name(message)
             node = message.metadata.dst_node_id
             if node not in self.contexts:
                 raise ValueError(f"a message for node {node}, which this grid does not have ({list(self.contexts)})")
