@@ -122,7 +122,7 @@ class RoundOnly(Federated):
 
     def __init__(self, algorithm: Any) -> None:
         self.algorithm = algorithm
-        self.name = getattr(algorithm, "name", type(algorithm).__name__)
+        self.name = name_of(algorithm)
 
     def init(self, x0: Tensor, num_clients: int) -> State:
         return self.algorithm.init(x0, num_clients)

@@ -125,11 +125,11 @@ def measure(p: Pass, evaluate: bool) -> None:
         point = declared(p.algorithm).eval_point(p.state)
         tested = evaluate_runs(p.problem.model, point.reshape(runs, -1), data.test_inputs, data.test_targets,
                                ignore_classes=data.info.get("ignore_classes", ()), backend=p.oracle.backend)
+    models = p.state["x"].reshape(runs, -1)
     for position, (run, metrics) in enumerate(zip(p.live, tested)):
         if p.round == 0:
             p.rows[run].append({"round": 0})
-        values = record(p.options.record, p.state["x"].reshape(runs, -1)[position:position + 1], p.rows[run][-1]) \
-            if p.options.record else {}
+        values = record(p.options.record, models[position:position + 1], p.rows[run][-1]) if p.options.record else {}
         p.rows[run][-1].update({**metrics, **values})
 
 

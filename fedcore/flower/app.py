@@ -45,6 +45,9 @@ from fedcore.algorithms.contract import (
     server_view,
     with_rows,
 )
+from fedcore.algorithms.contract import (
+    sent as sent_to_clients,
+)
 from fedcore.checks import check_choice, check_function, check_int, check_x0, plain_number
 from fedcore.data.federated import FederatedData
 from fedcore.engine.options import RunOptions
@@ -173,7 +176,7 @@ class FedcoreStrategy(Strategy):
         return self.sent
 
     def _messages(self, batch: RoundBatch, state: State, phase: str) -> list[Message]:
-        sent = tensors_record({key: state[key] for key in self.algorithm.client_reads})
+        sent = tensors_record(sent_to_clients(self.algorithm, state))
         messages = []
         for position, client in enumerate(batch.clients[0].tolist()):
             content = RecordDict({"state": sent, "rows": array_record(batch.rows[0, position]),
