@@ -17,7 +17,7 @@ import matplotlib.pyplot as plt
 
 from fedcore import algorithms, counterexample, models, plots
 from fedcore.algorithms import fafed, local_adaptive
-from fedcore.algorithms.padamfed import theory_hyperparameters
+from fedcore.algorithms.theorems import theory_hyperparameters
 from fedcore.checks import check_bool, check_choice, check_int, check_number, check_positive, check_range
 from fedcore.problem import Problem
 from fedcore.run import simulate

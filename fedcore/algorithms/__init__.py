@@ -25,16 +25,17 @@ from fedcore.algorithms.fedopt import (
 )
 from fedcore.algorithms.fedprox import Proximal, fedprox
 from fedcore.algorithms.local_adaptive import LocalAdaptive, local_adaptive
-from fedcore.algorithms.padamfed import (
-    PAdaMFed,
-    padamfed,
-    padamfed_vr,
+from fedcore.algorithms.padamfed import PAdaMFed, padamfed, padamfed_vr
+from fedcore.algorithms.scaffold import (
+    Scaffold,
+    control_variates,
+    refresh_control_variates,
+    scaffold,
     scaffold_m,
     scaffold_m_vr,
-    theory_hyperparameters,
 )
-from fedcore.algorithms.scaffold import Scaffold, control_variates, refresh_control_variates, scaffold
 from fedcore.algorithms.schedules import constant, exp_decay, storm_momentum, storm_step_size
+from fedcore.algorithms.theorems import theory_hyperparameters
 from fedcore.checks import check_choice, check_keywords
 
 ALGORITHMS: dict[str, Callable[..., Algorithm]] = {

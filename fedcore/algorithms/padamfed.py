@@ -1,6 +1,6 @@
-"""PAdaMFed and PAdaMFed-VR (Yan, Zhang, Wang & Cao, *Problem-Parameter-Free Federated Learning*, Algorithm 1,
-Theorems 1 and 2), and SCAFFOLD-M / SCAFFOLD-M-VR (Cheng, Huang, Wu & Yuan, *Momentum Benefits Non-IID Federated
-Learning Simply and Provably*, ICLR 2024): the same recursions without the normalization.
+"""PAdaMFed and PAdaMFed-VR (Yan, Zhang, Wang & Cao, *Problem-Parameter-Free Federated Learning*, Algorithm 1).
+Without the normalization the same recursions are SCAFFOLD-M and -M-VR (:mod:`fedcore.algorithms.scaffold`); the step
+sizes from S, K, T alone are Theorems 1 and 2 (:mod:`fedcore.algorithms.theorems`).
 
 Algorithm 1, round t (S sampled clients, K local steps, N clients):
 
@@ -17,9 +17,6 @@ PAdaMFed-VR (the slides' STORM direction, Cutkosky & Orabona 2019) replaces line
     g_i^{t,k} = grad F(theta_i^{t,k}; xi) + beta (c^{t-1} - c_i^{t-1}) + (1 - beta) (g^{t-1} - grad F(theta^{t-1}; xi))
 
 with the second gradient on the **same** minibatch (and dropout masks) at the previous round's global model.
-Step sizes from S, K and T alone (:func:`theory_hyperparameters`): Theorem 1 ``eta = 1/(K sqrt T)``,
-``gamma = (SK)^(1/4) / T^(3/4)``, ``beta = sqrt(SK/T)``; Theorem 2 ``eta = 1/(KT)``,
-``gamma = beta = (SK)^(1/3) / T^(2/3)``.
 
 Choices where the text is open (no official code exists: this is a reconstruction from the slides' Algorithm 1):
 
@@ -33,8 +30,8 @@ Choices where the text is open (no official code exists: this is a reconstructio
   outside the round's S, N uploads of d numbers), ``c^{-1}`` their mean.  ``"first_round"`` uses the first
   round's sampled clients only, at ``theta^0`` on that round's K minibatches, ``c^{-1}`` their mean and
   ``c_i^{-1} = c^{-1}`` for every other client (so c stays the mean of the c_i): the text's line 1 under full
-  participation, with
-  ``xi^{-1} = xi^0``.  Both set ``g^{-1} = c^{-1}``.  ``"zeros"`` is SCAFFOLD's ``c = c_i = 0`` (and ``g = 0``).
+  participation, with ``xi^{-1} = xi^0``.  Both set ``g^{-1} = c^{-1}``.  ``"zeros"`` is SCAFFOLD's
+  ``c = c_i = 0`` (and ``g = 0``).
 - ``g_bar`` weights clients by the simulator's aggregation weights (``1/S`` in the paper: ``weighting="uniform"``);
   lines 15-16 keep the paper's uniform ``1/N`` and ``1/S``.  Non-uniform weights (``weighting="samples"`` on
   clients of different sizes) mix the two, which the text never does: the first round warns.
@@ -45,20 +42,10 @@ Choices where the text is open (no official code exists: this is a reconstructio
   ``g^t = (1/S) sum_i (1/K) sum_k g_i^{t,k}``, the clients' mean direction before the normalization (the STORM
   estimator carried over to the server).  Without variance reduction the two are one: line 7 averaged over k and
   over the S clients is line 16.
-- Theory values: ``beta`` is capped at 1 where the formula exceeds it (``T < SK`` in Theorem 1, ``T^2 < SK`` in
-  Theorem 2); ``gamma`` is a step size and is not capped.  ``multiplier`` scales ``eta`` only (the
-  local learning rate): ``g_bar`` divides by ``eta``, so ``gamma`` (the server's largest step) stays the theorem's.
-
-SCAFFOLD-M (-VR): the slides give only their step-size conditions and Cheng et al.'s pseudo-code was not reachable,
-so these are reconstructions: Algorithm 1 (and its VR direction) with the plain step ``theta_i <- theta_i - eta g``
-and ``eta, gamma, beta`` tuned by the user.  In SCAFFOLD-M line 16 equals ``g_bar`` (the mean client direction,
-with uniform weights).  With ``beta = 1``, ``gamma = eta K`` and ``initialization="zeros"`` SCAFFOLD-M is SCAFFOLD
-option II at server learning rate 1 (both set ``c_i`` to the mean of the client's K gradients).
 """
 
 from __future__ import annotations
 
-import math
 import warnings
 from dataclasses import dataclass
 
@@ -80,30 +67,12 @@ from fedcore.algorithms.client import (
     train_clients,
 )
 from fedcore.algorithms.contract import Federated, Metrics, State
-from fedcore.algorithms.scaffold import control_variates, refresh_control_variates
+from fedcore.algorithms.theorems import check_horizon, step_sizes
 from fedcore.checks import check_bool, check_choice, check_int, check_positive, check_range
 from fedcore.params import GradientOracle
 
-VARIANTS = ("padamfed", "padamfed_vr")
 INITIALIZATIONS = ("every_client", "first_round", "zeros")
 SERVER_MOMENTA = ("line16", "mean_direction")
-
-
-def theory_hyperparameters(
-    variant: str, clients_per_round: int, local_steps: int, rounds: int, multiplier: float = 1.0,
-) -> dict[str, float]:
-    """``eta``, ``gamma``, ``beta`` from S, K, T: Theorem 1 (``"padamfed"``) ``eta = 1/(K sqrt T)``,
-    ``gamma = (SK)^(1/4) / T^(3/4)``, ``beta = min(1, sqrt(SK/T))``; Theorem 2 (``"padamfed_vr"``)
-    ``eta = 1/(KT)``, ``gamma = (SK)^(1/3) / T^(2/3)``, ``beta = min(1, gamma)``; ``eta`` times ``multiplier``."""
-    check_choice("variant", variant, VARIANTS)
-    S, K = check_int("clients_per_round", clients_per_round), check_int("local_steps", local_steps)
-    T, multiplier = check_int("rounds", rounds), check_positive("multiplier", multiplier)
-    if variant == "padamfed":
-        eta, gamma, beta = 1 / (K * math.sqrt(T)), (S * K) ** (1 / 4) / T ** (3 / 4), math.sqrt(S * K / T)
-    else:
-        eta, gamma = 1 / (K * T), (S * K) ** (1 / 3) / T ** (2 / 3)
-        beta = gamma
-    return {"eta": multiplier * eta, "gamma": gamma, "beta": min(1.0, beta)}
 
 
 @dataclass(frozen=True)
@@ -140,7 +109,8 @@ class PAdaMFed(Federated):
 
     def init(self, x0: Tensor, num_clients: int) -> State:
         x = as_runs(x0).detach().clone()
-        state = {"x": x, **control_variates(x, num_clients), "g": torch.zeros_like(x), "t": torch.tensor(0)}
+        c_i = x.new_zeros(x.shape[0], num_clients, x.shape[-1])  # c_i = c = g = 0 until line 1 sets them
+        state = {"x": x, "c": torch.zeros_like(x), "c_i": c_i, "g": torch.zeros_like(x), "t": torch.tensor(0)}
         return {**state, "x_prev": x.clone()} if self.variance_reduction else state  # theta^{-1} = theta^0
 
     def client_rule(self, c: Tensor, c_i: Tensor, g: Tensor, x_prev: Tensor | None) -> ClientRule:
@@ -224,7 +194,7 @@ class PAdaMFed(Federated):
         else:  # line 16, with c^{t-1}
             g_next = self.beta * (run.uploads["c_delta"].mean(1, keepdim=True) + c) + (1 - self.beta) * g
         new_state = {**state, "x": x - self.gamma * g_bar, "g": g_next, "t": state["t"] + 1,   # line 14
-                     "c": refresh_control_variates(c, run.uploads["c_delta"], batch.num_clients)}  # line 15
+                     "c": c + run.uploads["c_delta"].sum(1, keepdim=True) / batch.num_clients}  # line 15
         if self.variance_reduction:
             new_state["x_prev"] = x
         return new_state, {}
@@ -241,40 +211,11 @@ class PAdaMFed(Federated):
                           stacklevel=4)
 
     def check_run(self, clients_per_round: int, local_steps: int, rounds: int | None) -> None:
-        """Refuse a run whose S, K or T is not the one the theorem's step sizes were computed for (either way:
-        step sizes for T = 100 are wrong for a 5-round run too).  :func:`fedcore.simulate` asks before any work;
-        every round asks with its own S and K (``rounds`` None: the horizon is not known there)."""
-        if self.clients_per_round is None:
-            return
-        built = {"clients_per_round": self.clients_per_round, "local_steps": self.local_steps, "rounds": self.rounds}
-        run = {"clients_per_round": clients_per_round, "local_steps": local_steps,
-               "rounds": self.rounds if rounds is None else rounds}
-        if built != run:
-            def shown(sizes: dict[str, int]) -> str:
-                return ", ".join(f"{key}={value}" for key, value in sizes.items())
-            raise ValueError(f"{self.name}'s step sizes were computed for {shown(built)}, but the run has "
-                             f"{shown(run)}: build it with the run's values "
-                             f"({self.name.lower().replace('-', '_')}({shown(run)})) or give eta, gamma and beta")
-
-
-def _parameter_free(
-    variant: str, name: str, sizes: dict[str, int | None], multiplier: float, given: dict[str, float | None],
-    variance_reduction: bool, initialization: str, server_momentum: str = "line16",
-) -> PAdaMFed:
-    """The theorem's step sizes from S, K, T (each overridden by a value in ``given``), or ``given`` alone."""
-    known = [key for key, value in sizes.items() if value is not None]
-    if known and len(known) < 3:
-        raise TypeError(f"{variant}() got {known} but not {[key for key in sizes if key not in known]}: the step "
-                        "sizes of the theorem need all of clients_per_round, local_steps and rounds")
-    missing = [key for key, value in given.items() if value is None]
-    if not known and missing:
-        raise TypeError(f"{variant}() needs clients_per_round, local_steps and rounds (the theorem's step sizes) "
-                        f"or all of eta, gamma and beta; missing {missing}")
-    theory = theory_hyperparameters(variant, **sizes) if known else {}
-    values = {key: theory[key] if value is None else value for key, value in given.items()}
-    values["eta"] = check_positive("multiplier", multiplier) * check_positive("eta", values["eta"])
-    return PAdaMFed(**values, variance_reduction=variance_reduction, initialization=initialization,
-                    server_momentum=server_momentum, **sizes, name=name)
+        """Refuse a run whose S, K or T is not the one the theorem's step sizes were computed for
+        (:func:`~fedcore.algorithms.theorems.check_horizon`)."""
+        check_horizon(self.name, {"clients_per_round": self.clients_per_round, "local_steps": self.local_steps,
+                                  "rounds": self.rounds},
+                      {"clients_per_round": clients_per_round, "local_steps": local_steps, "rounds": rounds})
 
 
 def padamfed(
@@ -288,8 +229,8 @@ def padamfed(
     ``initialization`` is line 1's reading (:data:`INITIALIZATIONS`: ``"every_client"`` is the text's).  Run it
     with ``weighting="uniform"``, Algorithm 1's ``1/S`` (non-uniform weights warn)."""
     sizes = {"clients_per_round": clients_per_round, "local_steps": local_steps, "rounds": rounds}
-    return _parameter_free("padamfed", "PAdaMFed", sizes, multiplier, {"eta": eta, "gamma": gamma, "beta": beta},
-                           variance_reduction=False, initialization=initialization)
+    values = step_sizes("padamfed", sizes, multiplier, {"eta": eta, "gamma": gamma, "beta": beta})
+    return PAdaMFed(**values, initialization=initialization, **sizes, name="PAdaMFed")
 
 
 def padamfed_vr(
@@ -303,22 +244,6 @@ def padamfed_vr(
     ``"mean_direction"``, the clients' mean direction.  Run it with ``weighting="uniform"``, Algorithm 1's ``1/S``
     (non-uniform weights warn)."""
     sizes = {"clients_per_round": clients_per_round, "local_steps": local_steps, "rounds": rounds}
-    return _parameter_free("padamfed_vr", "PAdaMFed-VR", sizes, multiplier,
-                           {"eta": eta, "gamma": gamma, "beta": beta}, variance_reduction=True,
-                           initialization=initialization, server_momentum=server_momentum)
-
-
-def scaffold_m(*, eta: float, gamma: float, beta: float, initialization: str = "every_client") -> PAdaMFed:
-    """SCAFFOLD-M (Cheng et al., ICLR 2024; reconstructed): ``theta_i <- theta_i - eta (beta (grad - c_i + c) +
-    (1 - beta) g)``, server ``theta <- theta - gamma g_bar``; ``initialization="zeros"`` starts as SCAFFOLD.  Run
-    it with ``weighting="uniform"`` (non-uniform weights warn: lines 15-16 average with 1/N and 1/S)."""
-    return PAdaMFed(eta, gamma, beta, normalized=False, initialization=initialization, name="SCAFFOLD-M")
-
-
-def scaffold_m_vr(*, eta: float, gamma: float, beta: float, initialization: str = "every_client",
-                  server_momentum: str = "line16") -> PAdaMFed:
-    """SCAFFOLD-M-VR (Cheng et al., ICLR 2024; reconstructed): SCAFFOLD-M's plain step on the STORM direction;
-    ``server_momentum`` as :func:`padamfed_vr`'s.  Run it with ``weighting="uniform"`` (non-uniform weights
-    warn)."""
-    return PAdaMFed(eta, gamma, beta, normalized=False, variance_reduction=True, initialization=initialization,
-                    server_momentum=server_momentum, name="SCAFFOLD-M-VR")
+    values = step_sizes("padamfed_vr", sizes, multiplier, {"eta": eta, "gamma": gamma, "beta": beta})
+    return PAdaMFed(**values, variance_reduction=True, initialization=initialization, server_momentum=server_momentum,
+                    **sizes, name="PAdaMFed-VR")

@@ -10,6 +10,14 @@ and the server takes ``x <- x + eta_g Delta_t`` (any server optimizer) and
 ``c <- c + (S/N) mean_i (c_i+ - c_i)``.  ``Delta_t`` uses the simulator's aggregation
 weights (uniform in the paper, the default ``weighting`` of ``simulate`` is by samples).
 With ``c = c_i = 0`` the first round is exactly FedAvg's.
+
+SCAFFOLD-M and SCAFFOLD-M-VR (Cheng, Huang, Wu & Yuan, *Momentum Benefits Non-IID Federated Learning Simply and
+Provably*, ICLR 2024) add server momentum ``g`` to the corrected direction: PAdaMFed's Algorithm 1
+(:mod:`fedcore.algorithms.padamfed`) without its normalization, with the plain step ``theta_i <- theta_i - eta g_i``
+and ``eta, gamma, beta`` tuned by the user.  The slides give only their step-size conditions and Cheng et al.'s
+pseudo-code was not reachable, so these are reconstructions.  In SCAFFOLD-M line 16 equals ``g_bar`` (the mean client
+direction, with uniform weights).  With ``beta = 1``, ``gamma = eta K`` and ``initialization="zeros"`` SCAFFOLD-M is
+SCAFFOLD option II at server learning rate 1 (both set ``c_i`` to the mean of the client's K gradients).
 """
 
 from __future__ import annotations
@@ -24,6 +32,7 @@ from fedcore.algorithms.batch import RoundBatch, as_runs, round_gradient
 from fedcore.algorithms.client import ClientRun, add, chain, learning_rate, train_clients
 from fedcore.algorithms.contract import Federated, Metrics, State, server_step
 from fedcore.algorithms.fedopt import server_learning_rate
+from fedcore.algorithms.padamfed import PAdaMFed
 from fedcore.algorithms.schedules import Schedule, schedule_at
 from fedcore.checks import check_choice
 from fedcore.params import GradientOracle
@@ -85,3 +94,19 @@ class Scaffold(Federated):
 def scaffold(client_lr: float | Schedule, *, server_lr: float = 1.0, option: str = "II") -> Scaffold:
     """SCAFFOLD with server SGD at ``server_lr`` (``eta_g``) and control-variate ``option``."""
     return Scaffold(client_lr, server_opt.sgd(server_learning_rate(server_lr)), "SCAFFOLD", option)
+
+
+def scaffold_m(*, eta: float, gamma: float, beta: float, initialization: str = "every_client") -> PAdaMFed:
+    """SCAFFOLD-M (Cheng et al., ICLR 2024; reconstructed): ``theta_i <- theta_i - eta (beta (grad - c_i + c) +
+    (1 - beta) g)``, server ``theta <- theta - gamma g_bar``; ``initialization="zeros"`` starts as SCAFFOLD.  Run
+    it with ``weighting="uniform"`` (non-uniform weights warn: lines 15-16 average with 1/N and 1/S)."""
+    return PAdaMFed(eta, gamma, beta, normalized=False, initialization=initialization, name="SCAFFOLD-M")
+
+
+def scaffold_m_vr(*, eta: float, gamma: float, beta: float, initialization: str = "every_client",
+                  server_momentum: str = "line16") -> PAdaMFed:
+    """SCAFFOLD-M-VR (Cheng et al., ICLR 2024; reconstructed): SCAFFOLD-M's plain step on the STORM direction;
+    ``server_momentum`` as :func:`padamfed_vr`'s.  Run it with ``weighting="uniform"`` (non-uniform weights
+    warn)."""
+    return PAdaMFed(eta, gamma, beta, normalized=False, variance_reduction=True, initialization=initialization,
+                    server_momentum=server_momentum, name="SCAFFOLD-M-VR")

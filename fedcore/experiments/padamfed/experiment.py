@@ -45,7 +45,7 @@ from typing import Any
 import pandas as pd
 
 from fedcore import algorithms, models
-from fedcore.algorithms.padamfed import theory_hyperparameters
+from fedcore.algorithms.theorems import theory_hyperparameters
 from fedcore.checks import check_choice, check_positive, check_scale, check_seed, check_seeds
 from fedcore.data import load_fashion_mnist
 from fedcore.data.sources import load_torchvision
