@@ -23,6 +23,7 @@ what a plain one lacks.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, ClassVar, Protocol
 
 from torch import Tensor
@@ -190,27 +191,29 @@ def server_part(algorithm: Federated, state: State, run: ClientRun, batch: Round
     return with_rows(algorithm, state, new_state), {"train_loss": batch.weights @ run.mean_loss, **metrics}
 
 
-def run_prologue(algorithm: Federated, state: State, batch: RoundBatch, oracle: GradientOracle) -> State:
+def run_prologue(algorithm: Federated, state: State, batch: RoundBatch, oracle: GradientOracle | None = None,
+                 clients: Callable[[RoundBatch, State], State] | None = None) -> State:
     """The exchange a family may need before a round's local steps (``algorithm.prologue(state)`` names whom it
     visits, or None): its clients' part on the round's sampled clients or on every client
-    (:meth:`RoundBatch.every_client`), then its server's part on what they upload.  The state after it."""
-    first = prologue_batch(algorithm, state, batch)
-    if first is None:
+    (:meth:`RoundBatch.every_client`), then its server's part on what they upload.  The state after it.
+
+    ``clients`` (None: in this process, with ``oracle``) runs the clients' part elsewhere: called with the batch
+    the prologue visits and what the server sends, it returns the clients' uploads ``[R, S, ...]`` and keeps
+    their rows where they live (:class:`fedcore.flower.FedcoreStrategy` sends them to the nodes)."""
+    which = algorithm.prologue(state)
+    if which is None:
         return state
-    uploads, keeps = algorithm.client_prologue(sent(algorithm, state), first, oracle, own_rows(algorithm, state, first))
-    state = kept(algorithm, state, first, keeps)
+    first = batch if which == "sampled" else batch.every_client()
+    if clients is None:
+        uploads, keeps = algorithm.client_prologue(sent(algorithm, state), first, oracle,
+                                                   own_rows(algorithm, state, first))
+        state = kept(algorithm, state, first, keeps)
+    else:
+        uploads = clients(first, sent(algorithm, state))
     state = with_rows(algorithm, state, algorithm.server_prologue(server_view(algorithm, state), uploads, first))
     if first is not batch:  # its writes are undone with the round's
         batch.written.extend(first.written)
     return state
-
-
-def prologue_batch(algorithm: Federated, state: State, batch: RoundBatch) -> RoundBatch | None:
-    """The batch a family's prologue visits before this round, or None when none is due."""
-    which = algorithm.prologue(state)
-    if which is None:
-        return None
-    return batch if which == "sampled" else batch.every_client()
 
 
 class UndeclaredReadError(KeyError):

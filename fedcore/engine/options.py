@@ -91,7 +91,8 @@ class RunOptions:
     def check(self, data: Any) -> RunOptions:
         """These options against a federated data set: S at most its N clients, B at most its pool of samples."""
         if self.clients_per_round > data.num_clients:
-            raise ValueError(f"clients_per_round={self.clients_per_round} > num_clients={data.num_clients}")
+            raise ValueError(f"clients_per_round={self.clients_per_round} > num_clients={data.num_clients}: a round "
+                             "samples at most the data's clients")
         pool, largest = data.inputs.shape[0], int(data.sizes.max())
         if self.batch_size > pool:
             raise ValueError(f"batch_size={self.batch_size} > {pool}, the training samples of the whole federation; a "

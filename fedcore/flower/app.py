@@ -35,19 +35,7 @@ from torch import Tensor
 
 from fedcore.algorithms.batch import RoundBatch
 from fedcore.algorithms.client import ClientRun
-from fedcore.algorithms.contract import (
-    Federated,
-    State,
-    declared,
-    name_of,
-    prologue_batch,
-    server_part,
-    server_view,
-    with_rows,
-)
-from fedcore.algorithms.contract import (
-    sent as sent_to_clients,
-)
+from fedcore.algorithms.contract import Federated, State, declared, name_of, run_prologue, sent, server_part
 from fedcore.checks import check_choice, check_function, check_int, check_x0, plain_number
 from fedcore.data.federated import FederatedData
 from fedcore.engine.options import RunOptions
@@ -117,11 +105,7 @@ class FedcoreStrategy(Strategy):
         self.data = data
         if options is None:  # the rounds are Flower's num_rounds (start)
             settings = {"rounds": 1, **settings}
-        self.options = RunOptions.of((), options, "FedcoreStrategy", **settings)
-        if self.options.clients_per_round > data.num_clients:
-            raise ValueError(f"clients_per_round={self.options.clients_per_round} exceeds the {data.num_clients} "
-                             "clients")
-        self.options.check(data)
+        self.options = RunOptions.of((), options, "FedcoreStrategy", **settings).check(data)
         self.streams = Streams(self.options.seed, data.device)  # fedcore.simulate's streams for this seed
         self.nodes = dict(nodes) if nodes is not None else None
         state = algorithm.init(x0.reshape(1, 1, -1).to(data.device).clone(), data.num_clients)
@@ -164,38 +148,39 @@ class FedcoreStrategy(Strategy):
         client's id, the round and the client's minibatch rows ``[K, B]``."""
         self.started = time.perf_counter()
         batch = self.streams.sample(self.data, server_round - 1, self.options, self.state["x"].dtype)
-        self.batch, state = batch, self.state
-        first = prologue_batch(self.algorithm, state, batch)
-        if first is not None:
-            asked = self._messages(first, state, "prologue")
-            uploads = self._uploads(server_round, first, asked, grid.send_and_receive(asked, timeout=self.timeout))
-            state = with_rows(self.algorithm, state, self.algorithm.server_prologue(
-                server_view(self.algorithm, state), uploads, first))
-        self.round_state = state
-        self.sent = self._messages(batch, state, "train")  # the engine gives each its id as it sends it
+
+        def prologue_on_nodes(first: RoundBatch, to_clients: State) -> State:  # through grid, at once
+            asked = self._messages(first, to_clients, "prologue")
+            return self._uploads(server_round, first, asked, grid.send_and_receive(asked, timeout=self.timeout))
+
+        self.batch = batch
+        self.round_state = run_prologue(self.algorithm, self.state, batch, clients=prologue_on_nodes)
+        self.sent = self._messages(batch, sent(self.algorithm, self.round_state), "train")  # ids given as sent
         return self.sent
 
-    def _messages(self, batch: RoundBatch, state: State, phase: str) -> list[Message]:
-        sent = tensors_record(sent_to_clients(self.algorithm, state))
+    def _messages(self, batch: RoundBatch, to_clients: State, phase: str) -> list[Message]:
+        """One message per client of ``batch``: what the server sends the clients, the client's id, the round, the
+        phase and the client's minibatch rows ``[K, B]``."""
+        record = tensors_record(to_clients)
         messages = []
         for position, client in enumerate(batch.clients[0].tolist()):
-            content = RecordDict({"state": sent, "rows": array_record(batch.rows[0, position]),
+            content = RecordDict({"state": record, "rows": array_record(batch.rows[0, position]),
                                   "config": ConfigRecord({"client": client, "t": batch.t, "phase": phase})})
             messages.append(Message(content=content, dst_node_id=self.node_of(client), message_type="train"))
         return messages
 
-    def _uploads(self, server_round: int, batch: RoundBatch, sent: list[Message],
+    def _uploads(self, server_round: int, batch: RoundBatch, asked: list[Message],
                  replies: Iterable[Message]) -> State:
         """The replies' uploads stacked in the batch's client order ``[1, S, ...]``; a reply with an error (a node
         that failed, or one the SuperLink reports unavailable) or a client without a reply stops the run with its
         node and round, the state of the last completed round kept."""
         by_client: dict[int, Message] = {}
-        by_id = {message.metadata.message_id: message for message in sent if message.metadata.message_id}
+        by_id = {message.metadata.message_id: message for message in asked if message.metadata.message_id}
         for reply in replies:
             if reply.has_error():  # the SuperLink answers for a node it lost: name the node the message was for
-                asked = by_id.get(reply.metadata.reply_to_message_id)
-                node = asked.metadata.dst_node_id if asked is not None else reply.metadata.src_node_id
-                client = f" (client {int(asked.content['config']['client'])})" if asked is not None else ""
+                request = by_id.get(reply.metadata.reply_to_message_id)
+                node = request.metadata.dst_node_id if request is not None else reply.metadata.src_node_id
+                client = f" (client {int(request.content['config']['client'])})" if request is not None else ""
                 raise RuntimeError(f"round {server_round}: node {node}{client} failed ({reply.error.reason}); the "
                                    f"state after round {server_round - 1} is kept")
             by_client[int(reply.content["config"]["client"])] = reply
