@@ -1,11 +1,33 @@
-"""Shared fixtures: small problems with known answers, built in milliseconds."""
+"""Shared fixtures: small problems with known answers, built in milliseconds; and CONTRIBUTING's new family,
+registered as its guide says, so that every generic test (each parametrized over ``algorithms.EXAMPLES``) runs it."""
 
 from __future__ import annotations
+
+import pathlib
+import re
 
 import pytest
 import torch
 
+from fedcore import algorithms
 from fedcore.data import FederatedData, federated_quadratic
+
+GUIDE = pathlib.Path(__file__).resolve().parents[1] / "CONTRIBUTING.md"
+
+
+def guide_family() -> type:
+    """CONTRIBUTING's "Adding an algorithm" block, executed once per test session (it registers its family as
+    ``"server_momentum"``): its ``ServerMomentum``."""
+    if "server_momentum" not in algorithms.ALGORITHMS:
+        text = GUIDE.read_text().split("## Adding an algorithm", 1)[1]
+        block = re.search(r"```python\n(.*?)```", text, re.S).group(1)
+        assert len(block.splitlines()) < 60, "a new family in under 60 lines, imports included"
+        namespace: dict = {"__name__": "contributing_guide"}
+        exec(compile(block, str(GUIDE), "exec", dont_inherit=True), namespace)  # noqa: S102 -- our own guide
+    return algorithms.ALGORITHMS["server_momentum"]
+
+
+guide_family()
 
 
 @pytest.fixture

@@ -5,7 +5,7 @@ them again and compares.  They were recorded before the engine's refactor of iss
 module, the options made one typed value, one seeding convention), at commit 1d8e885, so the test says that the
 refactor, and every change after it that is not meant to change a number, leaves every history bit-identical.
 
-Each algorithm of ``fedcore.algorithms.ALGORITHMS`` (hyperparameters of ``tests/test_algorithms.py``'s table) runs on an
+Each of fedcore's algorithms (at its registered example, ``fedcore.algorithms.EXAMPLES``) runs on an
 MLP with dropout (so the dropout masks' stream is part of the run), 6 clients of unequal size, 3 of them per round,
 3 local steps of 4 samples, 3 rounds, evaluated every round:
 
@@ -34,12 +34,14 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from conftest import blobs  # noqa: E402
-from test_algorithms import ALGORITHMS  # noqa: E402
 
 from fedcore import algorithms, models  # noqa: E402
 from fedcore.run import Problem, simulate, simulate_runs  # noqa: E402
 
 PATH = HERE / "golden_runs.json"
+LIBRARY = {name: example for name, example in algorithms.EXAMPLES.items()
+           if algorithms.ALGORITHMS[name].__module__.startswith("fedcore.")}
+"""fedcore's own algorithms at their registered examples (not a family a test registers: CONTRIBUTING's)."""
 OPTIONS = dict(rounds=3, clients_per_round=3, local_steps=3, batch_size=4, progress=False)
 
 
@@ -71,11 +73,11 @@ def compute() -> dict[str, dict]:
     runs = {}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        for name in sorted(ALGORITHMS):
+        for name in sorted(LIBRARY):
             for backend in ("loop", "vmap"):
-                history = simulate(problem(), algorithms.make(name, **ALGORITHMS[name]), backend=backend, **OPTIONS)
+                history = simulate(problem(), algorithms.make(name, **LIBRARY[name]), backend=backend, **OPTIONS)
                 runs[f"{name}/{backend}"] = summary(history)
-            pair = simulate_runs(problem(), [algorithms.make(name, **ALGORITHMS[name])] * 2, seeds=(1, 2), batch=2,
+            pair = simulate_runs(problem(), [algorithms.make(name, **LIBRARY[name])] * 2, seeds=(1, 2), batch=2,
                                  backend="vmap", weighting="uniform", **OPTIONS)
             for seed, history in zip((1, 2), pair):
                 runs[f"{name}/pass seed {seed}"] = summary(history)

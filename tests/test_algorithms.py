@@ -18,42 +18,13 @@ from fedcore.run import Problem, simulate
 # weighting, and PAdaMFed's warning about mixing them with its 1/S and 1/N is tested in test_padamfed.py
 pytestmark = pytest.mark.filterwarnings("ignore:.*non-uniform client weights:UserWarning")
 
-# Hyperparameters for the federated quadratic (10 clients, d = 5, full batch, full participation).
-ALGORITHMS = {
-    "fedavg": dict(client_lr=0.1),
-    "fedavgm": dict(client_lr=0.1, server_lr=0.5, beta=0.9),
-    "fedadagrad": dict(client_lr=0.1, server_lr=1.0),
-    "fedadam": dict(client_lr=0.1, server_lr=0.05),
-    "fedyogi": dict(client_lr=0.1, server_lr=0.05),
-    "fedams": dict(client_lr=0.1, server_lr=0.05),
-    "fedprox": dict(client_lr=0.1, mu=0.1),
-    "scaffold": dict(client_lr=0.1),
-    "stem": dict(lr=0.1, alpha=0.5),
-    "fafed": dict(lr=0.05, alpha=0.9),
-    "local_adaptive": dict(lr=0.01),
-    "padamfed": dict(eta=0.02, gamma=0.1, beta=0.5),
-    "padamfed_vr": dict(eta=0.02, gamma=0.1, beta=0.5),
-    "scaffold_m": dict(eta=0.1, gamma=0.5, beta=0.5),
-    "scaffold_m_vr": dict(eta=0.1, gamma=0.5, beta=0.5),
-    # FedExP with the paper's EMNIST eps: with eps = 1e-3 the clients' disagreement at x* (sum_i w_i ||Delta_i||^2 > 0
-    # while Delta_bar -> 0) drives eta_g towards spread / (2 eps), about 180 here, and the iterates oscillate around x*.
-    "fedexp": dict(client_lr=0.1, eps=0.1),
-    # FedLi-LS capped at 1: every client accepts eta = 1 here (lambda_max(H) = 1.3 < 1.8), so a round is GD on f.  With
-    # SLS's cap of 10 the reset growth (2 per full-batch epoch) sends the clients' steps apart, and the average of
-    # their models stops 0.024 off x* (client drift, a fixed point of its own).
-    "fedli_ls": dict(eta_max=1.0),
-    # FedLi-LU: the authors' eta = 0.01 moves the server 1% of FedAvg's step (gamma = 1 throughout: L >= f* > 0 dwarfs
-    # eta ||d||^2), too slow for 300 rounds; weight decay (1e-5) moves the fixed point off x* (by about 3e-4).
-    "fedli_lu": dict(client_lr=0.1, eta=0.5, weight_decay=0.0),
-}
+# Each algorithm at its registered example (algorithms.register): for the federated quadratic (10 clients, d = 5,
+# full batch, full participation).
+ALGORITHMS = algorithms.EXAMPLES
 # Wu et al.'s Algorithm 1, there to show divergence: its sign-like local steps stall away from x*.  PAdaMFed's
 # normalized steps move the server by up to gamma every round: it cycles within O(gamma) of x*, never 1e-4 in 300
 # rounds (tests/test_padamfed.py checks the accuracy its step allows).
 DOES_NOT_CONVERGE = {"local_adaptive", "padamfed", "padamfed_vr"}
-
-
-def test_table_covers_every_registered_algorithm() -> None:
-    assert set(ALGORITHMS) == set(algorithms.ALGORITHMS)
 
 
 def quadratic_problem(data) -> Problem:

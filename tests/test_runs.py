@@ -9,7 +9,6 @@ import pandas as pd
 import pytest
 import torch
 from conftest import blobs
-from test_algorithms import ALGORITHMS
 
 from fedcore import algorithms, models
 from fedcore import run as run_module
@@ -36,7 +35,7 @@ def problem(data=None, dropout: float = 0.0) -> Problem:
 
 def variants(name: str) -> list:
     """Three algorithms of one family, differing in every number of the table's hyperparameters."""
-    table = ALGORITHMS[name] or {"c": 0.1}
+    table = algorithms.EXAMPLES[name] or {"c": 0.1}
     return [algorithms.make(name, **{key: value * factor if isinstance(value, float) else value
                                      for key, value in table.items()}) for factor in FACTORS]
 
@@ -50,7 +49,7 @@ def assert_same_run(batched, separate, tolerance: float = 1e-6) -> None:
     assert batched.diverged_round == separate.diverged_round
 
 
-@pytest.mark.parametrize("name", sorted(ALGORITHMS))
+@pytest.mark.parametrize("name", sorted(algorithms.EXAMPLES))
 @pytest.mark.parametrize("backend", ["loop", "vmap"])
 def test_each_run_of_a_pass_equals_its_separate_run(name: str, backend: str) -> None:
     """Three runs of one family (other hyperparameters, other seeds) in one pass, each against
@@ -68,7 +67,7 @@ def test_the_largest_difference_over_the_table_is_float_rounding() -> None:
     """The largest |batched - separate| over every algorithm, model and metric stays at float32 rounding of
     numbers of order 1 (measured: below 1e-6; the check above is per algorithm)."""
     largest = 0.0
-    for name in sorted(ALGORITHMS):
+    for name in sorted(algorithms.EXAMPLES):
         built = variants(name)
         for algorithm, seed, history in zip(built, SEEDS, simulate_runs(problem(), built, seeds=SEEDS, **OPTIONS)):
             separate = simulate(problem(), algorithm, seed=seed, **OPTIONS)

@@ -21,7 +21,6 @@ from pathlib import Path
 import pytest
 import torch
 from conftest import blobs
-from test_algorithms import ALGORITHMS
 
 from fedcore import algorithms, models
 from fedcore.identity import BOOKKEEPING, NUMERICS, PACKAGE, describe, numerics_files, numerics_hash, run_identity
@@ -58,7 +57,7 @@ def test_every_module_a_run_executes_is_numerics_or_bookkeeping(tmp_path) -> Non
     """Every fedcore file whose code runs while runs of all 18 algorithms compute (both backends, a pass of several
     runs, a sweep, a store, a checkpoint resumed, a trace, a record, a run that diverges) is listed in ``NUMERICS``
     or ``BOOKKEEPING``: code that joins the round path unlisted fails here."""
-    built = {name: algorithms.make(name, **ALGORITHMS[name]) for name in ALGORITHMS}
+    built = {name: algorithms.make(name, **algorithms.EXAMPLES[name]) for name in algorithms.EXAMPLES}
     executed: set[str] = set()
 
     def tracer(frame, event, arg):

@@ -69,9 +69,11 @@ def signature(algorithm: Any) -> tuple[str | None, str | None]:
 
 
 def _has_function(description: Any) -> bool:
-    """Whether a description holds a plain function (its value per run cannot be made a tensor)."""
+    """Whether a description holds a plain function (its value per run cannot be made a tensor).  A user's family is
+    described with its class's ``code``, the same for every instance of it: the methods are not hyperparameters."""
     if isinstance(description, dict):
-        return "function" in description or any(_has_function(value) for value in description.values())
+        values = [value for key, value in description.items() if not (key == "code" and "type" in description)]
+        return "function" in description or any(_has_function(value) for value in values)
     return isinstance(description, list) and any(_has_function(value) for value in description)
 
 
