@@ -50,8 +50,9 @@ from torch import Tensor, nn
 UNCOMPARABLE = "<uncomparable>"
 PACKAGE = Path(__file__).resolve().parent
 NUMERICS = (
-    "algorithms/",  # the families, the round skeleton (base), the client rules (client)
+    "algorithms/",  # the families, the contract and its round, the round batch, the client rules
     "server_opt.py",  # the server optimizers
+    "schedules.py",  # the step-size and momentum schedules
     "params.py",  # the flat model and the gradient oracle (loop and vmap backends), evaluation
     "models.py",  # the papers' models and their initial parameters
     "problem.py",  # a data set and its model

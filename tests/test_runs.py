@@ -12,9 +12,9 @@ from conftest import blobs
 
 from fedcore import algorithms, models
 from fedcore import run as run_module
-from fedcore.algorithms.schedules import exp_decay
 from fedcore.engine import passes as runs
 from fedcore.run import Problem, simulate, simulate_runs
+from fedcore.schedules import exp_decay
 from fedcore.store import Store
 from fedcore.sweeps import sweep
 

@@ -1,8 +1,9 @@
 """Federated algorithms: one file per paper family, written against one contract (``contract``: what a family
-defines, the round the framework runs with it), on the round's batch (``batch``), the schedules (``schedules``)
-and the client side written once (``client``: the K-step loop and the client rules).
+defines, the round the framework runs with it), on the round's batch (``batch``) and the client side written once
+(``client``: the K-step loop and the client rules).  Their hyperparameters may be schedules
+(:mod:`fedcore.schedules`) and server optimizers (:mod:`fedcore.server_opt`).
 
-``make("fedadam", client_lr=0.1, server_lr=0.01)`` builds any of them by name.
+``make("fedadam", client_lr=0.1, server_lr=0.01)`` builds any of them by name; :func:`register` adds one.
 """
 
 from collections.abc import Callable
@@ -35,9 +36,9 @@ from fedcore.algorithms.scaffold import (
     scaffold_m,
     scaffold_m_vr,
 )
-from fedcore.algorithms.schedules import constant, exp_decay, storm_momentum, storm_step_size
 from fedcore.algorithms.theorems import theory_hyperparameters
 from fedcore.checks import check_choice, check_keywords
+from fedcore.schedules import constant, exp_decay, storm_momentum, storm_step_size
 
 ALGORITHMS: dict[str, Callable[..., Algorithm]] = {}
 """Every algorithm by name: its factory (:func:`make` builds it)."""

@@ -53,9 +53,9 @@ from torch import Tensor
 from fedcore.algorithms.batch import RoundBatch, as_runs, round_gradient
 from fedcore.algorithms.client import ClientRun, divide, named, scale, storm, track_second_moment, train_clients
 from fedcore.algorithms.contract import Federated, Metrics, State
-from fedcore.algorithms.schedules import Schedule, schedule_at, storm_momentum, storm_step_size
 from fedcore.checks import check_positive, check_range
 from fedcore.params import GradientOracle
+from fedcore.schedules import Schedule, schedule_at, storm_momentum, storm_step_size
 
 __all__ = ["FAFED", "fafed", "stem", "storm_momentum", "storm_step_size"]
 

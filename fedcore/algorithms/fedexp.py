@@ -34,8 +34,8 @@ from torch import Tensor
 from fedcore.algorithms.batch import per_run_scalar
 from fedcore.algorithms.contract import State
 from fedcore.algorithms.fedopt import FedOpt
-from fedcore.algorithms.schedules import Schedule, schedule_at
 from fedcore.checks import check_choice
+from fedcore.schedules import Schedule, schedule_at
 from fedcore.server_opt import ServerOptimizer, dot
 
 EPS_CONVENTIONS = ("paper", "code")

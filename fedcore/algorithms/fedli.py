@@ -55,21 +55,21 @@ from fedcore.algorithms.batch import RoundBatch, as_runs, per_run_scalar
 from fedcore.algorithms.client import ClientRule, ClientRun, armijo, train_clients
 from fedcore.algorithms.contract import Federated, Metrics, State, server_step
 from fedcore.algorithms.fedopt import FedOpt
-from fedcore.algorithms.schedules import Schedule
 from fedcore.checks import check_choice, check_int, check_positive, check_range
 from fedcore.params import GradientOracle
+from fedcore.schedules import Schedule
 from fedcore.server_opt import ServerOptimizer, dot, shown
 
 SERVER_STEP_SIZES = ("one", "max_client_step")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class FedLiLS(Federated):
-    """FedLi-LS: Armijo-SGD clients (``c``, ``backtrack`` = beta_b, first step from ``init_step_size``, growth
-    ``gamma^(b/n_i)`` capped at ``eta_max``, at most ``max_backtracks`` tries, then ``fallback_step_size``), the
-    server steps ``eta_g Delta`` with ``eta_g = 1`` (``server_step_size="one"``) or the largest client step
-    (``"max_client_step"``).  Defaults: SLS's constants c = 0.1, beta_b = 0.9, gamma = 2, init_step_size = 1,
-    eta_max = 10, fallback 1e-6."""
+    """FedLi-LS (``fedli_ls(...)``): Armijo-SGD clients (``c``, ``backtrack`` = beta_b, first step from
+    ``init_step_size``, growth ``gamma^(b/n_i)`` over each client's epoch capped at ``eta_max``, at most
+    ``max_backtracks`` tries, then ``fallback_step_size``), the server steps ``eta_g Delta`` with ``eta_g = 1``
+    (``server_step_size="one"``, convex) or the largest client step (``"max_client_step"``).  Defaults: SLS's
+    constants c = 0.1, beta_b = 0.9, gamma = 2, init_step_size = 1, eta_max = 10, fallback 1e-6."""
 
     c: float = 0.1
     backtrack: float = 0.9
@@ -133,16 +133,7 @@ class FedLiLS(Federated):
         return {**state, "x": x_next}, metrics
 
 
-def fedli_ls(
-    *, c: float = 0.1, backtrack: float = 0.9, eta_max: float = 10.0, gamma: float = 2.0,
-    batches_per_epoch: int | None = None, max_backtracks: int = 100, server_step_size: str = "one",
-    init_step_size: float = 1.0, fallback_step_size: float | None = 1e-6,
-) -> FedLiLS:
-    """FedLi-LS: clients run SGD with the stochastic Armijo line search (SLS's constants: first step 1, cap 10,
-    growth ``gamma^(b/n_i)`` over each client's epoch, 1e-6 after 100 failed tries), the server steps
-    ``eta_g Delta`` with ``eta_g = 1`` (convex) or ``max_i eta_i`` (``server_step_size="max_client_step"``)."""
-    return FedLiLS(c, backtrack, eta_max, gamma, batches_per_epoch, max_backtracks, server_step_size,
-                   init_step_size, fallback_step_size)
+fedli_ls = FedLiLS  # its hyperparameters by keyword, with SLS's defaults
 
 
 def deep_frank_wolfe(

@@ -28,9 +28,9 @@ from fedcore import server_opt
 from fedcore.algorithms.batch import RoundBatch, as_runs
 from fedcore.algorithms.client import ClientRule, ClientRun, chain, learning_rate, train_clients
 from fedcore.algorithms.contract import Federated, Metrics, State, server_step
-from fedcore.algorithms.schedules import Schedule, schedule_at
 from fedcore.checks import check_keywords, check_positive
 from fedcore.params import GradientOracle
+from fedcore.schedules import Schedule, schedule_at
 from fedcore.server_opt import ServerOptimizer
 
 
@@ -46,7 +46,7 @@ class FedOpt(Federated):
     """Local SGD on the clients, a server optimizer on the pseudo-gradient (Reddi et al., Alg. 1).
 
     ``client_lr`` is ``eta_l``: a float or a schedule ``t -> eta_l`` (e.g.
-    :func:`fedcore.algorithms.schedules.exp_decay`).  ``server`` defaults to ``sgd(1.0)``: FedAvg.
+    :func:`fedcore.schedules.exp_decay`).  ``server`` defaults to ``sgd(1.0)``: FedAvg.
     ``correction`` (None: plain SGD) adds a term to the clients' gradients (FedProx).
     """
 

@@ -14,8 +14,8 @@ from torch import Tensor
 from fedcore import server_opt
 from fedcore.algorithms.client import ClientRule, add
 from fedcore.algorithms.fedopt import FedOpt, server_learning_rate
-from fedcore.algorithms.schedules import Schedule
 from fedcore.checks import check_range
+from fedcore.schedules import Schedule
 
 
 @dataclass(frozen=True)

@@ -33,9 +33,9 @@ from fedcore.algorithms.client import ClientRun, add, chain, learning_rate, trai
 from fedcore.algorithms.contract import Federated, Metrics, State, server_step
 from fedcore.algorithms.fedopt import server_learning_rate
 from fedcore.algorithms.padamfed import PAdaMFed
-from fedcore.algorithms.schedules import Schedule, schedule_at
 from fedcore.checks import check_choice
 from fedcore.params import GradientOracle
+from fedcore.schedules import Schedule, schedule_at
 from fedcore.server_opt import ServerOptimizer
 
 

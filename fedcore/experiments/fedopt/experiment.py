@@ -47,7 +47,6 @@ import torch
 from torch import nn
 
 from fedcore import algorithms, models
-from fedcore.algorithms.schedules import exp_decay
 from fedcore.checks import check_choice, check_int, check_positive, check_scale, check_seed, check_seeds
 from fedcore.data import FederatedData, load_fashion_mnist, load_shakespeare, load_torchvision
 from fedcore.data.sources import cifar100_coarse
@@ -68,6 +67,7 @@ from fedcore.experiments.fedopt.paper import (
     hyperparameters,
 )
 from fedcore.results import History
+from fedcore.schedules import exp_decay
 
 if TYPE_CHECKING:
     from fedcore.store import Store

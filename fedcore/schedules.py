@@ -1,5 +1,6 @@
-"""Schedules of a step size or a momentum over the rounds (or FAFED's global steps): small frozen dataclasses, so a
-run's identity compares their fields and a pass of runs stacks their numbers; :func:`schedule_at` reads any of them,
+"""Schedules of a step size or a momentum over the rounds (or FAFED's global steps), which an algorithm takes as a
+hyperparameter as it takes a server optimizer (:mod:`fedcore.server_opt`): small frozen dataclasses, so a run's
+identity compares their fields and a pass of runs stacks their numbers; :func:`schedule_at` reads any of them,
 or a number, or a user's function of ``t``, and checks the value."""
 
 from __future__ import annotations
