@@ -156,18 +156,13 @@ def train_clients(
         update, state = rule.update(Update(G, 1.0), state, step)
         loss_sum += loss
         if k < K - 1 or move_last:
-            apply(X, update)
+            direction, eta = update  # X <- X - eta D in place, in one fused pass (no [R, S, d] temporary)
+            if isinstance(eta, Tensor):
+                X.addcmul_(eta, direction, value=-1)
+            else:
+                X.add_(direction, alpha=-eta)
             batch.record(X)
     return ClientRun(X, loss_sum, state, K)
-
-
-def apply(X: Tensor, update: Update) -> None:
-    """``X <- X - eta D`` in place."""
-    direction, eta = update
-    if isinstance(eta, Tensor):
-        X.addcmul_(eta, direction, value=-1)  # one fused pass, no [R, S, d] temporary
-    else:
-        X.add_(direction, alpha=-eta)
 
 
 def _at(value: PerStep, k: int) -> float:
@@ -297,21 +292,13 @@ def scale_by_rms(beta: float, initial: Tensor) -> ClientRule:
 
 def accumulate_gradients() -> ClientRule:
     """``sum <- sum + G_k`` in the state, the direction unchanged (PAdaMFed's ``c_i`` is ``sum / K``)."""
-
-    def update(u: Update, total: Tensor, step: Step) -> tuple[Update, Tensor]:
-        return u, total + step.G
-
-    return ClientRule(torch.zeros_like, update)
+    return ClientRule(torch.zeros_like, lambda u, total, step: (u, total + step.G))
 
 
 def accumulate_directions() -> ClientRule:
     """``sum <- sum + D_k`` in the state, the direction unchanged (PAdaMFed's server momentum as the clients' mean
     direction: ``sum / K``)."""
-
-    def update(u: Update, total: Tensor, step: Step) -> tuple[Update, Tensor]:
-        return u, total + u.direction
-
-    return ClientRule(torch.zeros_like, update)
+    return ClientRule(torch.zeros_like, lambda u, total, step: (u, total + u.direction))
 
 
 def armijo(

@@ -1,24 +1,12 @@
 """The algorithm contract: what a family defines, what the framework runs with it, and the defaults, in one place.
 
-A family is a small frozen dataclass of hyperparameters that subclasses :class:`Federated` and defines
-
-    init(x0, num_clients) -> state                      the server's state (and the clients' rows, [R, N, ...])
-    client_run(sent, batch, oracle, own) -> ClientRun   the clients' part: K local steps from what the server sent
-    server_round(state, run, batch) -> (state, metrics) the server's part, on what the clients upload
-
-and, where it needs them, the parts below (their defaults are :class:`Federated`'s): ``client_state`` (the keys of
-the per-client rows the clients keep), ``client_reads`` (what the server sends them), a ``prologue`` (a first
-exchange before a round: ``client_prologue``, ``server_prologue``), ``eval_point`` (the point a run is evaluated
-at), ``check_run`` (the S, K, T a family's step sizes were computed for) and ``not_distributable`` (why a
-configuration cannot run with its clients' state on the clients).  The framework owns the round
-(:meth:`Federated.round`, :func:`federated_round`): the prologue when one is due, the clients' part, their kept rows
-written back, the server's part, and the training loss ``sum_i w_i mean_k loss_i,k``, computed here once for every
-family.  The same parts run on Flower's engines (:mod:`fedcore.flower`), where the two halves live in different
-processes.
-
-A plain algorithm (any object with ``name``, ``init`` and ``round``: :class:`Algorithm`) runs in
-:func:`fedcore.simulate` too; :func:`declared` gives every algorithm the contract's view, with the defaults for
-what a plain one lacks.
+A family subclasses :class:`Federated` with a frozen dataclass of hyperparameters and defines ``init``, ``client_run``
+and ``server_round``; the other parts (``client_state``, ``client_reads``, a ``prologue``, ``eval_point``,
+``check_run``, ``not_distributable``) have their defaults there.  The framework owns the round
+(:func:`federated_round`): the prologue when one is due, the clients' part, their kept rows written back, the
+server's part, and the training loss, computed once for every family; the same parts run on Flower's engines
+(:mod:`fedcore.flower`), where the two halves live in different processes.  A plain algorithm (``name``, ``init``
+and ``round``: :class:`Algorithm`) runs in :func:`fedcore.simulate` too, through :func:`declared`.
 """
 
 from __future__ import annotations
@@ -166,16 +154,10 @@ def name_of(algorithm: Any) -> str:
 
 def federated_round(algorithm: Federated, state: State, batch: RoundBatch,
                     oracle: GradientOracle) -> tuple[State, Metrics]:
-    """One round of a family, the way :func:`fedcore.simulate` runs it and the way :mod:`fedcore.flower` runs it on an
-    engine, where the two parts live in different processes:
-
-        state = run_prologue(algorithm, state, batch, oracle)      # when one is due (FAFED, PAdaMFed)
-        run = algorithm.client_run(sent, batch, oracle, own)       # the clients: what the server sent, their own rows
-        state, metrics = server_part(algorithm, state, run, batch)  # the server: run.X, run.loss_sum, run.uploads
-
-    ``own`` are the sampled clients' rows ``[R, S, ...]`` of the per-client state (``algorithm.client_state``); what
-    a client part returns in ``keeps`` replaces its rows (:meth:`RoundBatch.write_rows`, so a diverged run can be
-    undone).  On an engine the rows stay on the clients' nodes."""
+    """One round of a family, as :func:`fedcore.simulate` runs it (:mod:`fedcore.flower` runs the same parts on an
+    engine): the prologue when one is due, the clients' part on what the server sent (``client_reads``) and their own
+    rows ``[R, S, ...]`` (``client_state``), what they keep written back (:meth:`RoundBatch.write_rows`, so a
+    diverged run can be undone), then the server's part (:func:`server_part`)."""
     state = run_prologue(algorithm, state, batch, oracle)
     run = algorithm.client_run(sent(algorithm, state), batch, oracle, own_rows(algorithm, state, batch))
     return server_part(algorithm, kept(algorithm, state, batch, run.keeps), run, batch)

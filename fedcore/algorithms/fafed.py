@@ -34,12 +34,6 @@ last of which is the averaging step.  Choices the paper leaves open, and fedcore
 - The two gradients of a step (at ``x_t,i`` and ``x_t-1,i``) use the same dropout masks, as
   they use the same minibatch; the paper's models have no dropout.
 
-The q - 1 moving steps are the shared client loop (:func:`fedcore.algorithms.client.train_clients`
-with the rule ``storm -> second moment -> eta_t -> A_t^-1``); the q-th step computes ``m`` and ``v``
-in the same loop without moving (:meth:`FAFED.client_run`), and the averaging step (lines 10-12) stays on its
-own lines on the server (:meth:`FAFED.server_round`), where the paper has it; lines 2-3 are the first round's
-prologue (:meth:`FAFED.client_prologue`, :meth:`FAFED.server_prologue`).
-
 No official code exists for FAFED: this is a reconstruction from the paper's text.
 """
 

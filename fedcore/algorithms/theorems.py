@@ -58,12 +58,9 @@ def step_sizes(variant: str, sizes: dict[str, int | None], multiplier: float,
 def check_horizon(name: str, built: dict[str, int | None], run: dict[str, int | None]) -> None:
     """Refuse a run whose S, K or T (``run``; ``rounds`` None: not known, a round driven by hand) is not the one the
     step sizes were ``built`` for (either way: step sizes for T = 100 are wrong for a 5-round run too)."""
-    if built["clients_per_round"] is None:
-        return
     run = {**run, "rounds": built["rounds"] if run["rounds"] is None else run["rounds"]}
-    if built != run:
-        def shown(sizes: dict[str, int | None]) -> str:
-            return ", ".join(f"{key}={value}" for key, value in sizes.items())
-        raise ValueError(f"{name}'s step sizes were computed for {shown(built)}, but the run has {shown(run)}: build "
-                         f"it with the run's values ({name.lower().replace('-', '_')}({shown(run)})) or give eta, "
-                         "gamma and beta")
+    if built["clients_per_round"] is not None and built != run:
+        built_text, run_text = (", ".join(f"{key}={value}" for key, value in sizes.items()) for sizes in (built, run))
+        raise ValueError(f"{name}'s step sizes were computed for {built_text}, but the run has {run_text}: build it "
+                         f"with the run's values ({name.lower().replace('-', '_')}({run_text})) or give eta, gamma "
+                         "and beta")
