@@ -21,6 +21,31 @@ def plain_number(value: Any) -> Any:
     return value
 
 
+def named_numbers(argument: str, function: Any, values: Any, *, reserved: Iterable[str] = (),
+                  owner: str = "fedcore's own", context: str = "", hint: str = "") -> dict[str, float]:
+    """What a user's function ``argument=function`` returned (``record=``, a sweep's ``summary=``, Flower's
+    ``evaluate``), as ``{name: float}``: it must be a mapping of string names to one number each (a number, or a
+    tensor or array of one element), no name ``reserved`` (the columns ``owner`` writes).  ``context`` says what it
+    was called with; ``hint`` how to make a value one number."""
+    if not isinstance(values, Mapping) or not all(isinstance(name, str) for name in values):
+        raise TypeError(f"{argument}={function!r} returned {values!r:.80}; it must return {{name: one number}}"
+                        f"{context}")
+    reserved = list(reserved)
+    taken = sorted(set(reserved) & set(values))
+    if taken:
+        raise ValueError(f"{argument}={function!r} returned the column {taken[0]!r}, which is {owner} (its columns: "
+                         f"{', '.join(reserved)}); name it otherwise, e.g. 'my_{taken[0]}'")
+    numbers_by_name = {}
+    for name, value in values.items():
+        size = value.numel() if hasattr(value, "numel") else getattr(value, "size", 1)  # a tensor, an array
+        if isinstance(value, (str, bytes, bool)) or size != 1 or not hasattr(value, "__float__"):
+            shape = f"of shape {list(value.shape)}" if hasattr(value, "shape") else f"{value!r:.60}"
+            raise TypeError(f"{argument}={function!r} returned {name!r}: a {type(value).__name__} {shape}; it must be "
+                            f"one number{context}{hint}")
+        numbers_by_name[name] = float(value)
+    return numbers_by_name
+
+
 def plain_sequence(value: Any) -> Any:
     """A 1-d numpy array or torch tensor as the list it holds (anything else unchanged)."""
     if type(value).__module__ in ("numpy", "torch") and getattr(value, "ndim", 0) == 1:

@@ -12,7 +12,7 @@ from typing import Any
 import pandas as pd
 from torch import Tensor
 
-from fedcore.checks import check_function, check_keywords, check_seeds, plain_number
+from fedcore.checks import check_function, check_keywords, check_seeds, named_numbers, plain_number
 from fedcore.problem import Problem
 from fedcore.results import FailedRun, History
 from fedcore.run import simulate_runs
@@ -101,13 +101,8 @@ def _summary_row(history: History, summary: Callable[[History], dict[str, float]
         "best_test_accuracy": float(frame["test_accuracy"].max()) if "test_accuracy" in frame else math.nan,
         "diverged_round": history.diverged_round if history.diverged else math.nan,
     }
-    added = summary(history) if summary is not None else {}
-    if not isinstance(added, Mapping) or not all(isinstance(name, str) for name in added):
-        raise TypeError(f"summary={summary!r} returned {added!r:.80}; it must return {{column: value}}")
-    taken = sorted(set(added) & (set(COLUMNS) | set(grid)))
-    if taken:
-        raise ValueError(f"summary={summary!r} returned the column {taken[0]!r}, which the sweep writes itself "
-                         f"({', '.join([*grid, *COLUMNS])}); name it otherwise")
+    added = named_numbers("summary", summary, summary(history), reserved=[*grid, *COLUMNS], owner="the sweep's own",
+                          context=" for the run's history") if summary is not None else {}
     return {**own, **added}
 
 

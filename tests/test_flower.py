@@ -275,7 +275,7 @@ def test_a_node_config_without_its_partition_is_named() -> None:
 
 
 def test_evaluate_returning_no_mapping_is_named(problem) -> None:
-    with pytest.raises(TypeError, match=r"evaluate=.* returned 0.5; it must return \{name: number\}"):
+    with pytest.raises(TypeError, match=r"evaluate=.* returned 0.5; it must return \{name: one number\}"):
         run_local(problem, algorithms.fedavg(0.1), 1, evaluate=lambda t, x: 0.5, **SETTINGS)
     strategy = run_local(problem, algorithms.fedavg(0.1), 1, evaluate=lambda t, x: {"norm": x.norm()}, **SETTINGS)
     assert len(strategy.history) == 1

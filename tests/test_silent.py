@@ -235,11 +235,11 @@ def test_an_x0_that_holds_no_numbers_in_memory_is_named(problem) -> None:
 
 
 def test_a_sweeps_summary_or_grid_cannot_take_the_sweeps_own_columns(problem) -> None:
-    with pytest.raises(ValueError, match=r"summary=.* returned the column 'final_train_loss', which the sweep writes"):
+    with pytest.raises(ValueError, match=r"summary=.* returned the column 'final_train_loss', which is the sweep's"):
         sweep(problem, _build, {"client_lr": [0.1]}, summary=lambda h: {"final_train_loss": 0.0}, **SMALL)
-    with pytest.raises(ValueError, match=r"summary=.* returned the column 'client_lr', which the sweep writes"):
+    with pytest.raises(ValueError, match=r"summary=.* returned the column 'client_lr', which is the sweep's own"):
         sweep(problem, _build, {"client_lr": [0.1]}, summary=lambda h: {"client_lr": 0.0}, **SMALL)
-    with pytest.raises(TypeError, match=r"summary=.* returned 0.5; it must return \{column: value\}"):
+    with pytest.raises(TypeError, match=r"summary=.* returned 0.5; it must return \{name: one number\}"):
         sweep(problem, _build, {"client_lr": [0.1]}, summary=lambda h: 0.5, **SMALL)
     with pytest.raises(ValueError, match=r"grid has the key 'seed', a column the sweep writes itself"):
         sweep(problem, lambda seed: _build(0.1), {"seed": [0, 1]}, **SMALL)

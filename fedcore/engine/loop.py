@@ -25,6 +25,7 @@ from tqdm.auto import tqdm
 
 from fedcore.algorithms.batch import RoundBatch
 from fedcore.algorithms.contract import State, declared, name_of
+from fedcore.checks import named_numbers
 from fedcore.engine.options import RunOptions
 from fedcore.engine.passes import run_state, select, stack
 from fedcore.engine.streams import Streams
@@ -141,25 +142,9 @@ def record(function: Callable[[Tensor], dict[str, Any]], x: Tensor, row: dict[st
     """``function(x)`` of one run's server model ``x [1, d]`` (the same shape for a run alone and for a run in a
     pass of several, so how runs were batched cannot change the column) as ``{name: number}``, none of the names one
     of fedcore's columns (:data:`OWN_COLUMNS`, or a metric already in this round's ``row``)."""
-    values = function(x)
-    if not isinstance(values, dict) or not all(isinstance(name, str) for name in values):
-        raise TypeError(f"record={function!r} returned {repr(values)[:80]}; it must return {{name: one number}} for "
-                        "the model x [1, d] of one run (it is called once per run)")
-    taken = sorted((OWN_COLUMNS | set(row)) & set(values))
-    if taken:
-        raise ValueError(f"record={function!r} returned the column {taken[0]!r}, which is fedcore's own (its columns: "
-                         f"{sorted(OWN_COLUMNS | set(row))}); name it otherwise, e.g. 'recorded_{taken[0]}'")
-    return {name: one_number(function, name, value) for name, value in values.items()}
-
-
-def one_number(function: Any, name: str, value: Any) -> float:
-    """A value ``record=`` returned for one run as a float: a number, or a tensor or array of one element."""
-    size = getattr(value, "numel", lambda: getattr(value, "size", 1))()
-    if isinstance(value, (str, bytes, bool)) or size != 1 or not hasattr(value, "__float__"):
-        shape = f"of shape {list(value.shape)}" if hasattr(value, "shape") else f"{value!r:.60}"
-        raise TypeError(f"record={function!r} returned {name!r}: a {type(value).__name__} {shape}; it must be one "
-                        "number for the run's model x [1, d] (reduced over its coordinates: x.norm(dim=1), not x)")
-    return float(value)
+    return named_numbers("record", function, function(x), reserved=sorted(OWN_COLUMNS | set(row)),
+                         context=" for the model x [1, d] of one run (it is called once per run)",
+                         hint=": reduce it over the coordinates, x.norm(dim=1), not x")
 
 
 def diverged(p: Pass, state: State, values: dict[str, list[float]]) -> dict[int, str]:

@@ -23,7 +23,6 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
-from numbers import Real
 from typing import Any
 
 import torch
@@ -36,7 +35,7 @@ from torch import Tensor
 from fedcore.algorithms.batch import RoundBatch
 from fedcore.algorithms.client import ClientRun
 from fedcore.algorithms.contract import Federated, State, declared, name_of, run_prologue, sent, server_part
-from fedcore.checks import check_choice, check_function, check_int, check_x0, plain_number
+from fedcore.checks import check_choice, check_function, check_int, check_x0, named_numbers
 from fedcore.data.federated import FederatedData
 from fedcore.engine.options import RunOptions
 from fedcore.engine.streams import Streams
@@ -364,9 +363,5 @@ def run_local(problem: Problem, algorithm: Any, rounds: int, *, clients_per_roun
 
 
 def metric_record(evaluate: Any, metrics: Any) -> MetricRecord:
-    """What ``evaluate(round, x)`` returned as Flower's ``MetricRecord``: it must be ``{name: number}``."""
-    if not isinstance(metrics, Mapping) or not all(isinstance(name, str) and isinstance(plain_number(value), Real)
-                                                   and not isinstance(value, bool) for name, value in metrics.items()):
-        raise TypeError(f"evaluate={evaluate!r} returned {metrics!r:.80}; it must return {{name: number}}, e.g. "
-                        "{'test_accuracy': 0.81}")
-    return MetricRecord({name: float(plain_number(value)) for name, value in metrics.items()})
+    """What ``evaluate(round, x)`` returned as Flower's ``MetricRecord``: it must be ``{name: one number}``."""
+    return MetricRecord(named_numbers("evaluate", evaluate, metrics, context=", e.g. {'test_accuracy': 0.81}"))
