@@ -15,6 +15,7 @@ partition, the model), and one client's round on it (``client_run``).  Usage::
 
     python benchmarks/flower_round.py              # 10 rounds on each engine, about 9 minutes on 2 cores
     python benchmarks/flower_round.py --rounds 5 --json flower.json
+    python benchmarks/flower_round.py --rounds 3 --isolation   # the SuperNodes' two isolation modes
 """
 
 from __future__ import annotations
@@ -58,11 +59,11 @@ print(json.dumps({{"import": imported - started, "build": built - imported, "rou
 """
 
 
-def on_engine(config: dict, simulation: bool) -> tuple[list[float], torch.Tensor]:
+def on_engine(config: dict, simulation: bool, isolation: str = "subprocess") -> tuple[list[float], torch.Tensor]:
     """Each round's seconds and the final model of ``config`` run by ``flwr run`` on a local engine."""
     with tempfile.TemporaryDirectory() as folder:
         output = Path(folder) / "out"
-        with local_federation(folder, nodes=3, simulation=simulation) as federation:
+        with local_federation(folder, nodes=3, simulation=simulation, isolation=isolation) as federation:
             done = run_app(federation, APP, {**config, "output": str(output)}, timeout=1800)
             if done.returncode != 0:
                 raise SystemExit(f"flwr run failed:\n{done.stdout[-3000:]}\n{done.stderr}")
@@ -74,6 +75,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=10)
     parser.add_argument("--json", help="write the measurements to this file")
+    parser.add_argument("--isolation", action="store_true",
+                        help="compare the Deployment Engine's two isolation modes (instead of the two engines)")
     args = parser.parse_args()
     config = {**CONFIG, "rounds": args.rounds}
     problem = problem_of(config)
@@ -83,8 +86,11 @@ def main() -> None:
                        callback=lambda t, state: models_after.append(state["x"].reshape(-1).clone()))
     simulate_round = statistics.median(list(history.frame["seconds"].dropna()))
     result: dict[str, float | int] = {"rounds": args.rounds, "simulate: median round (s)": simulate_round}
-    for engine in ("deployment", "simulation"):
-        seconds, model = on_engine(config, simulation=engine == "simulation")
+    engines = {"deployment": (False, "subprocess"), "simulation": (True, "subprocess")}
+    if args.isolation:  # the Deployment Engine with each node's SuperExec started apart (--isolation process)
+        engines = {"deployment": (False, "subprocess"), "deployment, process isolation": (False, "process")}
+    for engine, (simulation, isolation) in engines.items():
+        seconds, model = on_engine(config, simulation=simulation, isolation=isolation)
         later = statistics.median(seconds[1:]) if len(seconds) > 1 else seconds[0]
         result |= {f"{engine}: same run (max |x_flower - x_simulate|)": float((model - models_after[-1]).abs().max()),
                    f"{engine}: first round (s)": seconds[0], f"{engine}: median of the later rounds (s)": later,

@@ -308,3 +308,12 @@ def test_the_one_adapter_to_flowers_internals_is_pinned_to_the_installed_release
     source = (Path(__file__).resolve().parents[1] / "fedcore" / "flower" / "app.py").read_text()
     outside = source.split("class EngineStandIn:")[0] + source.split("class LocalGrid(Grid):")[1]
     assert "__dict__" not in outside and "TaskIdentity" not in outside  # nowhere else
+
+
+def test_an_unknown_isolation_mode_is_refused_before_a_process_starts(tmp_path) -> None:
+    from fedcore.flower.local import local_federation
+
+    with pytest.raises(ValueError, match=r"isolation='processes' must be one of \['subprocess', 'process'\]"):
+        with local_federation(tmp_path, isolation="processes"):
+            pass
+    assert not (tmp_path / "superlink.log").exists()

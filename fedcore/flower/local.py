@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fedcore.checks import check_bool, check_int
+from fedcore.checks import check_bool, check_choice, check_int
 from fedcore.flower.deploy import check_run_config
 
 BIN = Path(sys.executable).parent
@@ -76,15 +76,24 @@ def _wait_for(port: int, process: subprocess.Popen, log: Path, seconds: float) -
     raise RuntimeError(f"nothing listens on port {port} after {seconds:g} s:\n{log.read_text()[-3000:]}")
 
 
+ISOLATIONS = ("subprocess", "process")
+"""Flower's isolation modes of a SuperNode: ``subprocess`` (it starts its own SuperExec) or ``process`` (a SuperExec
+started apart, :func:`local_federation` starts one per node).  In flwr 1.42 either SuperExec starts one
+``flwr-clientapp`` process per message (its ``subprocess`` executor), so neither keeps a ClientApp alive
+(``benchmarks/flower_round.py`` measures both)."""
+
+
 @contextmanager
 def local_federation(folder: str | os.PathLike, nodes: int = 3, start_seconds: float = 60.0,
-                     simulation: bool = False) -> Iterator[Federation]:
+                     simulation: bool = False, isolation: str = "subprocess") -> Iterator[Federation]:
     """Start a SuperLink and ``nodes`` SuperNodes (``partition-id = 0 .. nodes - 1`` of ``nodes``) under
     ``folder``, each in its own process group, and stop them all when the block ends; ``simulation=True``: a
-    SuperLink of Flower's Simulation Engine, whose runs get ``nodes`` virtual SuperNodes.  Apps run in this
-    environment (``--disable-runtime-dependency-installation``: nothing is installed at run time)."""
+    SuperLink of Flower's Simulation Engine, whose runs get ``nodes`` virtual SuperNodes; ``isolation`` the
+    SuperNodes' (:data:`ISOLATIONS`).  Apps run in this environment (``--disable-runtime-dependency-installation``:
+    nothing is installed at run time)."""
     check_int("nodes", nodes)
     check_bool("simulation", simulation)
+    check_choice("isolation", isolation, ISOLATIONS)
     folder = Path(folder)
     home = folder / "flwr"
     home.mkdir(parents=True, exist_ok=True)
@@ -113,8 +122,11 @@ def local_federation(folder: str | os.PathLike, nodes: int = 3, start_seconds: f
         for part in range(0 if simulation else nodes):
             port = free_port()
             node = start(f"node{part}", "flower-supernode", "--insecure", "--superlink", f"127.0.0.1:{link}",
-                         "--port", str(port), "--node-config", f"partition-id={part} num-partitions={nodes}")
+                         "--port", str(port), "--node-config", f"partition-id={part} num-partitions={nodes}",
+                         "--isolation", isolation)
             _wait_for(port, node, federation.logs[f"node{part}"], start_seconds)
+            if isolation == "process":  # the node's SuperExec, started apart
+                start(f"exec{part}", "flower-superexec", "--insecure", "--runtime-api-address", f"127.0.0.1:{port}")
         yield federation
     finally:  # each process started a session: stop its whole group (its SuperExec and app processes too)
         for process in processes:
