@@ -313,7 +313,7 @@ def test_the_one_adapter_to_flowers_internals_is_pinned_to_the_installed_release
 def test_an_unknown_isolation_mode_is_refused_before_a_process_starts(tmp_path) -> None:
     from fedcore.flower.local import local_federation
 
-    with pytest.raises(ValueError, match=r"isolation='processes' must be one of \['subprocess', 'process'\]"):
+    with pytest.raises(ValueError, match=r"isolation='processes' not one of \['process', 'subprocess'\]"):
         with local_federation(tmp_path, isolation="processes"):
             pass
     assert not (tmp_path / "superlink.log").exists()
