@@ -1,4 +1,4 @@
-"""fedcore.plots draws only; fedcore.explore computes, then draws (the split of DESIGN.md)."""
+"""fedcore.plots draws only; fedcore.explore computes, then draws (CONTRIBUTING.md's split)."""
 
 from __future__ import annotations
 

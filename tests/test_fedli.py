@@ -151,7 +151,7 @@ def test_reset_growth_uses_each_clients_epoch() -> None:
     assert torch.isfinite(state["x"]).all() and metrics["client_step_max"].item() <= algorithm.eta_max
 
 
-# ---- the paper's convex claims: two convex clients (ALGORITHMS.md) ------------------------------------------------
+# ---- the paper's convex claims: two convex clients (our instance) -------------------------------------------------
 
 
 def client_reference(a: Fraction, b: float, x: float, K: int, accept_ties: bool, growth: int = 2) -> float:
@@ -179,7 +179,7 @@ def test_two_convex_clients_ascend_the_global_objective_while_each_descends_its_
     while each client's own loss falls, and x settles near 1.56-1.70, far from x* = 10/101 = 0.099.  Client 2's
     Armijo bound is eta <= 0.9 exactly, a tie that floating point decides either way: the sequence lies between
     the exact runs that reject ties (0.500, 0.831, 1.214, 1.414, ...) and accept them (0.500, 0.831, 1.270, 1.533,
-    ...); ALGORITHMS.md's 1.219, 1.421 is a rounding-dependent mix inside that band."""
+    ...); a hand computation's 1.219, 1.421 is a rounding-dependent mix inside that band."""
     a, b = (Fraction(1, 100), Fraction(1)), (10.0, 0.0)
     F = lambda x: (0.01 * (x - 10) ** 2 + x**2) / 2  # noqa: E731
     xs, history = run_two_clients((0.01, 1.0), b, 0.0, K=10, rounds=30)
@@ -206,8 +206,8 @@ def test_two_convex_clients_ascend_the_global_objective_while_each_descends_its_
 
 
 def test_off_the_tie_the_two_clients_ascend_every_round_and_converge_linearly_to_a_biased_point() -> None:
-    """ALGORITHMS.md's instance moved off the Armijo tie: f_2 = 1.1 x^2 (the condition is eta <= 0.9 / 1.1, never a
-    tie at 0.9^j).  Its numbers, computed there independently: the global objective 0.500, 0.873, 1.345, 1.620,
+    """The instance moved off the Armijo tie: f_2 = 1.1 x^2 (the condition is eta <= 0.9 / 1.1, never a
+    tie at 0.9^j).  Its numbers, computed by hand independently: the global objective 0.500, 0.873, 1.345, 1.620,
     1.757, ..., 1.874, rising every round, x_10 = 1.666; linear_fit reads the rate (about 0.45 per round) and the
     limit, 1.57 away from x* = 10 / 111: a linear rate holds, the optimum is missed."""
     run = fedli_theory.two_client_run(a=(0.01, 1.1), b=(10.0, 0.0), local_steps=10, rounds=10)
@@ -252,7 +252,7 @@ def test_remark_2_with_the_line_searchs_own_steps_also_ascends(start: float) -> 
 
 
 def test_one_local_step_descends_from_the_start_then_drifts() -> None:
-    """K = 1, same start: 0.500 -> 0.495 (x_1 = 0.1), as ALGORITHMS.md says; in round 2 the objective rises again
+    """K = 1, same start: 0.500 -> 0.495 (x_1 = 0.1), as computed by hand; in round 2 the objective rises again
     (both exact tie rules agree), and x settles at 0.11-0.12, not x* = 0.099: the clients' unequal Armijo steps
     (1 and 0.81-0.9) bias the fixed point even with one local step."""
     xs, _ = run_two_clients((0.01, 1.0), (10.0, 0.0), 0.0, K=1, rounds=20)

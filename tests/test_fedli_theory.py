@@ -28,7 +28,7 @@ def test_quadratic_clients_hold_exactly_the_stated_objectives() -> None:
 
 
 def test_two_client_run_ascends_globally_while_each_client_descends() -> None:
-    run = theory.two_client_run(rounds=6)  # f_2 = 1.1 x^2: off the Armijo tie (ALGORITHMS.md's numbers)
+    run = theory.two_client_run(rounds=6)  # f_2 = 1.1 x^2: off the Armijo tie (the numbers of tests/test_fedli.py)
     F = lambda x: (0.01 * (x - 10) ** 2 + 1.1 * x**2) / 2  # noqa: E731
     assert run.global_objective == pytest.approx([F(x) for x in run.x])
     assert [round(v, 3) for v in run.global_objective] == [0.5, 0.873, 1.345, 1.620, 1.757, 1.821, 1.851]

@@ -23,7 +23,8 @@ from fedcore.run import simulate
 
 HOLDS, PARTLY, NO, UNTESTABLE = claims.HOLDS, claims.PARTLY, claims.DOES_NOT_HOLD, claims.NOT_TESTABLE
 
-# Typed again from shared/REPRODUCTION.md, section "Reddi et al.": a typo in either copy fails a test.
+# Typed again from the paper (Reddi et al., ICLR 2021: its appendix's settings and best rates): a typo in either
+# copy fails a test.
 PAPER_SETTINGS = """
 cifar10 500 10 4000 20 | cifar100 500 10 4000 20 | emnist_cr 3400 10 1500 20 | emnist_ae 3400 10 3000 20
 shakespeare 715 10 1200 4 | so_nwp 342477 50 1500 16 | so_lr 342477 10 1500 100"""

@@ -37,13 +37,13 @@ step started at the cap of 10 rather than at 1.  Then every accepted step is at 
 ``2 (1 - c) / L``, and the reset growth never starts a step below the last accepted one."""
 
 CONVEX_CLIENTS = {"a": (0.01, 1.1), "b": (10.0, 0.0), "x0": 0.0}
-"""ALGORITHMS.md's two convex clients, off the Armijo tie: ``f_1(x) = 0.01 (x - 10)^2``, ``f_2(x) = 1.1 x^2``, from
-``x_0 = 0``; the global optimum of ``f = (f_1 + f_2) / 2`` is ``x* = 0.1 / 1.11 = 10 / 111``.  (With ``f_2 = x^2``
-client 2's Armijo condition ``eta <= (1 - c) / a`` is exactly the first backtrack 0.9: a tie that rounding decides,
-so two correct implementations print different digits.)"""
+"""Two convex clients (our instance of the paper's convex setting), off the Armijo tie: ``f_1(x) = 0.01 (x - 10)^2``,
+``f_2(x) = 1.1 x^2``, from ``x_0 = 0``; the global optimum of ``f = (f_1 + f_2) / 2`` is ``x* = 0.1 / 1.11 = 10 / 111``.
+(With ``f_2 = x^2`` client 2's Armijo condition ``eta <= (1 - c) / a`` is exactly the first backtrack 0.9: a tie that
+rounding decides, so two correct implementations print different digits.)"""
 TWO_CLIENT_LINE_SEARCH = {"eta_max": 1.0, "init_step_size": 1.0, "fallback_step_size": None}
-"""The line search of ALGORITHMS.md's instance (c = 0.1, backtrack 0.9, every step from 1, the growth of one full
-batch per epoch capped at 1): its numbers are reproduced exactly."""
+"""The line search of that instance (c = 0.1, backtrack 0.9, every step from 1, the growth of one full batch per
+epoch capped at 1): its numbers, computed by hand, are reproduced exactly (``tests/test_fedli.py``)."""
 
 
 def convex_optimum(a: Sequence[float] = CONVEX_CLIENTS["a"], b: Sequence[float] = CONVEX_CLIENTS["b"]) -> float:
