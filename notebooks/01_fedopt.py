@@ -77,7 +77,8 @@ from fedcore.store import default_store
 
 store = default_store(STORE)
 plt.rcParams["figure.dpi"] = 80  # many figures: keeps the committed notebook under 1 MB
-print(f"SCALE={SCALE}: {experiment.SCALES[SCALE]}")
+scale = common.scale_at(experiment.SCALES, SCALE)
+print(f"SCALE={SCALE}: {scale}")
 
 # %% [markdown]
 # ## 1. The algorithms and what is proved
@@ -330,7 +331,7 @@ print("largest spread between readings of one method (accuracy points): "
 
 # %%
 tasks = experiment.tasks(SCALE, PARTITION_SEED, DEVICE)  # {name: common.Task}: data, model(seed), settings, metric
-seeds = experiment.seeds_at(SCALE, SEEDS)  # every run below is repeated over these seeds
+seeds = scale.seeds_or(SEEDS)  # every run below is repeated over these seeds
 histories = experiment.run(tasks, seeds, store=store, progress=PROGRESS)  # {task: {method: [History per seed]}}
 with pd.option_context("display.max_colwidth", None):
     display(experiment.settings_beside(tasks))

@@ -89,8 +89,9 @@ from fedcore.store import default_store
 store = default_store(STORE)
 started = time.perf_counter()
 plt.rcParams["figure.dpi"] = 80  # keeps the committed notebook small
-seeds = experiment.seeds_at(SCALE, SEEDS)  # every training run below is repeated over these seeds
-print(f"SCALE={SCALE}, seeds {seeds}: {experiment.SCALES[SCALE]}")
+scale = common.scale_at(experiment.SCALES, SCALE)
+seeds = scale.seeds_or(SEEDS)  # every training run below is repeated over these seeds
+print(f"SCALE={SCALE}, seeds {seeds}: {scale}")
 
 # %% [markdown]
 # ## 1. Step sizes without the problem's constants

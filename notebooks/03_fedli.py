@@ -74,6 +74,7 @@ from IPython.display import display
 import fedcore
 from fedcore import algorithms, explore, objectives, plots
 from fedcore.algorithms.fedli import FedLiLS
+from fedcore.experiments import common
 from fedcore.experiments.fedli import experiment, figures, paper, theory
 from fedcore.experiments.figures import CurvesDisplay, identical_groups
 from fedcore.store import default_store
@@ -81,8 +82,9 @@ from fedcore.store import default_store
 store = default_store(STORE)
 started = time.perf_counter()
 plt.rcParams["figure.dpi"] = 80  # keeps the committed notebook small
-seeds = experiment.seeds_at(SCALE, SEEDS)  # every training run below is repeated over these seeds
-print(f"SCALE={SCALE}: {experiment.SCALES[SCALE]}; seeds {seeds}")
+scale = common.scale_at(experiment.SCALES, SCALE)
+seeds = scale.seeds_or(SEEDS)  # every training run below is repeated over these seeds
+print(f"SCALE={SCALE}: {scale}; seeds {seeds}")
 
 # %% [markdown]
 # ## 1. The framework, and when local descent is global descent
@@ -256,7 +258,7 @@ for name, task in tasks.items():
     edges = experiment.on_grid_edge(chosen[name], experiment.grids(SCALE, name))
     print(f"{name}: K = {task.settings['local_steps']} (one local epoch: {experiment.epoch_steps(task.data)}), "
           f"{task.settings['rounds']} rounds, {len(task.data.test_targets)} test samples; tuning runs of "
-          f"{experiment.scale_settings(SCALE, name)['tune_rounds']} rounds chose: {chosen[name]}\n"
+          f"{experiment.scale_settings(SCALE, name).tune_rounds} rounds chose: {chosen[name]}\n"
           f"   on an edge of its grid: {', '.join(edges) or 'none'}")
 tables = {name: {m: runs for m, runs in by_method.items() if m in paper.METHODS} for name, by_method in results.items()}
 accuracy = experiment.scores(tables, seeds, "test_accuracy")

@@ -399,9 +399,9 @@ experiment.grid_table()
 
 # %%
 builders = experiment.make_builders(rho=RHO)
-seeds = settings["seeds"]
-if settings["tune"] if TUNE is None else TUNE:
-    tunings = experiment.tune(tasks, settings["tune_rounds"], seeds, grids=common.grids_at(SCALE, experiment.GRIDS),
+seeds = settings.seeds_or()
+if settings.tune if TUNE is None else TUNE:
+    tunings = experiment.tune(tasks, settings.tune_rounds, seeds, grids=common.grids_at(SCALE, experiment.GRIDS),
                               builders=builders, store=store, progress=PROGRESS)
     chosen = {setting: tuning.chosen for setting, tuning in tunings.items()}
 else:
@@ -415,7 +415,7 @@ experiment.hyperparameter_table(chosen)
 # kernel's one-time start-up cost (`fedcore.warm_up`), so that the runs' times compare:
 
 # %%
-print(f"{settings['rounds']} rounds per run at SCALE={SCALE}, seeds {seeds}; one-time start-up cost left to pay "
+print(f"{settings.rounds} rounds per run at SCALE={SCALE}, seeds {seeds}; one-time start-up cost left to pay "
       f"first: {fedcore.warm_up(tasks['low'].problem()):.1f} s")
 results = experiment.run(tasks, chosen, seeds, builders=builders, store=store, progress=PROGRESS)
 runs = [history for by_method in results.values() for histories in by_method.values() for history in histories]
@@ -425,7 +425,7 @@ print(f"{sum(history.stored for history in runs)} of {len(runs)} runs read from 
 # %%
 figure, axes = plt.subplots(2, 3, figsize=(15, 7.5), layout="constrained", sharex=True, dpi=72)
 figures.CurvesDisplay.from_results(results, "train_loss").plot(axes[0], logy=True, xlabel=False)
-figures.CurvesDisplay.from_results(results, "test_accuracy", scale=100, start=settings["eval_every"]).plot(
+figures.CurvesDisplay.from_results(results, "test_accuracy", scale=100, start=settings.eval_every).plot(
     axes[1], legend=False, label="test accuracy (%), from the first evaluation")
 plots.savefig(figure, "04_fashion_mnist.png", FIGURES)
 
@@ -509,7 +509,7 @@ first_round.round(3)
 # is the seed's, shared by both.
 
 # %%
-scope = Scope(tuple(tasks), SCALE, settings["rounds"], tuple(seeds), model=experiment.MODELS[settings["model"]][2])
+scope = Scope(tuple(tasks), SCALE, settings.rounds, tuple(seeds), model=experiment.MODELS[settings.model][2])
 evidence = paper.Evidence(loss, accuracy, baselines, scope, first_step=first, law=law,
                           epochs=experiment.epochs(tasks))
 print("epochs a client's data was passed through: " + ", ".join(f"{s} {e:.1f}" for s, e in evidence.epochs.items()))

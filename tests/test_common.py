@@ -154,3 +154,40 @@ def test_a_task_names_wrong_settings() -> None:
     with pytest.raises(ValueError, match=r"missing \['weighting'\], unknown \['seed'\]"):
         Task("t", blobs(), lambda seed: None, {**{k: v for k, v in SETTINGS.items() if k != "weighting"}, "seed": 0},
              baseline=0.0)
+
+
+# ---- the typed scale ------------------------------------------------------------------------------------------------
+
+
+def test_every_paper_fills_in_one_typed_scale_checked_once() -> None:
+    import dataclasses
+
+    from fedcore.experiments.fafed import experiment as fafed
+    from fedcore.experiments.fedli import experiment as fedli
+    from fedcore.experiments.fedopt import experiment as fedopt
+    from fedcore.experiments.fedopt import tuning as fedopt_grids
+    from fedcore.experiments.padamfed import experiment as padamfed
+
+    for paper in (fedopt, padamfed, fedli, fafed):
+        assert paper.SCALES and all(isinstance(scale, common.Scale) and dataclasses.is_dataclass(scale)
+                                    and scale.name == name for name, scale in paper.SCALES.items()), paper.__name__
+    assert all(isinstance(scale, common.Scale) for scale in fedopt_grids.GRIDS.values())  # 01's grids, per scale
+        assert all(isinstance(scale.seeds, tuple) and len(scale.seeds) >= 2 for scale in paper.SCALES.values())
+        assert common.scale_at(paper.SCALES, "small") is paper.SCALES["small"]
+        with pytest.raises(ValueError, match=r"SCALE='huge' not one of"):
+            common.scale_at(paper.SCALES, "huge")
+    assert fedopt.SCALES["small"].seeds_or() == [0, 1, 2] and fafed.SCALES["small"].seeds_or([7, 8]) == [7, 8]
+    with pytest.raises(TypeError, match="roundz"):  # a misspelt field
+        common.Scale("small", seeds=(0, 1), rounds=10, eval_every=5, roundz=20)
+    with pytest.raises(TypeError, match="roundz"):
+        fedli.FedliScale("small", seeds=(0, 1), rounds=10, eval_every=5, roundz=20)
+    with pytest.raises(ValueError, match=r"seeds=\[1, 1\]"):
+        common.Scale("small", seeds=(1, 1), rounds=10, eval_every=5)
+    with pytest.raises(ValueError, match=r"rounds=0"):
+        common.Scale("small", seeds=(0, 1), rounds=0, eval_every=5)
+    with pytest.raises(ValueError, match=r"eval_every\['a'\]=0"):
+        common.Scale("small", seeds=(0, 1), rounds={"a": 10}, eval_every={"a": 0})
+    with pytest.raises(TypeError, match=r"tasks='femnist' must be a sequence of task names"):
+        common.Scale("small", seeds=(0, 1), rounds=10, eval_every=5, tasks="femnist")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        fafed.SCALES["small"].rounds = 3  # a scale is changed with dataclasses.replace, checked again

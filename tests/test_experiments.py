@@ -57,9 +57,9 @@ def test_tasks_carry_the_setting_the_model_and_the_trivial_baseline(fashion_mnis
 
 def test_scale_settings_and_unknown_names_fail_clearly():
     small = experiment.scale_settings("small")
-    assert small["rounds"] == 40 and small["seeds"] == [0, 1, 2, 3, 4]
-    assert experiment.scale_settings("small", rounds=7, seeds=(4, 5)) == dict(experiment.SCALES["small"], rounds=7,
-                                                                              seeds=[4, 5])
+    assert small.rounds == 40 and small.seeds == (0, 1, 2, 3, 4) and small.seeds_or() == [0, 1, 2, 3, 4]
+    changed = experiment.scale_settings("small", rounds=7, seeds=(4, 5))
+    assert (changed.rounds, changed.seeds, changed.tune_rounds, changed.model) == (7, (4, 5), 10, "mlp")
     with pytest.raises(ValueError, match=re.escape("SCALE='huge' not one of ['smoke', 'small', 'medium', 'paper']")):
         experiment.scale_settings("huge")
     with pytest.raises(ValueError, match=re.escape("seeds='[1, 2]' must be a non-empty list of seeds")):

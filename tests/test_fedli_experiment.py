@@ -43,11 +43,12 @@ def test_femnist_stand_in_task(femnist) -> None:
                                       "eval_every": 3, "weighting": "samples"}
     assert set(femnist.settings) == set(ROUND_SETTINGS)
     small = experiment.scale_settings("small", "femnist")
-    assert (small["rounds"], small["tune_rounds"], small["max_local_steps"], small["test_samples"]) == (40, 10, 5, None)
-    assert experiment.seeds_at("small") == [0, 1, 2] and experiment.seeds_at("smoke") == [0, 1]
-    assert experiment.seeds_at("paper") == [0, 1, 2, 3, 4] and experiment.seeds_at("small", [4, 7]) == [4, 7]
-    assert experiment.scale_settings("paper", "femnist")["rounds"] == 500
-    assert experiment.scale_settings("paper", "femnist")["max_local_steps"] is None  # the full epoch
+    assert (small.rounds, small.tune_rounds, small.max_local_steps, small.test_samples) == (40, 10, 5, None)
+    seeds = {scale: experiment.SCALES[scale].seeds_or() for scale in ("smoke", "small", "paper")}
+    assert seeds == {"smoke": [0, 1], "small": [0, 1, 2], "paper": [0, 1, 2, 3, 4]}
+    assert small.seeds_or([4, 7]) == [4, 7]
+    assert experiment.scale_settings("paper", "femnist").rounds == 500
+    assert experiment.scale_settings("paper", "femnist").max_local_steps is None  # the full epoch
     paper_task = experiment.tasks("paper", names=["femnist"])["femnist"]
     assert paper_task.problem(0).x0().numel() > 10**6 and "CNN" in paper_task.model_label  # the CNN
     assert paper_task.settings["local_steps"] == experiment.epoch_steps(paper_task.data)
@@ -59,14 +60,14 @@ def test_femnist_stand_in_task(femnist) -> None:
     with pytest.raises(ValueError, match="task='shakespeare' does not run at scale 'small'"):
         experiment.tasks("small", names=["shakespeare"])
     with pytest.raises(ValueError, match="seeds"):
-        experiment.seeds_at("small", [1, 1])
+        small.seeds_or([1, 1])
 
 
 def test_the_long_horizon_is_the_task_with_the_papers_rounds(femnist) -> None:
     long = experiment.long_task(femnist, "smoke")
     assert long.name == "femnist (long)" and long.data is femnist.data
     assert dict(long.settings) == {**femnist.settings, "rounds": 4, "eval_every": 2}
-    assert experiment.SCALES["small"]["long"] == {"rounds": 500, "eval_every": 50}  # the paper's 500 rounds
+    assert experiment.SCALES["small"].long == {"rounds": 500, "eval_every": 50}  # the paper's 500 rounds
 
 
 def test_the_task_runs_as_the_data_model_and_options_did_before(femnist) -> None:
@@ -102,7 +103,7 @@ def test_tune_keeps_the_lowest_mean_final_training_loss_over_the_seeds(femnist, 
     """The grid search is common.tune's over the seeds: the final training loss of a run of tune_rounds rounds
     without test evaluations, the point with the lowest mean over the seeds chosen."""
     monkeypatch.setattr(experiment, "GRIDS", {"FedAvg": {"client_lr": [0.001, 0.1]}})
-    monkeypatch.setitem(experiment.SCALES["smoke"], "grid_points", None)
+    monkeypatch.setitem(experiment.SCALES, "smoke", dataclasses.replace(experiment.SCALES["smoke"], grid_points=None))
     tuning = experiment.tune(femnist, "smoke", [0, 1])
     assert isinstance(tuning, Tuning)
     tuning_run = {**femnist.settings, "rounds": 2, "eval_every": 0}  # smoke's tune_rounds
@@ -193,7 +194,8 @@ def test_server_rules_are_paired_against_table_1s(femnist) -> None:
 
 def test_the_shakespeare_code_path(monkeypatch) -> None:
     """Shakespeare runs at paper scale only; its task (the LSTM on the plays' roles) is built the same way."""
-    monkeypatch.setitem(experiment.SCALES["smoke"], "tasks", ("femnist", "shakespeare"))
+    monkeypatch.setitem(experiment.SCALES, "smoke", dataclasses.replace(experiment.SCALES["smoke"],
+                                                                        tasks=("femnist", "shakespeare")))
     shakespeare = experiment.tasks("smoke", names=["shakespeare"])["shakespeare"]
     lstm = shakespeare.problem(0)
     assert lstm.x0().dtype == torch.float32 and shakespeare.data.num_clients == 10

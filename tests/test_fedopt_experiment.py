@@ -484,9 +484,10 @@ def test_fashion_mnist_stand_ins_at_smoke_scale():
     assert experiment.model_of("emnist_cr", "paper") == ("cnn", {}, "the paper's model (" +
                                                           paper.PAPER_TASKS["emnist_cr"]["model"] + ")")
     assert experiment.model_of("emnist_ae", "small")[:2] == ("autoencoder", {"hidden": (), "bottleneck": 30})
-    assert experiment.seeds_at("small") == [0, 1, 2] and experiment.seeds_at("small", [4, 7]) == [4, 7]
+    scale = common.scale_at(experiment.SCALES, "small")
+    assert scale.seeds_or() == [0, 1, 2] and scale.seeds_or([4, 7]) == [4, 7]
     with pytest.raises(ValueError, match="seeds"):
-        experiment.seeds_at("small", [1, 1])
+        scale.seeds_or([1, 1])
     assert torch.equal(cr.problem(4).x0(), cr.problem(4).x0()) and not torch.equal(cr.problem(4).x0(),
                                                                                     cr.problem(5).x0())
     with pytest.raises(ValueError, match="only at scale 'paper'"):

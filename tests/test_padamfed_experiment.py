@@ -75,7 +75,8 @@ def test_smoke_grids_keep_one_point_of_each_list() -> None:
 def test_multipliers_are_decades_over_four_decades() -> None:
     factors = experiment.multipliers("small")
     assert factors == [0.01, 0.1, 1.0, 10.0, 100.0] and 1.0 in experiment.multipliers("smoke")
-    assert experiment.seeds_at("small") == [0, 1, 2] and experiment.seeds_at("smoke", [4, 5]) == [4, 5]
+    small = common.scale_at(experiment.SCALES, "small")
+    assert small.seeds_or() == [0, 1, 2] and small.seeds_or([4, 5]) == [4, 5]
     with pytest.raises(ValueError, match="SCALE='huge'"):
         experiment.multipliers("huge")
 

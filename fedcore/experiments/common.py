@@ -28,7 +28,16 @@ import numpy as np
 import pandas as pd
 from torch import Tensor, nn
 
-from fedcore.checks import check_choice, check_int, check_number, check_positive, check_range, check_seed, check_seeds
+from fedcore.checks import (
+    check_choice,
+    check_int,
+    check_number,
+    check_positive,
+    check_range,
+    check_scale,
+    check_seed,
+    check_seeds,
+)
 from fedcore.data.federated import FederatedData
 from fedcore.experiments.claims import Scope
 from fedcore.problem import Problem
@@ -42,6 +51,54 @@ SCORE_EVALUATIONS = 4
 ROUND_SETTINGS = ("rounds", "clients_per_round", "local_steps", "batch_size", "eval_every", "weighting")
 
 Builder = Callable[..., Any]
+
+
+@dataclass(frozen=True)
+class Scale:
+    """What a notebook runs at one scale (``smoke``, ``small``, ``medium``, ``paper``): the fields every paper fills
+    in, checked when the paper's ``SCALES`` is built; a paper adds its own fields in a subclass.  A misspelt field
+    is a ``TypeError`` naming it (a dataclass takes no other keyword).
+
+    ``seeds``: the seeds every run is repeated over (each draws the initial model, the client sampling and the
+    minibatches); ``rounds``: per run, one number or ``{task: rounds}`` (None: the paper's, per task);
+    ``eval_every``: the evaluation period, one number or per task; ``tasks``: the tasks that run (empty: the paper's
+    module says); ``tune_rounds``: the rounds of a tuning run (None: no tuning run of its own);
+    ``max_local_steps``: a cap on K (None: none); ``test_samples``: the test samples kept (None: all)."""
+
+    name: str
+    seeds: tuple[int, ...]
+    rounds: int | Mapping[str, int] | None
+    eval_every: int | Mapping[str, int]
+    tasks: tuple[str, ...] = ()
+    tune_rounds: int | None = None
+    max_local_steps: int | None = None
+    test_samples: int | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "seeds", tuple(check_seeds("seeds", self.seeds)))
+        for name in ("rounds", "eval_every"):
+            value = getattr(self, name)
+            if isinstance(value, Mapping):
+                object.__setattr__(self, name, {task: check_int(f"{name}[{task!r}]", count)
+                                                for task, count in value.items()})
+            elif value is not None or name == "eval_every":
+                check_int(name, value)
+        if isinstance(self.tasks, str) or not all(isinstance(task, str) for task in self.tasks):
+            raise TypeError(f"tasks={self.tasks!r} must be a sequence of task names")
+        object.__setattr__(self, "tasks", tuple(self.tasks))
+        for name in ("tune_rounds", "max_local_steps", "test_samples"):
+            if getattr(self, name) is not None:
+                check_int(name, getattr(self, name))
+
+    def seeds_or(self, seeds: Sequence[int] | None = None) -> list[int]:
+        """``seeds`` (checked) when given (a notebook's ``SEEDS``), else this scale's."""
+        return list(self.seeds) if seeds is None else check_seeds("seeds", seeds)
+
+
+def scale_at(scales: Mapping[str, Scale], scale: str | Scale) -> Scale:
+    """A paper's :class:`Scale` named ``scale`` (a notebook's ``SCALE``, checked against ``scales``), or ``scale``
+    itself when it is one."""
+    return scale if isinstance(scale, Scale) else check_scale(scale, scales)
 
 
 @dataclass(frozen=True)

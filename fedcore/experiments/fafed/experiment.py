@@ -19,28 +19,37 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 import pandas as pd
 
 from fedcore import algorithms, models
-from fedcore.checks import check_choice, check_int, check_keywords, check_positive, check_scale, check_seed, check_seeds
+from fedcore.checks import check_choice, check_int, check_keywords, check_positive, check_seed, check_seeds
 from fedcore.data import FederatedData, load_fashion_mnist
 from fedcore.experiments import common
 from fedcore.experiments.claims import trivial_baseline
-from fedcore.experiments.common import Task, Tuning
+from fedcore.experiments.common import Scale, Task, Tuning, scale_at
 from fedcore.results import History
 from fedcore.store import Store
 
-SCALES: dict[str, dict[str, Any]] = {
-    "smoke": {"rounds": 2, "eval_every": 1, "max_local_steps": 2, "tune_rounds": 1, "seeds": [0, 1],
-              "model": "mlp", "tune": True},
-    "small": {"rounds": 40, "eval_every": 5, "max_local_steps": None, "tune_rounds": 10, "seeds": [0, 1, 2, 3, 4],
-              "model": "mlp", "tune": True},
-    "medium": {"rounds": 40, "eval_every": 5, "max_local_steps": None, "tune_rounds": 10, "seeds": [0, 1, 2],
-               "model": "tanh_cnn", "tune": False},
-    "paper": {"rounds": 300, "eval_every": 10, "max_local_steps": None, "tune_rounds": 30, "seeds": [0, 1, 2, 3, 4],
-              "model": "tanh_cnn", "tune": False},
+
+@dataclass(frozen=True)
+class FafedScale(Scale):
+    """A :class:`~fedcore.experiments.common.Scale` with the model (:data:`MODELS`) and whether the grids are
+    searched by default (where the model makes it cheap)."""
+
+    model: str = "mlp"
+    tune: bool = True
+
+
+SCALES: dict[str, FafedScale] = {
+    "smoke": FafedScale("smoke", seeds=(0, 1), rounds=2, eval_every=1, max_local_steps=2, tune_rounds=1),
+    "small": FafedScale("small", seeds=(0, 1, 2, 3, 4), rounds=40, eval_every=5, tune_rounds=10),
+    "medium": FafedScale("medium", seeds=(0, 1, 2), rounds=40, eval_every=5, tune_rounds=10, model="tanh_cnn",
+                         tune=False),
+    "paper": FafedScale("paper", seeds=(0, 1, 2, 3, 4), rounds=300, eval_every=10, tune_rounds=30, model="tanh_cnn",
+                        tune=False),
 }
 """Rounds per run, evaluation period, a cap on the local steps ``q``, rounds per tuning run, the seeds, the model
 (:data:`MODELS`) and whether the grids are searched by default (where the model makes it cheap: the stand-in's
@@ -95,13 +104,13 @@ def make_builders(rho: float = RHO) -> dict[str, Builder]:
     }
 
 
-def scale_settings(scale: str, rounds: int | None = None, seeds: Sequence[int] | None = None) -> dict[str, Any]:
+def scale_settings(scale: str, rounds: int | None = None, seeds: Sequence[int] | None = None) -> FafedScale:
     """The :data:`SCALES` entry of ``scale``, with ``rounds`` and ``seeds`` instead of its own when given."""
-    settings = dict(check_scale(scale, SCALES))
+    settings = scale_at(SCALES, scale)
     if rounds is not None:
-        settings["rounds"] = check_int("rounds", rounds)
+        settings = replace(settings, rounds=check_int("rounds", rounds))
     if seeds is not None:
-        settings["seeds"] = check_seeds("seeds", seeds, hint=" (with papermill: -y 'SEEDS: [0, 1, 2]')")
+        settings = replace(settings, seeds=check_seeds("seeds", seeds, hint=" (with papermill: -y 'SEEDS: [0, 1, 2]')"))
     return settings
 
 
@@ -130,9 +139,9 @@ def tasks(datasets: Mapping[str, FederatedData], settings: Mapping[str, Any]) ->
     """The three settings as tasks: the scale's model (:data:`MODELS`), test accuracy with its trivial baseline
     (the most frequent class), and the round settings of :func:`round_settings` for the scale's ``settings``
     (:func:`scale_settings`)."""
-    model, label, _ = MODELS[check_choice("model", settings["model"], MODELS)]
-    return {name: Task(name, data, model, round_settings(name, settings["rounds"], settings["eval_every"],
-                                                         data.num_clients, settings["max_local_steps"]),
+    model, label, _ = MODELS[check_choice("model", settings.model, MODELS)]
+    return {name: Task(name, data, model, round_settings(name, settings.rounds, settings.eval_every,
+                                                         data.num_clients, settings.max_local_steps),
                        baseline=trivial_baseline(data) / 100, model_label=label)
             for name, data in _mapping("datasets", datasets).items()}
 

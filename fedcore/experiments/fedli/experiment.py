@@ -16,7 +16,7 @@ which run at which scale):
 - **CIFAR-10/100** with ResNet-18 (GroupNorm), 100 clients by Dirichlet(0.5): ``paper`` scale only, where
   torchvision has the files (:data:`CIFAR`).
 
-The partition is drawn once (``partition_seed``) and stays fixed; a seed of :func:`seeds_at` draws the initial
+The partition is drawn once (``partition_seed``) and stays fixed; a seed of :data:`SCALES` draws the initial
 model, the client sampling and the minibatches, and every result is reported over those seeds.
 
 Methods (:func:`algorithms_at`): FedLi-LS (Armijo clients with SLS's constants, the non-convex server rule: the
@@ -42,6 +42,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -49,30 +50,40 @@ import pandas as pd
 from torch import nn
 
 from fedcore import algorithms, models
-from fedcore.checks import check_choice, check_scale, check_seed, check_seeds
+from fedcore.checks import check_choice, check_seed, check_seeds
 from fedcore.data import FederatedData, load_fashion_mnist, load_shakespeare, load_torchvision
 from fedcore.experiments import common
 from fedcore.experiments.claims import Scope, compare, trivial_baseline
-from fedcore.experiments.common import Task, Tuning, half_decades, span_width, window_score
+from fedcore.experiments.common import Scale, Task, Tuning, half_decades, scale_at, span_width, window_score
 from fedcore.experiments.fedli.paper import METHODS, NEAR_BEST
 from fedcore.results import History
 from fedcore.run import simulate
 from fedcore.store import Store
 
-SCALES: dict[str, dict[str, Any]] = {
-    "smoke": {"rounds": 3, "eval_every": 3, "tune_rounds": 2, "max_local_steps": 2, "test_samples": 200,
-              "shakespeare_roles": 10, "grid_points": 1, "seeds": 2, "tasks": ("femnist",),
-              "long": {"rounds": 4, "eval_every": 2}},
-    "small": {"rounds": 40, "eval_every": 5, "tune_rounds": 10, "max_local_steps": 5, "test_samples": None,
-              "shakespeare_roles": 100, "grid_points": None, "seeds": 3, "tasks": ("femnist",),
-              "long": {"rounds": 500, "eval_every": 50}},
-    "paper": {"rounds": 500, "eval_every": 10, "tune_rounds": 100, "max_local_steps": None, "test_samples": None,
-              "shakespeare_roles": None, "grid_points": None, "seeds": 5,
-              "tasks": ("femnist", "shakespeare", "cifar10", "cifar100"), "long": {"rounds": 500, "eval_every": 10}},
+
+@dataclass(frozen=True)
+class FedliScale(Scale):
+    """A :class:`~fedcore.experiments.common.Scale` with the Shakespeare roles (None: every eligible one), the grid
+    points per list (None: all; 1: the middle one) and the long horizon of FedLi-LU's sweeps (:func:`long_task`)."""
+
+    shakespeare_roles: int | None = None
+    grid_points: int | None = None
+    long: Mapping[str, int] = field(default_factory=lambda: {"rounds": 500, "eval_every": 10})
+
+
+SCALES: dict[str, FedliScale] = {
+    "smoke": FedliScale("smoke", seeds=(0, 1), rounds=3, eval_every=3, tasks=("femnist",), tune_rounds=2,
+                        max_local_steps=2, test_samples=200, shakespeare_roles=10, grid_points=1,
+                        long={"rounds": 4, "eval_every": 2}),
+    "small": FedliScale("small", seeds=(0, 1, 2), rounds=40, eval_every=5, tasks=("femnist",), tune_rounds=10,
+                        max_local_steps=5, shakespeare_roles=100, long={"rounds": 500, "eval_every": 50}),
+    "paper": FedliScale("paper", seeds=(0, 1, 2, 3, 4), rounds=500, eval_every=10,
+                        tasks=("femnist", "shakespeare", "cifar10", "cifar100"), tune_rounds=100,
+                        long={"rounds": 500, "eval_every": 10}),
 }
-"""Per scale: rounds (the paper: 500), evaluation period, rounds per tuning run (the paper: 100), a cap on K,
-test samples (None: all), Shakespeare roles (None: every eligible one), grid points per list (None: all; smoke:
-the middle one), seeds (the paper: 5), the tasks that run, and the long horizon of FedLi-LU's sweeps
+"""Per scale: the seeds (the paper: 5), rounds (the paper: 500), evaluation period, the tasks that run, rounds per
+tuning run (the paper: 100), a cap on K, test samples (None: all), Shakespeare roles (None: every eligible one),
+grid points per list (None: all; smoke: the middle one), and the long horizon of FedLi-LU's sweeps
 (:func:`long_task`)."""
 TASKS = ("femnist", "shakespeare")
 CIFAR = ("cifar10", "cifar100")
@@ -118,27 +129,18 @@ RATE_METHODS = ("FedLi-LU", "FedAvg", "FedExP")
 """The methods whose clients run SGD at a rate: the client-rate sweeps (:func:`client_rate_sweep`)."""
 
 
-def _scale(scale: str) -> dict[str, Any]:
-    return check_scale(scale, SCALES)
-
-
-def seeds_at(scale: str, seeds: Sequence[int] | None = None) -> list[int]:
-    """The seeds every run is repeated over at ``scale``: ``seeds``, or ``0 .. SCALES[scale]["seeds"] - 1``."""
-    return list(range(_scale(scale)["seeds"])) if seeds is None else check_seeds("seeds", seeds)
-
-
 def task_names(scale: str) -> tuple[str, ...]:
     """The tasks that run at ``scale`` (:data:`SCALES`): the FEMNIST stand-in everywhere, Shakespeare and
     :data:`CIFAR` at ``paper``."""
-    return _scale(scale)["tasks"]
+    return scale_at(SCALES, scale).tasks
 
 
-def scale_settings(scale: str, task: str) -> dict[str, Any]:
+def scale_settings(scale: str, task: str) -> FedliScale:
     """:data:`SCALES`' entry of ``scale``, checked that ``task`` runs at it."""
-    chosen = _scale(scale)
+    chosen = scale_at(SCALES, scale)
     check_choice("task", task, TASKS + CIFAR)
-    if task not in chosen["tasks"]:
-        raise ValueError(f"task={task!r} does not run at scale {scale!r}: tasks {list(chosen['tasks'])} (Shakespeare "
+    if task not in chosen.tasks:
+        raise ValueError(f"task={task!r} does not run at scale {scale!r}: tasks {list(chosen.tasks)} (Shakespeare "
                          "and CIFAR run only at 'paper')")
     return chosen
 
@@ -159,8 +161,8 @@ def _data(task: str, scale: str, seed: int, device: str) -> FederatedData:
         data = load_fashion_mnist(CLIENTS, "dirichlet", seed, device=device, alpha=ALPHA)
         data.info.update(stands_for="FEMNIST", stand_in="Fashion-MNIST, 100 clients, Dirichlet(0.5)")
     else:
-        data = load_shakespeare(chosen["shakespeare_roles"], seed=seed, device=device)
-    return data.test_subset(chosen["test_samples"], seed)
+        data = load_shakespeare(chosen.shakespeare_roles, seed=seed, device=device)
+    return data.test_subset(chosen.test_samples, seed)
 
 
 def _model(task: str, scale: str, data: FederatedData) -> tuple[Callable[[int], nn.Module], str]:
@@ -172,7 +174,7 @@ def _model(task: str, scale: str, data: FederatedData) -> tuple[Callable[[int], 
         return (lambda seed: models.make("char_lstm", shape, classes, seed=seed)), "the char-LSTM for the paper's RNN"
     if task in CIFAR:
         return (lambda seed: models.make("resnet18_gn", shape, classes, seed=seed)), ""
-    if _scale(scale) is SCALES["paper"]:
+    if scale_at(SCALES, scale) is SCALES["paper"]:
         return (lambda seed: models.make("cnn", shape, classes, seed=seed)), "Reddi et al.'s CNN for the paper's CNN"
     return (lambda seed: models.make("mlp", shape, classes, seed=seed, hidden=(64,))), \
         "a 784-64-10 MLP standing in for the CNN"
@@ -192,10 +194,10 @@ def tasks(scale: str, partition_seed: int = 0, device: str = "cpu",
     for name in names:
         chosen, data = scale_settings(scale, name), _data(name, scale, partition_seed, device)
         model, label = _model(name, scale, data)
-        steps, cap = epoch_steps(data), chosen["max_local_steps"]
-        settings = {"rounds": chosen["rounds"], "clients_per_round": CLIENTS_PER_ROUND,
+        steps, cap = epoch_steps(data), chosen.max_local_steps
+        settings = {"rounds": chosen.rounds, "clients_per_round": CLIENTS_PER_ROUND,
                     "local_steps": min(steps, cap) if cap else steps, "batch_size": BATCH_SIZE,
-                    "eval_every": chosen["eval_every"], "weighting": WEIGHTING}
+                    "eval_every": chosen.eval_every, "weighting": WEIGHTING}
         built[name] = Task(name, data, model, settings, baseline=trivial_baseline(data), model_label=label)
     return built
 
@@ -203,7 +205,7 @@ def tasks(scale: str, partition_seed: int = 0, device: str = "cpu",
 def long_task(task: Task, scale: str) -> Task:
     """``task`` on the long horizon of ``scale`` (:data:`SCALES`' ``long``: the paper's 500 rounds at ``small``),
     where FedLi-LU's fixed small server step has had time to act: its sweeps run there."""
-    horizon = _scale(scale)["long"]
+    horizon = dict(scale_at(SCALES, scale).long)
     return dataclasses.replace(task, name=f"{task.name} (long)",
                                settings={**task.settings, **horizon})
 
@@ -211,7 +213,7 @@ def long_task(task: Task, scale: str) -> Task:
 def scopes(tasks: Mapping[str, Task], scale: str, seeds: Sequence[int]) -> dict[str, Scope]:
     """Per task, what a verdict on its runs rests on: the task, the scale, its rounds, the ``seeds`` and its model
     where it is not the paper's (:class:`fedcore.experiments.claims.Scope`)."""
-    _scale(scale)
+    scale_at(SCALES, scale)
     return {name: common.scope({name: task}, scale, seeds, task.model_label) for name, task in tasks.items()}
 
 
@@ -227,8 +229,8 @@ _BASELINES: dict[str, Callable[..., Any]] = {
 
 def grids(scale: str, task: str | None = None) -> dict[str, dict[str, list[float]]]:
     """:data:`GRIDS` at ``scale``: at ``smoke`` the middle value of every list."""
-    chosen = _scale(scale) if task is None else scale_settings(scale, task)
-    if chosen["grid_points"] is None:
+    chosen = scale_at(SCALES, scale) if task is None else scale_settings(scale, task)
+    if chosen.grid_points is None:
         return {method: {name: list(values) for name, values in grid.items()} for method, grid in GRIDS.items()}
     return {method: {name: [values[len(values) // 2]] for name, values in grid.items()}
             for method, grid in GRIDS.items()}
@@ -258,7 +260,7 @@ def tune(task: Task, scale: str, seeds: Sequence[int], *, store: Store | None = 
     (:func:`fedcore.experiments.common.tune`)."""
     tuning = common.tune(task, make_builders(), grids(scale, task.name), seeds, final_train_loss,
                          higher_is_better=False, store=store, progress=progress,
-                         rounds=scale_settings(scale, task.name)["tune_rounds"], eval_every=0)
+                         rounds=scale_settings(scale, task.name).tune_rounds, eval_every=0)
     chosen = {method: {key: float(value) for key, value in point.items()} for method, point in tuning.chosen.items()}
     return Tuning(chosen, tuning.tables)
 

@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -47,12 +47,12 @@ import torch
 from torch import nn
 
 from fedcore import algorithms, models
-from fedcore.checks import check_choice, check_int, check_positive, check_scale, check_seed, check_seeds
+from fedcore.checks import check_choice, check_int, check_positive, check_seed, check_seeds
 from fedcore.data import FederatedData, load_fashion_mnist, load_shakespeare, load_torchvision
 from fedcore.data.sources import cifar100_coarse
 from fedcore.experiments import common
 from fedcore.experiments.claims import CONFIRMED, CONTRADICTED, WITHIN_NOISE, Scope, compare, trivial_baseline
-from fedcore.experiments.common import ROUND_SETTINGS, Task
+from fedcore.experiments.common import ROUND_SETTINGS, Scale, Task, scale_at
 from fedcore.experiments.fedopt.paper import (
     ADAPTIVE,
     BEST_HYPERPARAMETERS,
@@ -72,21 +72,31 @@ from fedcore.schedules import exp_decay
 if TYPE_CHECKING:
     from fedcore.store import Store
 
-SCALES: dict[str, dict[str, Any]] = {
-    "smoke": {"seeds": 3, "rounds": 2, "eval_every": 1, "clients_per_round": 2, "max_local_steps": 2,
-              "test_samples": 200, "shakespeare_roles": 20, "models": "light", "decay": "once_late",
-              "tasks": ("shakespeare", "emnist_cr", "emnist_ae")},
-    "small": {"seeds": 3, "rounds": 300, "eval_every": 25, "clients_per_round": 10, "max_local_steps": None,
-              "test_samples": None, "shakespeare_roles": 100, "models": "light", "decay": "once_late",
-              "tasks": ("emnist_cr", "emnist_ae")},
-    "medium": {"seeds": 3, "rounds": 300, "eval_every": 25, "clients_per_round": 10, "max_local_steps": None,
-               "test_samples": None, "shakespeare_roles": 100, "models": "light", "decay": "once_late",
-               "tasks": ("shakespeare", "emnist_cr", "emnist_ae")},
-    "paper": {"seeds": 3, "rounds": None, "eval_every": 25, "clients_per_round": None, "max_local_steps": None,
-              "test_samples": None, "shakespeare_roles": None, "models": "paper", "decay": "paper",
-              "tasks": ("shakespeare", "emnist_cr", "emnist_ae", "cifar10", "cifar100")},
+@dataclass(frozen=True)
+class FedoptScale(Scale):
+    """A :class:`~fedcore.experiments.common.Scale` with the clients per round (None: the paper's), the Shakespeare
+    roles (None: all 705), the models (``"light"``: :data:`LIGHT_MODELS`; ``"paper"``: the paper's) and ExpDecay's
+    schedule (:func:`decay_every`)."""
+
+    clients_per_round: int | None = None
+    shakespeare_roles: int | None = None
+    models: str = "light"
+    decay: str = "once_late"
+
+
+SCALES: dict[str, FedoptScale] = {
+    "smoke": FedoptScale("smoke", seeds=(0, 1, 2), rounds=2, eval_every=1,
+                         tasks=("shakespeare", "emnist_cr", "emnist_ae"), max_local_steps=2, test_samples=200,
+                         clients_per_round=2, shakespeare_roles=20),
+    "small": FedoptScale("small", seeds=(0, 1, 2), rounds=300, eval_every=25, tasks=("emnist_cr", "emnist_ae"),
+                         clients_per_round=10, shakespeare_roles=100),
+    "medium": FedoptScale("medium", seeds=(0, 1, 2), rounds=300, eval_every=25,
+                          tasks=("shakespeare", "emnist_cr", "emnist_ae"), clients_per_round=10, shakespeare_roles=100),
+    "paper": FedoptScale("paper", seeds=(0, 1, 2), rounds=None, eval_every=25,
+                         tasks=("shakespeare", "emnist_cr", "emnist_ae", "cifar10", "cifar100"), models="paper",
+                         decay="paper"),
 }
-"""Per scale: the seeds of every run (:func:`seeds_at`), rounds (None: the paper's per task), evaluation period
+"""Per scale: the seeds of every run, rounds (None: the paper's per task), evaluation period
 (a run's score is the mean of its last :data:`~fedcore.experiments.common.SCORE_EVALUATIONS` = 4 evaluations:
 every 25 rounds, the last 100 rounds, the paper's window), clients per round (None: the paper's), cap on K
 (None: one full epoch), test samples kept (None: all), Shakespeare roles (None: all 705), the models
@@ -149,22 +159,12 @@ def not_run(scale: str) -> dict[str, str]:
     return left | {PAPER_TASKS[task]["name"]: reason for task, reason in UNREACHABLE.items()}
 
 
-def seeds_at(scale: str, seeds: Sequence[int] | None = None) -> list[int]:
-    """The seeds every Table 1 and Table 11 run is repeated over at ``scale``: ``seeds``, or ``0, 1, ...`` as
-    many as :data:`SCALES` says (3: a verdict compares methods over at least three paired seeds)."""
-    return list(range(_scale(scale)["seeds"])) if seeds is None else check_seeds("seeds", seeds)
-
-
 def task_names(scale: str) -> tuple[str, ...]:
     """The Table 1 tasks run at ``scale`` (:data:`SCALES`): at ``small`` the two Fashion-MNIST stand-ins
     (Shakespeare's row needs ``medium``), at ``smoke`` and ``medium`` Shakespeare too, at ``paper`` the two CIFAR
     tasks as well (ResNet-18 with GroupNorm; torchvision's files in ``$FEDCORE_DATA`` or ``data/raw``)."""
-    return tuple(_scale(scale)["tasks"])
+    return scale_at(SCALES, scale).tasks
 EXP_DECAY_FACTOR, EXP_DECAY_EVERY = 0.1, 500
-
-
-def _scale(scale: str) -> dict[str, Any]:
-    return check_scale(scale, SCALES)
 
 
 def as_autoencoder(data: FederatedData) -> FederatedData:
@@ -184,7 +184,7 @@ def as_autoencoder(data: FederatedData) -> FederatedData:
 
 def _reachable(task: str, scale: str) -> dict[str, Any]:
     """``scale``'s settings, once ``task`` is known to run there (CIFAR: paper scale only)."""
-    settings = _scale(scale)
+    settings = scale_at(SCALES, scale)
     if STAND_INS[check_choice("task", task, STAND_INS)].get("paper_only") and scale != "paper":
         raise ValueError(f"task={task!r} runs only at scale 'paper' (ResNet-18 on CIFAR, torchvision files needed); "
                          f"at {scale!r} run one of {list(REACHABLE)}")
@@ -196,7 +196,7 @@ def _load(task: str, scale: str, partition_seed: int, device: str) -> FederatedD
     test samples drawn from ``partition_seed``."""
     settings = _reachable(task, scale)
     if task == "shakespeare":
-        data = load_shakespeare(settings["shakespeare_roles"], seed=partition_seed, device=device,
+        data = load_shakespeare(settings.shakespeare_roles, seed=partition_seed, device=device,
                                 targets="sequence")
     elif task == "cifar10":
         data = load_torchvision(task, FASHION_CLIENTS, "lda", partition_seed, device=device, crop=CIFAR_CROP,
@@ -208,7 +208,7 @@ def _load(task: str, scale: str, partition_seed: int, device: str) -> FederatedD
         data = load_fashion_mnist(FASHION_CLIENTS, seed=partition_seed, device=device, **FASHION_PARTITION)
         data = as_autoencoder(data) if task == "emnist_ae" else data
     data.info.update(stands_for=PAPER_TASKS[task]["name"], stand_in=STAND_INS[task]["data"])
-    return data.test_subset(settings["test_samples"], partition_seed)
+    return data.test_subset(settings.test_samples, partition_seed)
 
 
 def local_steps(data: FederatedData, batch_size: int, cap: int | None = None) -> int:
@@ -222,12 +222,12 @@ def round_settings(task: str, data: FederatedData, scale: str) -> dict[str, Any]
     rounds and clients per round (the paper's at paper scale), the paper's batch size, K from :func:`local_steps`
     (one local epoch; capped at ``smoke``), clients weighted by their samples (the paper's Algorithm 1 writes
     ``1/|S|``; the same for the Fashion-MNIST clients, who hold 120 images each)."""
-    settings = _scale(scale)
+    settings = scale_at(SCALES, scale)
     paper = PAPER_TASKS[check_choice("task", task, STAND_INS)]
-    return dict(rounds=settings["rounds"] or paper["rounds"],
-                clients_per_round=settings["clients_per_round"] or paper["clients_per_round"],
-                local_steps=local_steps(data, paper["batch_size"], settings["max_local_steps"]),
-                batch_size=paper["batch_size"], eval_every=settings["eval_every"], weighting="samples")
+    return dict(rounds=settings.rounds or paper["rounds"],
+                clients_per_round=settings.clients_per_round or paper["clients_per_round"],
+                local_steps=local_steps(data, paper["batch_size"], settings.max_local_steps),
+                batch_size=paper["batch_size"], eval_every=settings.eval_every, weighting="samples")
 
 
 def _model(name: str, data: FederatedData, options: Mapping[str, Any]) -> Callable[[int], nn.Module]:
@@ -240,7 +240,7 @@ def _model(name: str, data: FederatedData, options: Mapping[str, Any]) -> Callab
 def model_of(task: str, scale: str) -> tuple[str, dict[str, Any], str]:
     """``(fedcore model, options, label)`` that ``task`` trains at ``scale``: the paper's (:data:`STAND_INS`) or,
     at the ``light`` scales, ours (:data:`LIGHT_MODELS`), labelled as such."""
-    if _reachable(task, scale)["models"] == "light":
+    if _reachable(task, scale).models == "light":
         name, options, label = LIGHT_MODELS[task]
         return name, dict(options), f"ours: {label}; the paper's at paper scale"
     return STAND_INS[task]["model"], dict(PAPER_MODEL_OPTIONS.get(task, {})), \
@@ -271,7 +271,7 @@ def tasks(scale: str, partition_seed: int = 0, device: str = "cpu",
                            baseline=trivial_baseline(data), metric=metric, higher_is_better=name not in LOWER_IS_BETTER,
                            model_label=label, info={"stands_for": PAPER_TASKS[name]["name"],
                                                     "stand_in": STAND_INS[name]["data"],
-                                                    "decay": _scale(scale)["decay"]})
+                                                    "decay": scale_at(SCALES, scale).decay})
     return built
 
 
@@ -281,7 +281,7 @@ def scope(tasks: Mapping[str, Task], scale: str, seeds: Sequence[int], model: st
     model of :data:`LIGHT_MODELS` each task trains, ``{"emnist_cr": "ours, an MLP 784-200-10", ...}``, narrowed
     with the tasks a claim judged)."""
     models: str | dict[str, str] = model
-    if not model and _scale(scale)["models"] == "light":
+    if not model and scale_at(SCALES, scale).models == "light":
         models = {name: f"ours, {LIGHT_MODELS[name][2]}" for name in tasks if name in LIGHT_MODELS}
     return common.scope(tasks, scale, seeds, models)
 

@@ -17,32 +17,42 @@ method (:func:`good_threshold`): the claim, measured.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
 from fedcore import models
-from fedcore.checks import check_int, check_scale
+from fedcore.checks import check_int
 from fedcore.data import FederatedData, load_fashion_mnist
 from fedcore.experiments import common
 from fedcore.experiments.claims import trivial_baseline
-from fedcore.experiments.common import Builder, Task, Tuning, half_decades, window_score
+from fedcore.experiments.common import Builder, Scale, Task, Tuning, half_decades, scale_at, window_score
 from fedcore.results import History
 
 if TYPE_CHECKING:
     from fedcore.store import Store
 
 METRIC = "mean test accuracy of the last 4 evaluations"
-GRIDS: dict[str, dict[str, Any]] = {
-    "smoke": {"client": (-1.0, -0.5), "server": (-1.0, -0.5), "rounds": 3, "eval_every": 1, "seeds": 2},
-    "small": {"client": (-2.5, 0.0), "server": (-2.5, 0.5), "rounds": 30, "eval_every": 3, "seeds": 3},
-    "medium": {"client": (-2.5, 0.0), "server": (-2.5, 0.5), "rounds": 100, "eval_every": 10, "seeds": 3},
-    "paper": {"client": (-3.0, 0.5), "server": (-3.0, 0.5), "rounds": 100, "eval_every": 10, "seeds": 3},
+@dataclass(frozen=True)
+class GridScale(Scale):
+    """A :class:`~fedcore.experiments.common.Scale` of the learning-rate grids, with the log10 ranges of the client
+    and the server rates (half-decades)."""
+
+    client: tuple[float, float] = (-2.5, 0.0)
+    server: tuple[float, float] = (-2.5, 0.5)
+
+
+GRIDS: dict[str, GridScale] = {
+    "smoke": GridScale("smoke", seeds=(0, 1), rounds=3, eval_every=1, client=(-1.0, -0.5), server=(-1.0, -0.5)),
+    "small": GridScale("small", seeds=(0, 1, 2), rounds=30, eval_every=3),
+    "medium": GridScale("medium", seeds=(0, 1, 2), rounds=100, eval_every=10),
+    "paper": GridScale("paper", seeds=(0, 1, 2), rounds=100, eval_every=10, client=(-3.0, 0.5), server=(-3.0, 0.5)),
 }
 """Per scale: the log10 ranges of the client and server learning rates (half-decades: 6 client x 7 server rates
 at small; the server axis reaches 10^0.5, where FedAvg's best lies in the paper's CIFAR-100 grid and past our
 FedAvg's best at 1), the rounds per run, the evaluation period (a run's score is the mean of its last 4
-evaluations: rounds 19-30 at small) and how many seeds each cell runs; tau = 1e-3 as in the paper's figures."""
+evaluations: rounds 19-30 at small) and the seeds each cell runs; tau = 1e-3 as in the paper's figures."""
 TAU = 1e-3
 NEAR_BEST = 0.02
 """'Good' learning rates: a cell whose score on a seed is at least the best mean cell of all the grids minus
@@ -55,13 +65,13 @@ steps of 32 samples, clients weighted by their samples (``fedcore.explore``'s li
 
 def grid_axes(scale: str) -> tuple[list[float], list[float], int]:
     """``(client_lrs, server_lrs, rounds)`` of the tuning grid at ``scale`` (:data:`GRIDS`)."""
-    spec = check_scale(scale, GRIDS)
-    return half_decades(*spec["client"]), half_decades(*spec["server"]), spec["rounds"]
+    spec = scale_at(GRIDS, scale)
+    return half_decades(*spec.client), half_decades(*spec.server), spec.rounds
 
 
 def grid_seeds(scale: str) -> list[int]:
-    """The seeds every cell of the grid runs at ``scale`` (:data:`GRIDS`): ``0, 1, ...``."""
-    return list(range(check_scale(scale, GRIDS)["seeds"]))
+    """The seeds every cell of the grid runs at ``scale`` (:data:`GRIDS`)."""
+    return scale_at(GRIDS, scale).seeds_or()
 
 
 def grid_task(scale: str, data: FederatedData | None = None) -> Task:
@@ -69,7 +79,7 @@ def grid_task(scale: str, data: FederatedData | None = None) -> Task:
     :data:`GRID_PARTITION`, the partition drawn from seed 0: ``fedcore.explore.live_problem``'s data), a logistic
     regression drawn from a seed, :data:`GRID_RUN` for the scale's rounds (:data:`GRIDS`), test accuracy with the
     most frequent class's share in % as its trivial baseline."""
-    rounds, every = grid_axes(scale)[2], GRIDS[scale]["eval_every"]
+    rounds, every = grid_axes(scale)[2], scale_at(GRIDS, scale).eval_every
     data = load_fashion_mnist(GRID_CLIENTS, seed=0, **GRID_PARTITION) if data is None else data
     if not isinstance(data, FederatedData) or data.num_classes is None:
         raise TypeError(f"data={type(data).__name__} must be a classification FederatedData (or None)")

@@ -12,7 +12,7 @@ batch size, the baselines' grids and the multipliers were not found.  What we ch
   steps, T = 60 at ``small`` (SK = 50 against T: Theorem 1's momentum ``beta = sqrt(SK/T)`` = 0.91, almost off);
   ``"fashion_mnist_long"``, S = 5, K = 2, T = 300 at ``small`` (SK = 10, ``beta`` = 0.18), run with the methods
   without variance reduction (:data:`METHODS_AT`).
-- **Seeds** (:func:`seeds_at`): every run is repeated over three seeds; a verdict compares paired seeds
+- **Seeds** (:data:`SCALES`): every run is repeated over three seeds; a verdict compares paired seeds
   (:mod:`fedcore.experiments.claims`).
 - **Tuning** (:data:`GRIDS`, :func:`tune`): FedAvg and SCAFFOLD over the client learning rate; SCAFFOLD-M and
   SCAFFOLD-M-VR over ``eta`` and ``beta`` with ``gamma = eta K`` (SCAFFOLD's server step), each point run for the
@@ -40,41 +40,55 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
 
 from fedcore import algorithms, models
 from fedcore.algorithms.theorems import theory_hyperparameters
-from fedcore.checks import check_choice, check_positive, check_scale, check_seed, check_seeds
+from fedcore.checks import check_choice, check_positive, check_seed, check_seeds
 from fedcore.data import load_fashion_mnist
 from fedcore.data.sources import load_torchvision
 from fedcore.experiments import common
 from fedcore.experiments.claims import CONFIRMED, CONTRADICTED, WITHIN_NOISE, compare, trivial_baseline
 from fedcore.experiments.common import (
+    Scale,
     Task,
     Tuning,
     good_span,
     half_decades,
     mean_over_seeds,
     run_seeds,
+    scale_at,
     span_points,
     window_score,
 )
 from fedcore.results import History
 from fedcore.store import Store
 
-SCALES: dict[str, dict[str, Any]] = {
-    "smoke": {"rounds": {"fashion_mnist": 4, "fashion_mnist_long": 8}, "eval_every": {"fashion_mnist": 2,
-              "fashion_mnist_long": 4}, "clients": 20, "test_samples": 200, "multipliers": (-1, 0), "seeds": 2},
-    "small": {"rounds": {"fashion_mnist": 60, "fashion_mnist_long": 300}, "eval_every": {"fashion_mnist": 5,
-              "fashion_mnist_long": 25}, "clients": 100, "test_samples": 2000, "multipliers": (-2, 2), "seeds": 3},
-    "paper": {"rounds": {"fashion_mnist": 500, "fashion_mnist_long": 3000, "cifar10": 500},
-              "eval_every": {"fashion_mnist": 10, "fashion_mnist_long": 100, "cifar10": 10}, "clients": 100,
-              "test_samples": None, "multipliers": (-2, 2), "seeds": 3},
+
+@dataclass(frozen=True)
+class PadamfedScale(Scale):
+    """A :class:`~fedcore.experiments.common.Scale` with the clients N and the log10 range of the robustness
+    multipliers (decades)."""
+
+    clients: int = 100
+    multipliers: tuple[int, int] = (-2, 2)
+
+
+SCALES: dict[str, PadamfedScale] = {
+    "smoke": PadamfedScale("smoke", seeds=(0, 1), rounds={"fashion_mnist": 4, "fashion_mnist_long": 8},
+                           eval_every={"fashion_mnist": 2, "fashion_mnist_long": 4}, test_samples=200, clients=20,
+                           multipliers=(-1, 0)),
+    "small": PadamfedScale("small", seeds=(0, 1, 2), rounds={"fashion_mnist": 60, "fashion_mnist_long": 300},
+                           eval_every={"fashion_mnist": 5, "fashion_mnist_long": 25}, test_samples=2000),
+    "paper": PadamfedScale("paper", seeds=(0, 1, 2),
+                           rounds={"fashion_mnist": 500, "fashion_mnist_long": 3000, "cifar10": 500},
+                           eval_every={"fashion_mnist": 10, "fashion_mnist_long": 100, "cifar10": 10}),
 }
 """Per scale: rounds T and evaluation period of each task, clients N, test samples (None: all 10,000), the
-log10 range of the robustness multipliers (decades) and the number of seeds."""
+log10 range of the robustness multipliers (decades) and the seeds."""
 HORIZONS = {"fashion_mnist": {"clients_per_round": 10, "local_steps": 5},
             "fashion_mnist_long": {"clients_per_round": 5, "local_steps": 2},
             "cifar10": {"clients_per_round": 10, "local_steps": 5}}
@@ -119,18 +133,9 @@ VARIANT_METHODS = {"line 1 for the first round's clients": TWO_RATES,
                    "VR server momentum: the clients' mean direction": ("PAdaMFed-VR", "SCAFFOLD-M-VR")}
 
 
-def _scale(scale: str) -> dict[str, Any]:
-    return check_scale(scale, SCALES)
-
-
-def seeds_at(scale: str, seeds: Sequence[int] | None = None) -> list[int]:
-    """The seeds every run is repeated over at ``scale``: ``seeds``, or ``0, 1, 2`` (:data:`SCALES`)."""
-    return list(range(_scale(scale)["seeds"])) if seeds is None else check_seeds("seeds", seeds)
-
-
 def multipliers(scale: str) -> list[float]:
     """The robustness figure's multipliers at ``scale``: decades (1/100 ... 100 at small and paper)."""
-    low, high = _scale(scale)["multipliers"]
+    low, high = scale_at(SCALES, scale).multipliers
     return [float(10.0**k) for k in range(low, high + 1)]
 
 
@@ -138,12 +143,12 @@ def round_settings(scale: str, task: str = "fashion_mnist") -> dict[str, Any]:
     """The round settings of ``task``'s runs at ``scale`` (:data:`fedcore.experiments.common.ROUND_SETTINGS`): T
     rounds of S clients, K steps of B (:data:`HORIZONS`), uniform weights, an evaluation every ``eval_every``
     rounds."""
-    settings = _scale(scale)
+    settings = scale_at(SCALES, scale)
     check_choice("task", task, TASKS)
-    if task not in settings["rounds"]:
-        raise ValueError(f"task={task!r} does not run at scale {scale!r}: tasks {list(settings['rounds'])}")
-    return {"rounds": settings["rounds"][task], **HORIZONS[task], "batch_size": BATCH_SIZE,
-            "eval_every": settings["eval_every"][task], "weighting": "uniform"}
+    if task not in settings.rounds:
+        raise ValueError(f"task={task!r} does not run at scale {scale!r}: tasks {list(settings.rounds)}")
+    return {"rounds": settings.rounds[task], **HORIZONS[task], "batch_size": BATCH_SIZE,
+            "eval_every": settings.eval_every[task], "weighting": "uniform"}
 
 
 def _model(name: str, shape: tuple[int, ...], classes: int) -> Callable[[int], Any]:
@@ -161,7 +166,7 @@ def tasks(scale: str, partition_seed: int = 0, device: str = "cpu",
     (torchvision's files, Dirichlet(0.5)); the partition and the scale's test subset drawn from
     ``partition_seed``; the model of :func:`_model`; the round settings of :func:`round_settings`; test accuracy
     (in [0, 1]) with its trivial baseline, the most frequent test class (:func:`trivial_baseline` over 100)."""
-    settings, partition_seed = _scale(scale), check_seed("partition_seed", partition_seed)
+    settings, partition_seed = scale_at(SCALES, scale), check_seed("partition_seed", partition_seed)
     if isinstance(names, str) or not isinstance(names, Sequence) or not names:
         raise ValueError(f"names={names!r} must be a non-empty list of task names among {list(TASKS)}")
     built, stand_in = {}, None
@@ -171,12 +176,12 @@ def tasks(scale: str, partition_seed: int = 0, device: str = "cpu",
             if scale != "paper":
                 raise ValueError(f"names={list(names)!r}: 'cifar10' runs only at scale 'paper' (ResNet-18, "
                                  f"torchvision files); got scale={scale!r}")
-            data = load_torchvision("cifar10", settings["clients"], "dirichlet", partition_seed, device=device,
-                                    alpha=CIFAR_ALPHA).test_subset(settings["test_samples"], partition_seed)
+            data = load_torchvision("cifar10", settings.clients, "dirichlet", partition_seed, device=device,
+                                    alpha=CIFAR_ALPHA).test_subset(settings.test_samples, partition_seed)
         else:
             if stand_in is None:
-                stand_in = load_fashion_mnist(settings["clients"], "dirichlet", partition_seed, device=device,
-                                              alpha=ALPHA).test_subset(settings["test_samples"], partition_seed)
+                stand_in = load_fashion_mnist(settings.clients, "dirichlet", partition_seed, device=device,
+                                              alpha=ALPHA).test_subset(settings.test_samples, partition_seed)
             data = stand_in
         built[name] = Task(name, data, _model(name, tuple(data.inputs.shape[1:]), data.num_classes),
                            round_settings(scale, name), baseline=trivial_baseline(data) / 100,
@@ -224,7 +229,7 @@ def score(history: History) -> float:
 
 def grids(scale: str) -> dict[str, dict[str, list[float]]]:
     """:data:`GRIDS`, or at ``smoke`` (CI) one point of each: the middle of every list."""
-    _scale(scale)
+    scale_at(SCALES, scale)
     return GRIDS if scale != "smoke" else {method: {name: [values[len(values) // 2]] for name, values in grid.items()}
                                            for method, grid in GRIDS.items()}
 
