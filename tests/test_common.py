@@ -171,11 +171,11 @@ def test_every_paper_fills_in_one_typed_scale_checked_once() -> None:
     for paper in (fedopt, padamfed, fedli, fafed):
         assert paper.SCALES and all(isinstance(scale, common.Scale) and dataclasses.is_dataclass(scale)
                                     and scale.name == name for name, scale in paper.SCALES.items()), paper.__name__
-    assert all(isinstance(scale, common.Scale) for scale in fedopt_grids.GRIDS.values())  # 01's grids, per scale
         assert all(isinstance(scale.seeds, tuple) and len(scale.seeds) >= 2 for scale in paper.SCALES.values())
         assert common.scale_at(paper.SCALES, "small") is paper.SCALES["small"]
         with pytest.raises(ValueError, match=r"SCALE='huge' not one of"):
             common.scale_at(paper.SCALES, "huge")
+    assert all(isinstance(scale, common.Scale) for scale in fedopt_grids.GRIDS.values())  # 01's grids, per scale
     assert fedopt.SCALES["small"].seeds_or() == [0, 1, 2] and fafed.SCALES["small"].seeds_or([7, 8]) == [7, 8]
     with pytest.raises(TypeError, match="roundz"):  # a misspelt field
         common.Scale("small", seeds=(0, 1), rounds=10, eval_every=5, roundz=20)
