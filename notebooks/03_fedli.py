@@ -40,7 +40,7 @@
 # 6. lets you move the baselines' learning rate and watch which methods move;
 # 7. sets the paper's claims beside our measurements, with verdicts, and says what differs.
 #
-# **Parameters.** `SCALE` is `smoke` (CI, under a minute), `small` (a 2-core CPU; what you see here: 7 to 8 minutes
+# **Parameters.** `SCALE` is `smoke` (CI, under a minute), `small` (a 2-core CPU; what you see here: 7 minutes or so
 # from an empty results store, printed at the end) or `paper` (500 rounds, every task; for a GPU). Rerun with, e.g.,
 # `papermill 03_fedli.ipynb out.ipynb -p SCALE small -y "SEEDS: [3, 4, 5]"`. Finished runs are kept in the results
 # store (`fedcore.store`), so a rerun recomputes only what changed; `-p STORE off` recomputes everything.
