@@ -107,8 +107,8 @@ def make_builders(rho: float = RHO) -> dict[str, Builder]:
 def scale_settings(scale: str, rounds: int | None = None, seeds: Sequence[int] | None = None) -> FafedScale:
     """The :data:`SCALES` entry of ``scale``, with ``rounds`` and ``seeds`` instead of its own when given."""
     settings = scale_at(SCALES, scale)
-    if rounds is not None:
-        settings = replace(settings, rounds=check_int("rounds", rounds))
+    if rounds is not None:  # checked by the Scale
+        settings = replace(settings, rounds=rounds)
     if seeds is not None:
         settings = replace(settings, seeds=check_seeds("seeds", seeds, hint=" (with papermill: -y 'SEEDS: [0, 1, 2]')"))
     return settings
