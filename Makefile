@@ -9,7 +9,7 @@ VENV    := .venv
 VPY     := $(VENV)/bin/python
 STAMP   := $(VENV)/.setup-stamp
 
-# notebook scale for `make run`: smoke | small | paper (medium: 01_fedopt and 04_fafed only so far)
+# notebook scale for `make run`: smoke | small | medium | paper (medium and paper also write results/<scale>/)
 SCALE   ?= small
 # seconds allowed per notebook cell: papermill (`make run`) and nbval (`make test`)
 TIMEOUT ?= 3600
@@ -33,7 +33,7 @@ endef
 help:
 	@echo "fedcore targets:"
 	@echo "  make setup      create .venv (pip install -e '.[dev,flower]'), install Fashion-MNIST and chromium; idempotent"
-	@echo "  make run        execute every notebooks/NN_*.ipynb headless into build/ (SCALE=$(SCALE); SCALE=smoke|small|paper)"
+	@echo "  make run        execute every notebooks/NN_*.ipynb headless into build/ (SCALE=$(SCALE); SCALE=smoke|small|medium|paper)"
 	@echo "  make test       library tests + nbval on every notebook, at smoke scale"
 	@echo "  make notebooks  rerun the notebooks at SCALE=small and copy the outputs over notebooks/*.ipynb"
 	@echo "  make bench      benchmarks/round_speed.py"

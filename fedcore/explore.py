@@ -215,7 +215,7 @@ def explore_tuning(method: str, tau: float, client_lr: float, server_lr: float, 
     scale for every grid of ``grids``; the good cells (outlined in red) are those at or above the threshold of
     ``grids[tau]`` (:func:`fedcore.experiments.fedopt.tuning.good_threshold`)."""
     if not isinstance(grids, Mapping) or not all(isinstance(by_method, Mapping) for by_method in grids.values()):
-        raise TypeError(f"grids must be {{tau: {{method: grid}}}} (tuning_grid's tables), got {type(grids).__name__}")
+        raise TypeError(f"grids must be {{tau: {{method: grid}}}} (tuning.heatmaps' maps), got {type(grids).__name__}")
     if tau not in grids:
         raise ValueError(f"tau={tau!r} has no grids; grids has tau in {list(grids)}")
     if method not in grids[tau]:

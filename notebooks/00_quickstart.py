@@ -36,7 +36,7 @@
 # %% tags=["parameters"]
 import os
 
-SCALE = os.environ.get("FEDCORE_SCALE", "small")  # smoke | small | paper
+SCALE = os.environ.get("FEDCORE_SCALE", "small")  # smoke | small | medium (as small) | paper
 DEVICE = "cpu"  # "cuda" on a GPU
 SEED = 0  # data partition, model initialization, client sampling and minibatches
 NUM_CLIENTS = 20
@@ -64,6 +64,7 @@ SCALES = {
     "paper": {"model": ("cnn", {}), "rounds": 500, "clients_per_round": 10, "local_steps": 20,
               "batch_size": 32, "eval_every": 10},
 }
+SCALES["medium"] = SCALES["small"]  # nothing here needs more than small
 if SCALE not in SCALES:
     raise ValueError(f"SCALE={SCALE!r} not one of {list(SCALES)} (set it with FEDCORE_SCALE or papermill -p SCALE)")
 settings = dict(SCALES[SCALE], **({"rounds": ROUNDS} if ROUNDS else {}))
@@ -81,6 +82,7 @@ from IPython.display import display
 import fedcore
 import fedcore.engine.loop
 from fedcore import explore, plots, toy
+from fedcore.experiments.figures import MetricsDisplay
 from fedcore.store import default_store
 
 # %% [markdown]
@@ -216,10 +218,9 @@ histories = {
 }
 
 # %%
-figure, (left, right) = plt.subplots(1, 2, figsize=(11, 4), layout="constrained")
-plots.compare(histories, "test_accuracy", ax=left)
-plots.compare(histories, "train_loss", ax=right, logy=True)
-plots.savefig(figure, "00_fedavg_fedadam_scaffold.png", FIGURES)
+curves = MetricsDisplay.from_results({"Fashion-MNIST": {name: [run] for name, run in histories.items()}}, {
+    "test accuracy": {"metric": "test_accuracy"}, "train loss": {"metric": "train_loss", "logy": True}})
+plots.savefig(curves.plot(width=7, height=3).figure_, "00_fedavg_fedadam_scaffold.png", FIGURES)
 
 # %%
 pd.DataFrame({

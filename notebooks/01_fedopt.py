@@ -61,7 +61,9 @@ from fedcore.checks import check_notebook_parameters
 check_notebook_parameters(globals(), DECLARED)  # a name given with papermill -p that is not above: stop
 
 # %%
+import functools
 import inspect
+import operator
 
 import ipywidgets as widgets
 import matplotlib.pyplot as plt
@@ -70,7 +72,7 @@ from IPython.display import display
 
 import fedcore
 from fedcore import explore, objectives, plots, server_opt
-from fedcore.experiments import common
+from fedcore.experiments import claims, common, records
 from fedcore.experiments import figures as common_figures
 from fedcore.experiments.fedopt import experiment, figures, paper, theory, tuning
 from fedcore.store import default_store
@@ -233,16 +235,12 @@ point = dict(theory.TRADEOFF, rounds=200 if SCALE != "smoke" else 20)
 tradeoffs = {f"{m} of 50 clients per round":
              theory.rate_tradeoff(levels, constants, point=dict(point, clients_per_round=m), store=store)
              for m in (50, 10)}
-figure, axes = plt.subplots(1, 2, figsize=(11, 3.6), layout="constrained", sharey=True)
-for ax, (name, table) in zip(axes, tradeoffs.items()):
-    table.plot(ax=ax, logx=True, logy=True, marker="o", title=name, ylabel="final squared gradient norm")
-    ax.grid(alpha=0.3, which="both")
-plots.savefig(figure, "01_rate_tradeoff.png", FIGURES)
-for name, table in tradeoffs.items():
-    slopes = ", ".join(f"{theory.fitted_exponent(table, level):+.2f}" for level in table)
-    reach = theory.largest_constant_below(table, 1e-3)
-    print(f"{name}: slope in c per heterogeneity level {list(table.columns)}: {slopes}; largest c reaching "
-          f"||grad f||^2 <= 1e-3 (nan: none does): " + ", ".join(f"{value:.3g}" for value in reach))
+tradeoff = figures.TradeoffDisplay.from_tables(tradeoffs, target=1e-3).plot()
+plots.savefig(tradeoff.figure_, "01_rate_tradeoff.png", FIGURES)
+for name, slopes in tradeoff.slopes.iterrows():
+    print(f"{name}: slope in c per heterogeneity level {list(slopes.index)}: "
+          + ", ".join(f"{slope:+.2f}" for slope in slopes) + "; largest c reaching ||grad f||^2 <= 1e-3 (nan: none "
+          "does): " + ", ".join(f"{value:.3g}" for value in tradeoff.reach.loc[name]))
 
 # %% [markdown]
 # Read the left panel along a line: a smaller client constant (with the server constant growing to match)
@@ -278,23 +276,18 @@ with pd.option_context("display.max_colwidth", None):
 
 # %%
 live = explore.live_problem()
-variant_options = dict(explore.LIVE_RUN, rounds=tuning.grid_axes(SCALE)[2], progress=False, store=store)
-variants = {variant: {method: fedcore.simulate(live, build(), **variant_options)
-                      for method, build in experiment.variant_builders("emnist_cr", variant).items()}
-            for variant in paper.VARIANTS}
-variant_table = pd.DataFrame({variant: {method: 100 * common.window_score(history, "test_accuracy")
-                                        for method, history in runs.items()} for variant, runs in variants.items()})
-variant_table.round(2)
+grid_scale = common.scale_at(tuning.GRIDS, SCALE)  # the learning-rate grids' scale (section 5)
+variant_options = dict(explore.LIVE_RUN, rounds=grid_scale.rounds, progress=False, store=store)
+readings = figures.VariantsDisplay.from_runs({
+    variant: {method: fedcore.simulate(live, build(), **variant_options)
+              for method, build in experiment.paper_builders("emnist_cr", variant=variant).items()}
+    for variant in paper.VARIANTS})
+readings.scores.round(2)
 
 # %%
-figure, axes = plt.subplots(1, 3, figsize=(14, 3.8), layout="constrained", sharey=True, dpi=64)
-for ax, method in zip(axes, variant_table.index):
-    plots.compare({variant: runs[method] for variant, runs in variants.items() if method in runs},
-                  "test_accuracy", ax=ax)
-    ax.set_title(method)
-plots.savefig(figure, "01_fedadam_variants.png", FIGURES)
+plots.savefig(readings.plot().figure_, "01_fedadam_variants.png", FIGURES)
 print("largest spread between readings of one method (accuracy points): "
-      f"{(variant_table.max(axis=1) - variant_table.min(axis=1)).max():.2f}")
+      f"{(readings.scores.max(axis=1) - readings.scores.min(axis=1)).max():.2f}")
 
 # %% [markdown]
 # Same names, same learning rates, different optimizers: the table is the test accuracy in % by the notebook's one
@@ -330,11 +323,13 @@ print("largest spread between readings of one method (accuracy points): "
 # client's 120 images are 6 steps of 20), the paper's batch sizes, and 300 rounds against the paper's 1500-3000:
 
 # %%
-tasks = experiment.tasks(SCALE, PARTITION_SEED, DEVICE)  # {name: common.Task}: data, model(seed), settings, metric
+tasks = experiment.tasks(scale, partition_seed=PARTITION_SEED, device=DEVICE)  # {name: common.Task}
 seeds = scale.seeds_or(SEEDS)  # every run below is repeated over these seeds
-histories = experiment.run(tasks, seeds, store=store, progress=PROGRESS)  # {task: {method: [History per seed]}}
+results = functools.reduce(operator.or_, [  # a common.Results: results[task][method] -> [History per seed]
+    experiment.run(task, experiment.make_builders(task, scale), seeds, store=store, progress=PROGRESS)
+    for task in tasks.values()])
 with pd.option_context("display.max_colwidth", None):
-    display(experiment.settings_beside(tasks))
+    display(experiment.settings_beside(results))
 
 # %% [markdown]
 # **One window rule for the whole notebook**: a run's score is the mean of its last 4 evaluations on the full
@@ -358,12 +353,14 @@ experiment.hyperparameter_table(list(tasks))
 # Table 1 beside ours (columns `fedcore`), the methods in the paper's order, each row in Table 1's unit (% accuracy;
 # for the autoencoder the MSE x1000, lower is better): ours the mean ± standard deviation over the seeds, with
 # what a model that learned nothing scores on our test set (`trivial baseline`: the most frequent class or next
-# character; for the autoencoder, predicting the mean image):
+# character; for the autoencoder, predicting the mean image). Medium's recorded numbers, with Shakespeare's row,
+# appear beside these once `make run SCALE=medium` has written them:
 
 # %%
-scores = experiment.score_table(histories, seeds)  # (task, method) x seed, Table 1's units
+scores = results.scores()  # (task, method) x seed, Table 1's units
 baselines = {name: task.baseline for name, task in tasks.items()}  # in Table 1's units
-experiment.table1_beside(scores, baselines)
+table1 = experiment.table1_beside(results)
+records.beside(table1, "01_fedopt", "table1")
 
 # %% [markdown]
 # Every seed's score (dots) and their mean (ticks): how far apart the methods are, beside how far one method
@@ -381,7 +378,9 @@ plots.savefig(shown.figure_, "01_table1_seeds.png", FIGURES)
 # the difference is within that noise:
 
 # %%
-experiment.paired_table(scores)
+paired = results.paired("FedAvg", words={claims.CONFIRMED: "better", claims.CONTRADICTED: "worse",
+                                          claims.WITHIN_NOISE: "tie"}).rename(index=lambda t: paper.PAPER_TASKS[t]["name"])
+paired
 
 # %% [markdown]
 # The autoencoder's MSE as a share of the mean image's (our trivial baseline), to read its scale: the paper's
@@ -389,7 +388,7 @@ experiment.paired_table(scores)
 
 # %%
 if "emnist_ae" in tasks:
-    relative = 100 * experiment.results_table(scores).loc["emnist_ae"] / baselines["emnist_ae"]
+    relative = 100 * results.means().loc["emnist_ae"] / baselines["emnist_ae"]
     print("EMNIST AE stand-in, MSE as % of the mean image's:", relative.round(1).to_dict())
 
 # %% [markdown]
@@ -404,16 +403,8 @@ with pd.option_context("display.max_colwidth", None):
 # of one standard deviation, and the trivial baseline dashed.
 
 # %%
-figure, axes = plt.subplots(1, len(histories), figsize=(5 * len(histories), 3.6), layout="constrained", dpi=64,
-                            squeeze=False)
-for ax, (name, runs) in zip(axes[0], histories.items()):
-    metric = tasks[name].metric
-    curves = common_figures.CurvesDisplay.from_results({paper.PAPER_TASKS[name]["name"]: runs}, metric,
-                                                       scale=experiment.to_paper_units(name, 1.0),
-                                                       start=tasks[name].settings["eval_every"])
-    curves.plot([ax], logy=metric == "test_loss", legend=ax is axes[0][-1], label=paper.TABLE1_METRIC[name])
-    ax.axhline(baselines[name], color="grey", linestyle="--", label="trivial baseline")
-plots.savefig(figure, "01_table1_curves.png", FIGURES)
+curves = figures.Table1CurvesDisplay.from_results(results).plot()
+plots.savefig(curves.figure_, "01_table1_curves.png", FIGURES)
 
 # %% [markdown]
 # **Faster convergence** (the slides' summary) is read on the same runs: per task, the rounds each run needs to
@@ -424,7 +415,7 @@ plots.savefig(figure, "01_table1_curves.png", FIGURES)
 # the first; FedAvgM on EMNIST CR shows they can differ:
 
 # %%
-convergence, targets = experiment.convergence_table(histories, scores)
+convergence, targets = experiment.convergence_table(results)
 print("targets in Table 1's units:", {task: round(value, 2) for task, value in targets.items()})
 common.mean_sd(convergence, digits=0).reindex(list(paper.METHODS)).rename(
     columns=lambda task: paper.PAPER_TASKS[task]["name"])
@@ -467,23 +458,22 @@ with pd.option_context("display.max_colwidth", None):
 
 # %%
 cr_task = tasks["emnist_cr"]
-central = experiment.run_centralized(cr_task, seeds, store=store, progress=PROGRESS)  # one client, one step a round
-decayed = experiment.run({"emnist_cr": cr_task}, seeds, decay=True, store=store, progress=PROGRESS)["emnist_cr"]
-decay_scores = pd.concat({"constant": scores.loc["emnist_cr"],
-                          "ExpDecay": experiment.score_table({"emnist_cr": decayed}, seeds).loc["emnist_cr"]})
-central_scores = experiment.score_table({"emnist_cr": central}, seeds).loc["emnist_cr"]
-table11 = pd.DataFrame({"centralized": central_scores.mean(axis=1), "constant": decay_scores.loc["constant"].mean(
-    axis=1), "ExpDecay": decay_scores.loc["ExpDecay"].mean(axis=1)})
+central = experiment.run(experiment.centralized_task(cr_task), experiment.centralized_builders(), seeds, store=store,
+                         progress=PROGRESS)  # one client, one step a round
+decayed = experiment.run(cr_task, experiment.decay_builders(cr_task, scale), seeds, store=store, progress=PROGRESS)
+decay_scores = pd.concat({"constant": scores.loc["emnist_cr"], "ExpDecay": decayed.scores().loc["emnist_cr"]})
+table11 = pd.DataFrame({"centralized": central.means().iloc[0], "constant": results.means().loc["emnist_cr"],
+                        "ExpDecay": decayed.means().loc["emnist_cr"]})
 table11_beside = pd.concat({"paper": paper.TABLE11.set_axis(["centralized", "constant", "ExpDecay"], axis=1),
                             "fedcore (mean over the seeds)": table11}, axis=1)
 table11_beside.index = [f"{m} (centrally: {paper.CENTRALIZED_NAMES[m]})" for m in table11_beside.index]
 display(table11_beside.round(2))
 with pd.option_context("display.max_colwidth", None):
     display(pd.Series(experiment.CENTRALIZED_RULES, name="what the centralized row runs here").to_frame())
-first_cut = experiment.decay_every("emnist_cr", cr_task.settings["rounds"], cr_task.info["decay"])
+first_cut = experiment.decay_every("emnist_cr", cr_task.settings["rounds"], scale.decay)
 after_cut = 1 - first_cut / cr_task.settings["rounds"]  # the share of the run after the cut
 decay_gain = {m: 100 * float(pd.Series([common.late_gain(h, "test_accuracy", after_cut) for h in runs]).mean())
-              for m, runs in histories["emnist_cr"].items()}
+              for m, runs in results["emnist_cr"].items()}
 print(f"what the constant-rate runs gained from round {first_cut} (the cut) to the end (points, mean over the "
       "seeds):", {m: round(g, 1) for m, g in decay_gain.items()})
 
@@ -514,16 +504,18 @@ with pd.option_context("display.max_colwidth", None):  # this section's verdict,
 # explorer below:
 
 # %%
-client_lrs, server_lrs, grid_rounds = tuning.grid_axes(SCALE)
-grid_task = tuning.grid_task(SCALE, live.data)  # the live task of section 2 as a common.Task
-grid_seeds = tuning.grid_seeds(SCALE)
+grid = tuning.grid(grid_scale)  # {"client_lr": [...], "server_lr": [...]}
+client_lrs, server_lrs = grid["client_lr"], grid["server_lr"]
+grid_task = tuning.grid_task(grid_scale, live.data)  # the live task of section 2 as a common.Task
+grid_seeds = grid_scale.seeds_or()
 taus = sorted({TAU, *TAUS})
 builders = {tau: experiment.grid_builders(tau) for tau in taus}  # FedAvg's and FedAvgM's runs ignore tau: stored once
-tunings = {tau: tuning.tune(grid_task, builders[tau], client_lrs, server_lrs, grid_seeds, store=store) for tau in taus}
-grids_by_tau = {tau: tuning.tuning_grids(tunings[tau]) for tau in taus}  # each method's mean table as a heat map
-grids = grids_by_tau[TAU]
-threshold = tuning.good_threshold(grids)  # one threshold for every method
-plots.savefig(figures.tuning_heatmaps(grids, threshold), "01_tuning_heatmaps.png", FIGURES)
+tunings = {tau: experiment.tune(grid_task, builders[tau], {method: grid for method in builders[tau]}, grid_seeds,
+                                store=store) for tau in taus}  # a common.Tuning per tau
+grids_by_tau = {tau: tuning.heatmaps(tunings[tau]) for tau in taus}  # each method's mean scores as a heat map
+heatmaps = figures.HeatmapsDisplay.from_tuning(tunings[TAU]).plot()  # one threshold for every method
+grids, threshold = heatmaps.grids, heatmaps.threshold
+plots.savefig(heatmaps.figure_, "01_tuning_heatmaps.png", FIGURES)
 
 # %% [markdown]
 # Each cell prints its accuracy in % (the mean over the seeds); red outlines mark the good cells; all five
@@ -534,7 +526,8 @@ plots.savefig(figures.tuning_heatmaps(grids, threshold), "01_tuning_heatmaps.png
 # %%
 print(f"good cell: accuracy at least {100 * threshold:.2f}% (the best mean cell of all grids minus "
       f"{100 * tuning.NEAR_BEST:g} points)")
-tuning.tuning_summary(grids, threshold)
+summary = tuning.tuning_summary(grids, threshold)
+summary
 
 # %% [markdown]
 # Where "good" starts is a choice: the count of good cells per method (of 42) as the margin below the best cell
@@ -572,9 +565,9 @@ by_tau
 # which a grid of fixed range can push off its edge. Read the best server rates above with that in mind.
 
 # %%
-tuning_scope = experiment.scope({grid_task.name: grid_task}, SCALE, grid_seeds, model=grid_task.model_label)
+tuning_scope = common.scope({grid_task.name: grid_task}, SCALE, grid_seeds, grid_task.model_label)
 with pd.option_context("display.max_colwidth", None):  # this section's verdict, by the rules of section 7
-    display(paper.claims_table(paper.Evidence(tuning=tunings[TAU].tables, tuning_scope=tuning_scope),
+    display(paper.claims_table(paper.Evidence(tuning=tunings[TAU], tuning_scope=tuning_scope),
                                paper.CLAIMS[4:]))
 
 # %% [markdown]
@@ -663,9 +656,11 @@ display(explore.disable_unused(live_explorer, explore.FEDOPT_METHODS, chooser="m
 # %%
 print("trivial baselines in Table 1's units:", {task: round(value, 2) for task, value in baselines.items()})
 evidence = paper.Evidence(table1=scores, baselines=baselines, convergence=convergence, decay=decay_scores,
-                          decay_gain=decay_gain, tuning=tunings[TAU].tables, scope=scope, tuning_scope=tuning_scope)
+                          decay_gain=decay_gain, tuning=tunings[TAU], scope=scope, tuning_scope=tuning_scope)
+claims_table = paper.claims_table(evidence)
+records.record({"claims": claims_table, "table1": table1, "paired": paired, "tuning": summary}, "01_fedopt", SCALE)
 with pd.option_context("display.max_colwidth", None):
-    display(paper.claims_table(evidence))
+    display(claims_table)
 
 # %% [markdown]
 # **What differs from the paper, and why it matters.**

@@ -46,7 +46,9 @@
 #    what differs.
 #
 # **Parameters.** `SCALE` is `smoke` (CI, about a minute), `small` (a 2-core CPU, the time is printed at the end:
-# what you see here) or `paper` (500 and 3,000 rounds, and CIFAR-10 where torchvision has the files; for a GPU).
+# what you see here), `medium` (5 seeds, 200 and 1,000 rounds: about an hour; its tables are recorded under
+# `results/medium/` and shown beside small's) or `paper` (500 and 3,000 rounds, and CIFAR-10 where torchvision has
+# the files; for a GPU).
 # Rerun with, e.g., `papermill 02_padamfed.ipynb out.ipynb -p SCALE small -y "SEEDS: [3, 4, 5]"`. Finished runs
 # are kept in the results store (`fedcore.store`), so a rerun recomputes only what changed; `-p STORE off`
 # recomputes everything.
@@ -54,7 +56,7 @@
 # %% tags=["parameters"]
 import os
 
-SCALE = os.environ.get("FEDCORE_SCALE", "small")  # smoke | small | paper
+SCALE = os.environ.get("FEDCORE_SCALE", "small")  # smoke | small | medium | paper
 DEVICE = "cpu"  # "cuda" on a GPU
 PARTITION_SEED = 0  # the data partition and the kept test samples: the same for every run
 SEEDS = None  # None: the scale's seeds (0, 1, 2); each seed draws a run's initial model, client sampling, minibatches
@@ -70,7 +72,10 @@ from fedcore.checks import check_notebook_parameters
 check_notebook_parameters(globals(), DECLARED)  # a name given with papermill -p that is not above: stop
 
 # %%
+import dataclasses
+import functools
 import inspect
+import operator
 import time
 
 import ipywidgets as widgets
@@ -80,7 +85,7 @@ from IPython.display import display
 
 from fedcore import explore, plots
 from fedcore.algorithms.padamfed import PAdaMFed
-from fedcore.experiments import common
+from fedcore.experiments import common, records
 from fedcore.experiments import figures as common_figures
 from fedcore.experiments.claims import Scope
 from fedcore.experiments.padamfed import experiment, figures, paper, theory
@@ -295,7 +300,8 @@ display(padamfed_explorer)
 # $T$:
 
 # %%
-tasks = experiment.tasks(SCALE, PARTITION_SEED, DEVICE)  # {name: common.Task}: data, model(seed), settings, metric
+tasks = experiment.tasks(scale, partition_seed=PARTITION_SEED, device=DEVICE)  # {name: common.Task}
+builders = {name: experiment.make_builders(task, scale) for name, task in tasks.items()}  # {method: build(**point)}
 steps = pd.DataFrame({(name, method): {**experiment.theorem_step_sizes(method, task.settings),
                                        "T gamma (the server's longest path)": task.settings["rounds"]
                                        * experiment.theorem_step_sizes(method, task.settings)["gamma"]}
@@ -317,33 +323,31 @@ steps
 # below (the best may lie beyond it).
 
 # %%
+grids = common.grids_at(SCALE, experiment.GRIDS)  # at smoke, each axis's two ends
 with pd.option_context("display.max_colwidth", None):
     display(pd.Series({method: ", ".join(f"{name} in {[round(v, 4) for v in values]}" for name, values in grid.items())
-                       for method, grid in experiment.grids(SCALE).items()}, name="grid").to_frame())
+                       for method, grid in grids.items()}, name="grid").to_frame())
 
 # %%
-tunings = {name: experiment.tune(task, SCALE, seeds, store=store, progress=PROGRESS) for name, task in tasks.items()}
+tunings = {name: common.tune(task, builders[name], {m: g for m, g in grids.items() if m in builders[name]}, seeds,
+                             store=store, progress=PROGRESS) for name, task in tasks.items()}
 for name, tuning in tunings.items():
-    edges = experiment.on_edge(tuning, SCALE)
+    edges = tuning.on_edge()
     print(f"{name}: {sum(len(t) for t in tuning.tables.values()) * len(seeds)} tuning runs; on a grid edge: "
           + (", ".join(f"{m} ({', '.join(k)})" for m, k in edges.items()) or "none"))
-pd.DataFrame({(name, method): point for name, tuning in tunings.items() for method, point in tuning.chosen.items()}).T
+tuned = pd.DataFrame({(name, method): point for name, tuning in tunings.items()
+                      for method, point in tuning.chosen.items()}).T
+tuned
 
 # %%
-bases = {name: experiment.defaults(tunings[name].chosen, task.settings, experiment.METHODS_AT[name])
-         for name, task in tasks.items()}
-histories = {name: experiment.run(task, bases[name], seeds, store=store, progress=PROGRESS)
-             for name, task in tasks.items()}
-scores = {name: experiment.scores_of(runs) for name, runs in histories.items()}
-figure, axes = plt.subplots(1, len(tasks), figsize=(5.5 * len(tasks), 3.8), layout="constrained", squeeze=False)
-for ax, (name, runs) in zip(axes[0], histories.items()):  # each panel its own legend: other methods
-    curves = common_figures.CurvesDisplay.from_results({name: runs}, "test_accuracy", scale=100,
-                                                       start=tasks[name].settings["eval_every"])
-    curves.plot([ax], legend=False, label="test accuracy (%)", order=experiment.METHODS)  # one style per method
-    ax.legend(fontsize="x-small", title="mean ± sd over seeds", title_fontsize="x-small")
-plots.savefig(figure, "02_accuracy_over_rounds.png", FIGURES)
-pd.concat({name: table.apply(lambda row: experiment.mean_and_sd(row.tolist()), axis=1)
-           for name, table in scores.items()}, axis=1).rename_axis("score (%), mean ± sd over seeds")
+points = {name: experiment.points(task, tunings[name].chosen) for name, task in tasks.items()}  # theorems' or tuned
+results = functools.reduce(operator.or_, [common.run(task, common.bind(builders[name], points[name]), seeds,
+                                                     store=store, progress=PROGRESS) for name, task in tasks.items()])
+curves = common_figures.CurvesDisplay.from_results(results, "test_accuracy", scale=100, start=1)
+plots.savefig(curves.plot(label="test accuracy (%)", order=experiment.METHODS).figure_,  # one style per method
+              "02_accuracy_over_rounds.png", FIGURES)
+accuracy = results.mean_sd(scale=100).reindex(experiment.METHODS).rename_axis("score (%), mean ± sd over seeds")
+records.beside(accuracy, "02_padamfed", "accuracy")
 
 # %% [markdown]
 # The curves are the mean over the seeds with a band of one standard deviation. Section 6 sets each untuned method
@@ -362,9 +366,12 @@ clients = tasks[short].data.num_clients
 print(f"line 1 for every client: {clients} uploads before round 0, {clients / tasks[short].settings['clients_per_round']:.0f} "
       f"rounds' worth of uploads (S = {tasks[short].settings['clients_per_round']}), "
       f"{clients / (tasks[short].settings['clients_per_round'] * tasks[short].settings['rounds']):.0%} more than the run's")
-variant_runs = experiment.run_variants(tasks[short], bases[short], seeds, store=store, progress=PROGRESS)
+pairs = experiment.variants(tasks[short], builders[short], points[short], results, store=store, progress=PROGRESS)
 with pd.option_context("display.max_colwidth", None):
-    display(experiment.variants_table(histories[short], variant_runs))
+    variants = pairs.mean_sd(scale=100).T.add_suffix(" (%, mean ± sd)").rename_axis(index="method: reading",
+                                                                                  columns=None)
+    variants["variant - default (mean ± 2 SE)"] = pairs.paired("default", scale=100, words=experiment.CHANGE).variant
+    display(variants)
 
 # %% [markdown]
 # "Higher" or "lower" means beyond 2 standard errors over the seeds, however small the change. Section 3's scores,
@@ -387,9 +394,9 @@ with pd.option_context("display.max_colwidth", None):
 # seed's own good range in grid points (the count section 6 compares).
 
 # %%
-factors = experiment.multipliers(SCALE)
-robustness = {name: experiment.robustness(task, bases[name], factors, seeds, store=store, progress=PROGRESS)
-              for name, task in tasks.items()}
+factors = scale.factors()
+robustness = {name: experiment.robustness(task, builders[name], points[name], factors, seeds, store=store,
+                                          progress=PROGRESS) for name, task in tasks.items()}
 for name, tables in robustness.items():
     shown = figures.RobustnessDisplay.from_tables(tables).plot(title=f"{name}: ")
     plots.savefig(shown.figure_, f"02_robustness_{name}.png", FIGURES)
@@ -412,7 +419,7 @@ summary
 # %%
 rows = {}
 for name, tables in robustness.items():
-    means = experiment.mean_over_seeds(tables["every rate"])
+    means = common.mean_over_seeds(tables["every rate"])
     for method in (m for m in experiment.PARAMETER_FREE if m in means):
         rows[(name, method)] = {"untuned (x1)": means.loc[1.0, method], "best multiplier": means[method].idxmax(),
                                 "at its best": means[method].max(),
@@ -431,11 +438,12 @@ pd.DataFrame(rows).T.map(lambda v: f"{v:.3g}")
 
 # %%
 if SCALE == "paper":
-    cifar = experiment.tasks(SCALE, PARTITION_SEED, DEVICE, names=["cifar10"])["cifar10"]
-    cifar_base = {"PAdaMFed": experiment.theorem_step_sizes("PAdaMFed", cifar.settings),
-                  "FedAvg": bases[short]["FedAvg"]}
-    cifar_runs = experiment.run(cifar, cifar_base, seeds[:1], store=store, progress=PROGRESS)
-    plots.compare({method: runs[0] for method, runs in cifar_runs.items()}, "test_accuracy")
+    cifar = experiment.tasks(dataclasses.replace(scale, tasks=("cifar10",)), partition_seed=PARTITION_SEED,
+                             device=DEVICE)["cifar10"]
+    cifar_builders = common.bind(experiment.make_builders(cifar, scale), experiment.points(cifar, tunings[short].chosen))
+    cifar_runs = common.run(cifar, cifar_builders, seeds[:1], store=store, progress=PROGRESS)
+    common_figures.CurvesDisplay.from_results(cifar_runs, "test_accuracy", scale=100, start=1).plot(
+        label="test accuracy (%)", order=experiment.METHODS)
 else:
     print(f"not run at SCALE={SCALE!r}: CIFAR-10 with ResNet-18 needs the torchvision files and a GPU")
 
@@ -461,9 +469,12 @@ else:
 scope = common.scope(tasks, SCALE, seeds, {name: task.model_label for name, task in tasks.items()})
 quadratics = Scope((theory.REPARAMETRIZED_NAME, theory.HETEROGENEITY_NAME), SCALE, point["rounds"],
                    tuple(quadratic_seeds))
-evidence = paper.Evidence(scores, robustness, reparametrization, heterogeneity, smoothness, scope, quadratics)
+evidence = paper.Evidence({name: results.scores().loc[name] for name in tasks}, robustness, reparametrization,
+                          heterogeneity, smoothness, scope, quadratics)
+claims = paper.claims_table(evidence)
+records.record({"claims": claims, "accuracy": accuracy, "robustness": summary, "tuned": tuned}, "02_padamfed", SCALE)
 with pd.option_context("display.max_colwidth", None):
-    display(paper.claims_table(evidence))
+    display(claims)
 
 # %% [markdown]
 # **Reading the verdicts** (the committed run at `small`; the numbers are in the rows above). The reparametrization
@@ -479,7 +490,7 @@ with pd.option_context("display.max_colwidth", None):
 
 # %%
 with pd.option_context("display.max_colwidth", None):
-    display(paper.figures_table())
+    display(paper.FIGURES)
 print(f"notebook ran in {(time.perf_counter() - started) / 60:.1f} min at SCALE={SCALE}")
 
 # %% [markdown]

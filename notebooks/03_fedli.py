@@ -41,14 +41,15 @@
 # 7. sets the paper's claims beside our measurements, with verdicts, and says what differs.
 #
 # **Parameters.** `SCALE` is `smoke` (CI, under a minute), `small` (a 2-core CPU; what you see here: 7 minutes or so
-# from an empty results store, printed at the end) or `paper` (500 rounds, every task; for a GPU). Rerun with, e.g.,
+# from an empty results store, printed at the end), `medium` (5 seeds, 100 rounds: about an hour; its tables are
+# recorded under `results/medium/` and shown beside small's) or `paper` (500 rounds, every task; for a GPU). Rerun with, e.g.,
 # `papermill 03_fedli.ipynb out.ipynb -p SCALE small -y "SEEDS: [3, 4, 5]"`. Finished runs are kept in the results
 # store (`fedcore.store`), so a rerun recomputes only what changed; `-p STORE off` recomputes everything.
 
 # %% tags=["parameters"]
 import os
 
-SCALE = os.environ.get("FEDCORE_SCALE", "small")  # smoke | small | paper
+SCALE = os.environ.get("FEDCORE_SCALE", "small")  # smoke | small | medium | paper
 DEVICE = "cpu"  # "cuda" on a GPU
 PARTITION_SEED = 0  # the data partition and the kept test samples: the same for every run
 SEEDS = None  # None: the scale's seeds (0, 1, 2 at small); each seed draws a run's initial model, client sampling, minibatches
@@ -74,7 +75,7 @@ from IPython.display import display
 import fedcore
 from fedcore import algorithms, explore, objectives, plots
 from fedcore.algorithms.fedli import FedLiLS
-from fedcore.experiments import common
+from fedcore.experiments import common, records
 from fedcore.experiments.fedli import experiment, figures, paper, theory
 from fedcore.experiments.figures import CurvesDisplay, identical_groups
 from fedcore.store import default_store
@@ -152,7 +153,7 @@ bound = theory.linear_rate_bound(shared, local_steps=5, eta_max=10.0)
 gaps = theory.suboptimality(shared, algorithms.fedli_ls(**theory.SHARED_LINE_SEARCH), local_steps=5, rounds=12)
 convex = theory.two_client_run(local_steps=10, rounds=10 if SCALE != "smoke" else 4)
 x_star = theory.convex_optimum()
-plots.savefig(figures.descent_panels(gaps, bound, convex, x_star=x_star), "03_lemma3.png", FIGURES)
+plots.savefig(figures.DescentDisplay.from_runs(gaps, bound, convex, x_star).plot().figure_, "03_lemma3.png", FIGURES)
 worst = max(b / a for a, b in zip(gaps, gaps[1:]) if a > 1e-12)
 factor, limit = theory.linear_fit(convex.x)  # x_{t+1} - x_inf = factor (x_t - x_inf)
 print(f"shared data: worst per-round factor {worst:.4f}, bound {bound:.4f}; two convex clients: global objective "
@@ -237,7 +238,7 @@ display(remark2_explorer)
 # below is over those seeds. A run's score is its test accuracy on the whole test set, averaged over its last four
 # evaluations (Table 2: the clients' training loss over the same rounds).
 #
-# The baselines are tuned by a grid search (ours: the paper's grid values were lost; `experiment.tune`, on the
+# The baselines are tuned by a grid search (ours: the paper's grid values were lost; `experiment.tune`, the
 # shared `fedcore.experiments.common.tune`), each point run from every seed for the scale's tuning rounds (the paper:
 # 100) and kept by the lowest mean final training loss (the paper: the highest training accuracy, which fedcore's
 # runs do not record). FedLi-LS has no learning rate; FedLi-LU's clients run SGD at FedAvg's tuned rate (the paper
@@ -246,23 +247,26 @@ display(remark2_explorer)
 # %%
 with pd.option_context("display.max_colwidth", None):
     display(pd.Series({m: ", ".join(f"{k} in {[round(v, 4) for v in vs]}" for k, vs in grid.items())
-                       for m, grid in experiment.grids(SCALE).items()}, name="grid").to_frame())
+                       for m, grid in common.grids_at(SCALE, experiment.GRIDS).items()}, name="grid").to_frame())
 
 # %%
-tasks = experiment.tasks(SCALE, PARTITION_SEED, DEVICE)
-results, chosen = {}, {}
+tasks = experiment.tasks(scale, partition_seed=PARTITION_SEED, device=DEVICE)
+results, chosen = None, {}
 for name, task in tasks.items():
     fedcore.warm_up(task.problem(seeds[0]))
-    chosen[name] = experiment.tune(task, SCALE, seeds, store=store).chosen
-    results[name] = experiment.run(task, chosen[name], seeds, store=store, progress=PROGRESS)
-    edges = experiment.on_grid_edge(chosen[name], experiment.grids(SCALE, name))
+    builders = experiment.make_builders(task, scale)
+    tuning = experiment.tune(task, builders, common.grids_at(SCALE, experiment.GRIDS), seeds, store=store)
+    chosen[name] = tuning.chosen
+    points = {**tuning.chosen, "FedLi-LU": {"client_lr": tuning.chosen["FedAvg"]["client_lr"]}}  # FedAvg's rate
+    ran = experiment.run(task, common.bind(builders, points), seeds, store=store, progress=PROGRESS, alone=True)
+    results = ran if results is None else results | ran
     print(f"{name}: K = {task.settings['local_steps']} (one local epoch: {experiment.epoch_steps(task.data)}), "
           f"{task.settings['rounds']} rounds, {len(task.data.test_targets)} test samples; tuning runs of "
-          f"{experiment.scale_settings(SCALE, name).tune_rounds} rounds chose: {chosen[name]}\n"
-          f"   on an edge of its grid: {', '.join(edges) or 'none'}")
-tables = {name: {m: runs for m, runs in by_method.items() if m in paper.METHODS} for name, by_method in results.items()}
-accuracy = experiment.scores(tables, seeds, "test_accuracy")
-loss = experiment.scores(tables, seeds, "train_loss")
+          f"{scale.tune_rounds} rounds chose: {chosen[name]}\n   on an edge of its grid: "
+          + (", ".join(f"{m} {k} = {chosen[name][m][k]:g}" for m, keys in tuning.on_edge().items() for k in keys)
+             or "none"))
+table1 = results.methods(*paper.METHODS)  # Tables 1 and 2's runs: the seven methods
+accuracy, loss = table1.scores(), table1.scores("train_loss")  # (task, method) by seed
 
 # %% [markdown]
 # A tuned value on an edge of its grid (printed above: at `small`, FedExP's smallest $\epsilon$) may have a better
@@ -275,14 +279,15 @@ loss = experiment.scores(tables, seeds, "train_loss")
 label = {"femnist": "FEMNIST (ours: Fashion-MNIST stand-in)", "shakespeare": "Shakespeare", "cifar10": "CIFAR-10",
          "cifar100": "CIFAR-100"}.get
 missing = "—"  # runs at paper scale only
-display(paper.beside(experiment.table_cells(accuracy), paper.TABLE1, label, missing).rename_axis(
-    "Table 1: test accuracy (%)"))
-paper.beside(experiment.table_cells(loss, digits=3), paper.TABLE2, label, missing).rename_axis(
-    "Table 2: training loss")
+cells1, cells2 = (table1.mean_sd(metric, digits=digits).loc[list(paper.METHODS)]  # methods by tasks, "mean ± sd"
+                  for metric, digits in ((None, 2), ("train_loss", 3)))
+display(paper.beside(cells1, paper.TABLE1, label, missing).rename_axis("Table 1: test accuracy (%)"))
+display(paper.beside(cells2, paper.TABLE2, label, missing).rename_axis("Table 2: training loss"))
+records.beside(cells1, "03_fedli", "table1").rename_axis("Table 1 beside the medium run's record")
 
 # %%
 for name, task in tasks.items():
-    means = experiment.means(accuracy).loc[name]
+    means = table1.means().loc[name]
     learned = [m for m in means.index if means[m] > task.baseline + paper.LEARNED_MARGIN]
     print(f"{label(name)}: trivial baseline {task.baseline:.2f}%; more than {paper.LEARNED_MARGIN:g} points above it: "
           f"{len(learned)} of {len(means)} methods ({', '.join(learned) or 'none'})")
@@ -292,7 +297,7 @@ for name, task in tasks.items():
 # coincide on every seed are drawn once and named together in the legend.
 
 # %%
-curves = CurvesDisplay.from_results({label(name): runs for name, runs in tables.items()}, "test_accuracy",
+curves = CurvesDisplay.from_results({label(name): table1[name] for name in table1}, "test_accuracy",
                                     scale=100).plot(label="test accuracy (%)", order=paper.METHODS,
                                                     evaluation_ticks=True, mark_identical=True,
                                                     ylabel="test accuracy (%)")
@@ -341,9 +346,11 @@ with pd.option_context("display.max_colwidth", None):
 # $\eta_g = 1$ takes the mean move as it is. The same seeds for each (so the differences are paired):
 
 # %%
-for name, runs in results.items():
-    print(label(name))
-    display(experiment.server_rules_table(runs))
+rules = results.methods(*experiment.SERVER_RULES)
+pd.concat({"accuracy (%, mean ± sd)": rules.mean_sd(),
+           "mean server step eta_g": experiment.server_steps(rules)["mean"].unstack("task").round(3),
+           "minus Table 1's FedLi-LS (points, mean ± 2 SE)": rules.paired("FedLi-LS").T}, axis=1).rename(
+    columns=label, level=1).reindex(list(experiment.SERVER_RULES)).fillna("-")
 
 # %% [markdown]
 # In the committed run the clients' accepted steps stay below 1 in every round (section 4: the largest $\eta_g$ is
@@ -363,7 +370,7 @@ for name, runs in results.items():
 # move once the momentum has built up.
 
 # %%
-experiment.server_steps(results).rename(index=label).round(3)
+experiment.server_steps(table1.methods(*paper.FEDLI)).rename(index=label, level="task").round(3)
 
 # %% [markdown]
 # Both methods still carry constants: FedLi-LS the line search's cap $\eta_{\max}$ and Armijo constant $c$ (and
@@ -385,7 +392,7 @@ rates = {"tables": experiment.client_rate_sweep(tasks[sweep_task], chosen[sweep_
                                                 progress=PROGRESS),
          "long": experiment.client_rate_sweep(long[sweep_task], chosen[sweep_task], seeds, store=store,
                                               progress=PROGRESS)}
-lu_rate = experiment.best_value(rates["long"], "FedLi-LU")  # FedLi-LU's clients at their best rate of 500 rounds
+lu_rate = common.best_value(rates["long"], "FedLi-LU")  # FedLi-LU's clients at their best rate of 500 rounds
 constants = {setting: experiment.constant_sweep(tasks[sweep_task] if entry["horizon"] == "tables" else long[sweep_task],
                                                 setting, seeds, client_lr=lu_rate, store=store, progress=PROGRESS)
              for setting, entry in experiment.CONSTANTS.items()}
@@ -398,9 +405,7 @@ marks = {f"client SGD rate, {rounds_of['tables']} rounds": {"FedAvg's tuned rate
          f"client SGD rate, {rounds_of['long']} rounds": {"FedLi-LU's best rate": lu_rate}}
 marks |= {f"{s}, {rounds_of[e['horizon']]} rounds": {"default": e["default"]} for s, e in experiment.CONSTANTS.items()}
 xlabels = {panel: panel.split(",")[0].replace("FedLi-LS ", "").replace("FedLi-LU ", "") for panel in panels}
-sweeps = figures.SweepsDisplay.from_tables(panels, marks, xlabels).plot(order=paper.METHODS)
-for ax in sweeps.axes_:
-    ax.set_ylim(0, 100)  # one accuracy scale for every panel
+sweeps = figures.SweepsDisplay.from_tables(panels, marks, xlabels).plot(order=paper.METHODS, ylim=(0, 100))
 plots.savefig(sweeps.figure_, "03_constants.png", FIGURES)
 
 # %% [markdown]
@@ -416,8 +421,9 @@ spans |= {f"{m}'s client rate (tables)": rates["tables"][m] for m in paper.RATE_
 spans |= {f"{m}'s client rate (long)": rates["long"][m] for m in paper.RATE_METHODS}
 around = {f"{setting} ({entry['horizon']})": entry["default"] for setting, entry in experiment.CONSTANTS.items()}
 around |= {f"{m}'s client rate (tables)": tuned.get(m, tuned_avg) for m in paper.RATE_METHODS}  # FedLi-LU: FedAvg's
-around |= {f"{m}'s client rate (long)": experiment.best_value(rates["long"], m) for m in paper.RATE_METHODS}
-experiment.span_table(spans, around)
+around |= {f"{m}'s client rate (long)": common.best_value(rates["long"], m) for m in paper.RATE_METHODS}
+span_widths = experiment.span_table(spans, around)
+span_widths
 
 # %% [markdown]
 # And on the paper's 500 rounds, each SGD method at its best client rate, FedLi-LU once with its default DFW step and
@@ -462,9 +468,9 @@ experiment.at_best({"FedAvg": rates["long"]["FedAvg"], "FedExP": rates["long"]["
 # seed's run):
 
 # %%
-costs = {label(task): experiment.line_search_cost(runs) for task, runs in tables.items()}
+costs = {label(task): experiment.line_search_cost(table1[task]) for task in table1}
 display(pd.concat(costs).style.format(precision=3, na_rep="-"))
-steps = figures.StepSizesDisplay.from_histories({task: {m: runs[m][0] for m in runs} for task, runs in tables.items()})
+steps = figures.StepSizesDisplay.from_histories({task: {m: runs[0] for m, runs in table1[task].items()} for task in table1})
 steps = steps.plot(label=lambda task: f"{label(task)}, seed {seeds[0]}")
 plots.savefig(steps.figure_, "03_step_sizes.png", FIGURES)
 
@@ -527,14 +533,16 @@ display(fedli_explorer)
 # seeds; the theory rows are exact computations ("deterministic", 0 seeds).
 
 # %%
-scopes = experiment.scopes(tasks, SCALE, seeds) | {
-    paper.LONG: experiment.scopes({long[sweep_task].name: long[sweep_task]}, SCALE, seeds)[long[sweep_task].name]}
+scopes = {key: common.scope({task.name: task}, SCALE, seeds, task.model_label)
+          for key, task in {**tasks, paper.LONG: long[sweep_task]}.items()}
 evidence = paper.Evidence(gaps, bound, convex, theory.remark2_line_search(), accuracy, loss,
                           baselines={name: task.baseline for name, task in tasks.items()},
                           rates={"tables": rates["tables"], paper.LONG: rates["long"]}, tuned_rates=tuned,
                           constants=constants, constant_settings=experiment.CONSTANTS, scale=SCALE, scopes=scopes)
+claims = paper.claims_table(evidence)
+records.record({"claims": claims, "table1": cells1, "table2": cells2, "spans": span_widths}, "03_fedli", SCALE)
 with pd.option_context("display.max_colwidth", None):
-    display(paper.claims_table(evidence))
+    display(claims)
 print(f"notebook ran in {(time.perf_counter() - started) / 60:.1f} min at SCALE={SCALE}")
 
 # %% [markdown]

@@ -80,7 +80,10 @@ from fedcore.checks import check_notebook_parameters
 check_notebook_parameters(globals(), DECLARED)  # a name given with papermill -p that is not above: stop
 
 # %%
+import dataclasses
+import functools
 import inspect
+import operator
 
 import ipywidgets as widgets
 import matplotlib.pyplot as plt
@@ -89,23 +92,27 @@ from IPython.display import Markdown, display
 
 import fedcore
 from fedcore import algorithms, counterexample, explore, plots
-from fedcore.experiments import common
-from fedcore.experiments.claims import Scope
+from fedcore.experiments import common, records
+from fedcore.experiments.claims import claims_table
 from fedcore.experiments.fafed import experiment, figures, paper, theory
+from fedcore.experiments.figures import MetricsDisplay, ScoresDisplay
 from fedcore.store import default_store
 
 store = default_store(STORE)
 
 # %% [markdown]
 # The experiment lives in the package `fedcore.experiments.fafed`: `experiment` (settings, grids, builders, tasks,
-# runs over seeds, tuning), `paper` (the claims and what the paper prints), `theory` (the counterexample's law,
+# on the shared `run` and `tune`), `paper` (the claims and what the paper prints), `theory` (the counterexample's law,
 # Theorem 2's step) and `figures`; the statistics are shared by every notebook (`fedcore.experiments.common`,
 # `fedcore.experiments.claims`). The scale's rounds per run, evaluation period, cap on local steps, rounds per
 # tuning run and seeds:
 
 # %%
-settings = experiment.scale_settings(SCALE, ROUNDS, SEEDS)
-print(f"SCALE={SCALE}: {settings}")
+scale = common.scale_at(experiment.SCALES, SCALE)
+scale = dataclasses.replace(scale, clients=NUM_CLIENTS, rho=RHO, tune=scale.tune if TUNE is None else TUNE,
+                            rounds=scale.rounds if ROUNDS is None else ROUNDS,
+                            seeds=scale.seeds if SEEDS is None else SEEDS)
+print(f"SCALE={SCALE}: {scale}")
 
 # %% [markdown]
 # ## 1. The problem and what is known
@@ -196,34 +203,15 @@ law.round(6)
 # (leaving $[-1, 1]$ by a little at times; the table under the figure gives where it ends).
 
 # %%
-figure, (left, right) = plt.subplots(1, 2, figsize=(11, 4), layout="constrained")
-steps = 900 if SCALE != "smoke" else 300
-naive = counterexample.run(algorithms.local_adaptive(ETA, beta=BETA), rounds=steps, local_steps=1, store=store)
-fafed = counterexample.run(algorithms.fafed(ETA, alpha=0.5, beta=BETA, rho=RHO), rounds=steps, local_steps=1,
-                          store=store)
-naive.algorithm, fafed.algorithm = "naive local-adaptive (Alg. 1)", "FAFED (Alg. 2)"
-figures.plot_counterexample(naive, left, "C3")
-figures.plot_counterexample(fafed, left, "C0")
-left.set_title(f"q = 1, eta = {ETA}, beta = {BETA}")
-left.legend()
-q = 5
+naive, fafed = algorithms.local_adaptive(ETA, beta=BETA), algorithms.fafed(ETA, alpha=0.5, beta=BETA, rho=RHO)
 schedule = algorithms.storm_step_size(1.0, 1.0)
-runs = {
-    "naive (Alg. 1)": counterexample.run(algorithms.local_adaptive(ETA, beta=BETA), steps // q, q, store=store),
-    f"FAFED, constant eta = {ETA}": counterexample.run(algorithms.fafed(ETA, alpha=0.5, beta=BETA, rho=RHO), steps // q, q,
-                                                       store=store),
-    "FAFED, eta_t = 1 / (1 + t)^(1/3)": counterexample.run(
-        algorithms.fafed(schedule, alpha=algorithms.storm_momentum(1.0, schedule), beta=BETA, rho=RHO), steps // q, q,
-        store=store),
-}
-for (label, run), color in zip(runs.items(), ("C3", "C0", "C2")):
-    run.algorithm = label
-    figures.plot_counterexample(run, right, color, clients=False)
-right.set_title(f"q = {q}: the server model after each averaging")
-right.legend(fontsize="small")
-plots.savefig(figure, "04_counterexample.png", FIGURES)
-pd.DataFrame({label: {"x after the last averaging": run.final(), "f there": float(run.frame["f"].iloc[-1])}
-              for label, run in runs.items()}).T.round(4)
+decreasing = algorithms.fafed(schedule, alpha=algorithms.storm_momentum(1.0, schedule), beta=BETA, rho=RHO)
+runs = figures.CounterexampleDisplay.from_algorithms(
+    {"naive local-adaptive (Alg. 1)": naive, "FAFED (Alg. 2)": fafed},
+    {"naive (Alg. 1)": naive, f"FAFED, constant eta = {ETA}": fafed, "FAFED, eta_t = 1 / (1 + t)^(1/3)": decreasing},
+    steps=900 if SCALE != "smoke" else 300, q=5, store=store).plot(title=f"q = 1, eta = {ETA}, beta = {BETA}")
+plots.savefig(runs.figure_, "04_counterexample.png", FIGURES)
+runs.finals().round(4)
 
 # %% [markdown]
 # ### Explorer
@@ -242,13 +230,11 @@ pd.DataFrame({label: {"x after the last averaging": run.final(), "f there": floa
 # red outlines mark runs that end farther from 0 than they started.
 
 # %%
-eta_grid, period_grid = theory.map_grid(SCALE)
-distance = counterexample.final_distance_map(lambda eta: algorithms.fafed(eta, alpha=0.5, beta=BETA, rho=RHO), eta_grid,
-                                             period_grid, steps=300, store=store)
-ax = figures.distance_map(distance)
-ax.set_title(f"FAFED, constant step: final |x| after 300 local steps (beta={BETA}, rho={RHO})", fontsize="medium")
-plots.savefig(ax.figure, "04_counterexample_map.png", FIGURES)
-print(theory.map_summary(distance))
+distance = figures.DistanceMapDisplay.from_runs(lambda eta: algorithms.fafed(eta, alpha=0.5, beta=BETA, rho=RHO),
+                                                *theory.MAP_GRIDS[SCALE], steps=300, store=store)
+distance.plot(title=f"FAFED, constant step: final |x| after 300 local steps (beta={BETA}, rho={RHO})")
+plots.savefig(distance.figure_, "04_counterexample_map.png", FIGURES)
+print(distance.summary())
 
 # %% [markdown]
 # The paper's convergence result does not cover these runs. Theorem 2 takes a **decreasing** step
@@ -352,23 +338,17 @@ Markdown(theory.open_choices())
 # client's label distribution and the global one (`FederatedData.label_skew`) measures each:
 
 # %%
-datasets = experiment.load_datasets(NUM_CLIENTS, PARTITION_SEED, DEVICE)
-tasks = experiment.tasks(datasets, settings)
+tasks = experiment.tasks(scale, partition_seed=PARTITION_SEED, device=DEVICE)
 print(f"the model at SCALE={SCALE}: {tasks['low'].model_label}")
 experiment.settings_table()
 
 # %%
 # NBVAL_CHECK_OUTPUT
-experiment.heterogeneity_table(datasets)
+experiment.heterogeneity_table(tasks)
 
 # %%
-figure, axes = plt.subplots(1, 3, figsize=(15, 3.6), layout="constrained")
-for ax, (name, data) in zip(axes, datasets.items()):
-    plots.label_distribution(data, ax)
-    ax.set_title(f"{name}: {ax.get_title()}", fontsize="small")
-    if ax is not axes[-1]:
-        ax.get_legend().remove()
-plots.savefig(figure, "04_label_distributions.png", FIGURES)
+labels = figures.LabelsDisplay.from_tasks(tasks).plot()
+plots.savefig(labels.figure_, "04_label_distributions.png", FIGURES)
 
 # %% [markdown]
 # **The algorithms** (all with full participation and the uniform weights $1/N$ of the paper; client steps
@@ -385,8 +365,8 @@ plots.savefig(figure, "04_label_distributions.png", FIGURES)
 # server learning rate in $\{10^{-1.5}, 10^{-2}, 10^{-2.5}\}$, momentum and $\beta$ in $\{0.1, 0.9\}$. The paper
 # "carefully" tunes, presumably per setting, for an unstated budget. At `small` (and `smoke`) we search every
 # grid on every setting for the scale's tuning rounds (10 at `small`) from every seed, and keep the point with
-# the lowest mean training loss over the seeds (`experiment.tune`, on the shared
-# `fedcore.experiments.common.tune`). For the CNN (`medium`, `paper`) a search costs hours on 2 CPU cores:
+# the lowest mean training loss over the seeds (`experiment.tune`, the shared `fedcore.experiments.common.tune`).
+# For the CNN (`medium`, `paper`) a search costs hours on 2 CPU cores:
 # those scales use `HYPERPARAMETERS` from the parameters cell, found by one 10-round search on the moderate
 # setting with seed 0 (about 25 minutes), unless `TUNE=True`.
 
@@ -398,15 +378,14 @@ experiment.grid_table()
 # The hyperparameters each algorithm runs with, per setting:
 
 # %%
-builders = experiment.make_builders(rho=RHO)
-seeds = settings.seeds_or()
-if settings.tune if TUNE is None else TUNE:
-    tunings = experiment.tune(tasks, settings.tune_rounds, seeds, grids=common.grids_at(SCALE, experiment.GRIDS),
-                              builders=builders, store=store, progress=PROGRESS)
-    chosen = {setting: tuning.chosen for setting, tuning in tunings.items()}
-else:
-    chosen = {setting: HYPERPARAMETERS for setting in tasks}
-experiment.hyperparameter_table(chosen)
+seeds, grids = scale.seeds_or(), common.grids_at(SCALE, experiment.GRIDS)
+tunings = {name: experiment.tune(task, experiment.make_builders(task, scale), grids, seeds, store=store,
+                                 progress=PROGRESS) if scale.tune else common.Tuning(HYPERPARAMETERS, {}, grids)
+           for name, task in tasks.items()}
+chosen = {name: tuning.chosen for name, tuning in tunings.items()}
+hyperparameters = pd.concat({name: tuning.chosen_table() for name, tuning in tunings.items()},
+                            names=["setting", "method"])
+hyperparameters
 
 # %% [markdown]
 # Now every algorithm on every setting from each seed: a seed draws the initial model and the minibatches, the
@@ -415,19 +394,21 @@ experiment.hyperparameter_table(chosen)
 # kernel's one-time start-up cost (`fedcore.warm_up`), so that the runs' times compare:
 
 # %%
-print(f"{settings.rounds} rounds per run at SCALE={SCALE}, seeds {seeds}; one-time start-up cost left to pay "
+print(f"{scale.rounds} rounds per run at SCALE={SCALE}, seeds {seeds}; one-time start-up cost left to pay "
       f"first: {fedcore.warm_up(tasks['low'].problem()):.1f} s")
-results = experiment.run(tasks, chosen, seeds, builders=builders, store=store, progress=PROGRESS)
+results = functools.reduce(operator.or_, [
+    experiment.run(task, common.bind(experiment.make_builders(task, scale), chosen[name]), seeds, store=store,
+                   progress=PROGRESS) for name, task in tasks.items()])
 runs = [history for by_method in results.values() for histories in by_method.values() for history in histories]
 print(f"{sum(history.stored for history in runs)} of {len(runs)} runs read from the results store, the others "
       "computed")
 
 # %%
-figure, axes = plt.subplots(2, 3, figsize=(15, 7.5), layout="constrained", sharex=True, dpi=72)
-figures.CurvesDisplay.from_results(results, "train_loss").plot(axes[0], logy=True, xlabel=False)
-figures.CurvesDisplay.from_results(results, "test_accuracy", scale=100, start=settings.eval_every).plot(
-    axes[1], legend=False, label="test accuracy (%), from the first evaluation")
-plots.savefig(figure, "04_fashion_mnist.png", FIGURES)
+curves = MetricsDisplay.from_results(results, {
+    "train loss": {"metric": "train_loss", "logy": True},
+    "test accuracy (%), from the first evaluation": {"metric": "test_accuracy", "scale": 100, "start": scale.eval_every},
+}).plot()
+plots.savefig(curves.figure_, "04_fashion_mnist.png", FIGURES)
 
 # %% [markdown]
 # Each line is the mean over the seeds, its band one standard deviation. The training loss is the mean loss of
@@ -441,11 +422,12 @@ plots.savefig(figure, "04_fashion_mnist.png", FIGURES)
 
 # %%
 print(f"score window: {common.window_rounds(tasks['low'].settings)}")
-loss = common.score_table(results, experiment.train_loss_score, seeds)
-accuracy = common.score_table(results, experiment.accuracy_score, seeds)
-display(common.mean_sd(accuracy, scale=100, digits=1).rename(columns=lambda c: f"test accuracy %, {c} (mean ± sd)"))
-display(common.mean_sd(loss, digits=3).rename(columns=lambda c: f"train loss, {c} (mean ± sd)"))
-diverged = experiment.diverged_runs(results, seeds)
+loss, accuracy = results.scores("train_loss"), results.scores()
+accuracy_table = results.mean_sd(scale=100, digits=1).rename(columns=lambda c: f"test accuracy %, {c} (mean ± sd)")
+loss_table = results.mean_sd("train_loss", digits=3).rename(columns=lambda c: f"train loss, {c} (mean ± sd)")
+display(records.beside(accuracy_table, "04_fafed", "accuracy"))
+display(loss_table)
+diverged = results.diverged()
 print("no run diverged" if diverged.empty else diverged)
 
 # %% [markdown]
@@ -455,7 +437,7 @@ print("no run diverged" if diverged.empty else diverged)
 
 # %%
 baselines = {name: task.baseline for name, task in tasks.items()}
-scores = figures.ScoresDisplay.from_scores(accuracy, "test accuracy (%)", scale=100)
+scores = ScoresDisplay.from_scores(accuracy, "test accuracy (%)", scale=100)
 scores.plot(baselines={name: 100 * value for name, value in baselines.items()}, unit="%")
 plots.savefig(scores.figure_, "04_scores.png", FIGURES)
 
@@ -465,14 +447,14 @@ plots.savefig(scores.figure_, "04_scores.png", FIGURES)
 # time it took when it was computed):
 
 # %%
-experiment.seconds_table(results).round(1)
+results.seconds().round(1)
 
 # %% [markdown]
 # How each method starts: the training loss of the first round, mean over the seeds ($\ln 10 \approx 2.30$ is the
 # loss of a uniform guess over the 10 classes), and, per setting, the method with the highest one:
 
 # %%
-first_round = experiment.first_round_table(results)
+first_round = results.at_round("train_loss", 1)
 print("; ".join(f"{setting}: highest {first_round[setting].idxmax()} ({first_round[setting].max():.2f})"
                 for setting in first_round))
 first_round.round(3)
@@ -509,19 +491,23 @@ first_round.round(3)
 # is the seed's, shared by both.
 
 # %%
-scope = Scope(tuple(tasks), SCALE, settings.rounds, tuple(seeds), model=experiment.MODELS[settings.model][2])
+scope = common.scope(tasks, SCALE, seeds, model=experiment.MODELS[scale.model][2])
 evidence = paper.Evidence(loss, accuracy, baselines, scope, first_step=first, law=law,
                           epochs=experiment.epochs(tasks))
 print("epochs a client's data was passed through: " + ", ".join(f"{s} {e:.1f}" for s, e in evidence.epochs.items()))
+claims = claims_table(evidence, paper.CLAIMS)
+records.record({"claims": claims, "accuracy": accuracy_table, "train_loss": loss_table,
+                "hyperparameters": hyperparameters}, "04_fafed", SCALE)
 with pd.option_context("display.max_colwidth", None):
-    display(paper.claims_table(evidence))
+    display(claims)
 
 # %% [markdown]
 # **What differs from the paper, and why it matters.**
 #
 # - **The model.** At `small` a 784-32-10 MLP stands in for the paper's tanh CNN (section 4), so the verdicts
 #   above are about the methods on that model; `-p SCALE medium` runs the paper's CNN with three seeds (about
-#   half an hour on 2 CPU cores) and judges the same claims on it.
+#   half an hour on 2 CPU cores) and judges the same claims on it; its recorded accuracies appear beside small's
+#   once `make run SCALE=medium` has written them.
 # - **Rounds.** The paper reports its test accuracies "after training with the same epochs" and does not say how
 #   many; we run the scale's rounds for every algorithm and setting (printed above the runs: 40 at `small` and
 #   `medium`), which gives the settings different epochs (printed above the claims table). Early rounds

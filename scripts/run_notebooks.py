@@ -32,7 +32,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
 BUILD = ROOT / "build"
-SCALES = ("smoke", "small", "medium", "paper")  # medium: 01_fedopt and 04_fafed so far
+SCALES = ("smoke", "small", "medium", "paper")
 REFRESH_SCALE = "small"
 
 

@@ -19,9 +19,9 @@ from fedcore.results import History
 SETTINGS = dict(rounds=6, clients_per_round=3, local_steps=2, batch_size=4, eval_every=2, weighting="samples")
 
 
-def task(**settings) -> Task:
+def task(selection: common.Selection | None = None, **settings) -> Task:
     return Task("blobs", blobs(), lambda seed: models.make("mlp", (8,), 3, hidden=(6,), seed=seed),
-                {**SETTINGS, **settings}, baseline=1 / 3)
+                {**SETTINGS, **settings}, baseline=1 / 3, selection=selection or common.Selection())
 
 
 def history(values: dict[int, dict[str, float]], diverged: int | None = None) -> History:
@@ -31,13 +31,47 @@ def history(values: dict[int, dict[str, float]], diverged: int | None = None) ->
 
 
 def test_each_seed_draws_its_own_model_and_equals_its_separate_run() -> None:
-    results = common.run_seeds(task(), {"FedAvg": algorithms.fedavg(0.1), "FedAdam": algorithms.fedadam(0.1)},
-                               seeds=[0, 3])
-    assert list(results) == ["FedAvg", "FedAdam"] and all(len(runs) == 2 for runs in results.values())
-    for seed, run in zip([0, 3], results["FedAdam"]):
-        alone = simulate(task().problem(seed), algorithms.fedadam(0.1), seed=seed, progress=False, **SETTINGS)
-        torch.testing.assert_close(run.final_state["x"], alone.final_state["x"], atol=1e-6, rtol=1e-6)
+    builders = common.bind({"FedAvg": algorithms.fedavg, "FedAdam": algorithms.fedadam},
+                           {"FedAvg": {"client_lr": 0.1}, "FedAdam": {"client_lr": 0.1}})
+    results = common.run(task(), builders, seeds=[0, 3])
+    assert list(results) == ["blobs"] and results.seeds == (0, 3)
+    assert list(results["blobs"]) == ["FedAvg", "FedAdam"] and all(len(r) == 2 for r in results["blobs"].values())
+    alone = common.run(task(), builders, seeds=[0, 3], alone=True)
+    for seed, run, single in zip([0, 3], results["blobs"]["FedAdam"], alone["blobs"]["FedAdam"]):
+        separate = simulate(task().problem(seed), algorithms.fedadam(0.1), seed=seed, progress=False, **SETTINGS)
+        torch.testing.assert_close(run.final_state["x"], separate.final_state["x"], atol=1e-6, rtol=1e-6)
+        torch.testing.assert_close(single.final_state["x"], separate.final_state["x"], atol=0, rtol=0)
     assert not torch.equal(task().initial([0])[0], task().initial([3])[3])
+
+
+def test_results_views_agree_with_hand_computations() -> None:
+    def runs(accuracies: list[float], diverged: int | None = None) -> History:
+        return history({r: {"train_loss": 1.0 / r if r else 2.0, "test_accuracy": accuracies[r // 2],
+                            "seconds": 0.5} for r in range(0, 9, 2)}, diverged)
+
+    t = Task("t", blobs(), lambda seed: None, SETTINGS, baseline=10.0, unit=100.0)
+    u = Task("u", blobs(), lambda seed: None, SETTINGS, baseline=0.0, metric="test_loss", higher_is_better=False)
+    a = common.Results({"t": {"A": [runs([0, .1, .2, .3, .4]), runs([0, .2, .3, .4, .5])],
+                              "B": [runs([0, .1, .1, .1, .1]), runs([0, .1, .2, .2, .2], diverged=8)]}},
+                       (0, 1), {"t": t})
+    scores = a.scores()
+    assert scores.loc[("t", "A")].tolist() == pytest.approx([25.0, 35.0])  # rounds 2-8: 100 * mean(.1 .2 .3 .4)
+    assert math.isnan(scores.loc[("t", "B"), 1]) and a.means().loc["t", "A"] == pytest.approx(30.0)
+    assert a.mean_sd(digits=1).loc["A", "t"] == "30.0 ± 7.1" and a.mean_sd().loc["B", "t"] == "1 of 2 diverged"
+    assert a.scores("train_loss").loc[("t", "A"), 0] == pytest.approx((1 / 2 + 1 / 4 + 1 / 6 + 1 / 8) / 4)
+    assert a.paired("B").loc["t", "A"] == "diverged on 0 vs 1 of 2 seeds (confirmed)"
+    assert a.diverged().to_dict("records") == [{"task": "t", "method": "B", "seed": 1, "diverged at round": 8}]
+    assert a.seconds().loc["A", "t"] == pytest.approx(2.5) and a.at_round("test_accuracy", 4).loc["A", "t"] == 0.25
+    assert a.settings().loc["t", "rounds"] == 6 and list(a.methods("B")["t"]) == ["B"]
+    b = common.Results({"u": {"A": [history({0: {"test_loss": 1.0}, 2: {"test_loss": 0.5}})] * 2,
+                              "B": [history({0: {"test_loss": 1.0}, 2: {"test_loss": 0.7}}),
+                                    history({0: {"test_loss": 1.0}, 2: {"test_loss": 0.8}})]}}, (0, 1), {"u": u})
+    joined = a | b
+    assert list(joined) == ["t", "u"] and joined.paired("B").loc["u", "A"].startswith("+0.25 ± 0.10")  # lower is better
+    with pytest.raises(ValueError, match="same seeds"):
+        a | common.Results({}, (0,), {})
+    with pytest.raises(ValueError, match="reference='C' has no runs"):
+        a.paired("C")
 
 
 def test_the_window_is_the_last_evaluations_and_their_rounds() -> None:
@@ -117,18 +151,11 @@ def test_robustness_figure_fills_exactly_the_given_points() -> None:
     plt.close("all")
 
 
-def test_good_range_is_the_width_in_decades_of_the_values_near_the_best() -> None:
-    column = pd.Series([0.1, 0.78, 0.8, 0.79, 0.3], index=[0.001, 0.01, 0.1, 1.0, 10.0])
-    assert common.good_range(column, 0.02) == pytest.approx(2.0)  # 0.01 .. 1
-    assert common.good_range(column, 0.0) == 0.0
-    assert math.isnan(common.good_range(pd.Series([math.nan] * 2, index=[0.1, 1.0]), 0.1))
-
-
 def test_tune_chooses_the_best_mean_over_seeds_and_never_a_point_that_diverged() -> None:
     grids = {"FedAvg": {"client_lr": [0.01, 0.3, 1e6]}}  # 1e6 diverges
-    score = lambda h: common.window_score(h, "train_loss")  # noqa: E731
-    tuning = common.tune(task(), {"FedAvg": algorithms.fedavg}, grids, seeds=[0, 1], score=score,
-                         higher_is_better=False)
+    score = lambda h: common.window_score(h, "train_loss", 4, evaluated="train_loss")  # noqa: E731
+    selection = common.Selection("train_loss", higher_is_better=False)
+    tuning = common.tune(task(selection=selection), {"FedAvg": algorithms.fedavg}, grids, seeds=[0, 1])
     table = tuning.tables["FedAvg"]
     for lr in (0.01, 0.3):
         separate = [score(simulate(task().problem(seed), algorithms.fedavg(lr), seed=seed, progress=False,
@@ -136,10 +163,36 @@ def test_tune_chooses_the_best_mean_over_seeds_and_never_a_point_that_diverged()
         assert table.loc[lr, [0, 1]].tolist() == pytest.approx(separate, rel=1e-5)
         assert table.loc[lr, "score"] == pytest.approx(np.mean(separate), rel=1e-5)
     assert math.isnan(table.loc[1e6, "score"]) and tuning.chosen == {"FedAvg": {"client_lr": 0.3}}
+    assert type(tuning.chosen["FedAvg"]["client_lr"]) is float and not tuning.higher_is_better
+    assert tuning.on_edge() == {} and tuning.chosen_table().loc["FedAvg", "client_lr"] == "0.3"
+    # a tuning run of its own length and period: 3 rounds scored on their last 2
+    short = common.Selection("train_loss", evaluations=2, higher_is_better=False, rounds=3, eval_every=0)
+    found = common.tune(task(), {"FedAvg": algorithms.fedavg}, {"FedAvg": {"client_lr": [0.01, 0.3]}}, [0],
+                        selection=short)
+    three = simulate(task().problem(0), algorithms.fedavg(0.3), seed=0, progress=False,
+                     **{**SETTINGS, "rounds": 3, "eval_every": 0})
+    assert found.tables["FedAvg"].loc[0.3, 0] == pytest.approx(three.frame["train_loss"].iloc[-2:].mean(), rel=1e-5)
     with pytest.raises(ValueError, match="which have no builder"):
-        common.tune(task(), {}, grids, seeds=[0], score=score)
+        common.tune(task(), {}, grids, seeds=[0])
     with pytest.raises(ValueError, match="repeats a seed"):
-        common.tune(task(), {"FedAvg": algorithms.fedavg}, grids, seeds=[0, 0], score=score)
+        common.tune(task(), {"FedAvg": algorithms.fedavg}, grids, seeds=[0, 0])
+
+
+def test_a_tuning_marks_its_edges_and_draws_its_heat_map() -> None:
+    table = pd.DataFrame({0: [0.1, 0.5, 0.2, 0.3], 1: [0.1, 0.7, 0.2, 0.1]},
+                         index=pd.MultiIndex.from_product([[0.1, 1.0], [0.01, 0.1]], names=["lr", "server_lr"]))
+    table["score"] = table[[0, 1]].mean(axis=1)
+    grids = {"M": {"lr": [0.01, 0.1, 1.0], "server_lr": [0.01, 0.1]}}
+    tuning = common.Tuning({"M": {"lr": 0.1, "server_lr": 0.1}}, {"M": table}, grids)
+    assert tuning.on_edge() == {"M": ["server_lr"]}  # lr 0.1 is inside [0.01, 1]
+    assert tuning.chosen_table().loc["M"].tolist() == ["0.1", "0.1"]  # two values: an end either way, not marked
+    edged = common.Tuning({"M": {"lr": 1.0, "server_lr": 0.1}}, {"M": table}, grids)
+    assert edged.chosen_table().loc["M", "lr"] == "1*"
+    heat = tuning.heatmap("M", "server_lr", "lr")
+    assert heat.index.tolist() == [0.1, 0.01] and heat.columns.tolist() == [0.1, 1.0]
+    assert heat.loc[0.1, 0.1] == pytest.approx(0.6) and heat.loc[0.01, 1.0] == pytest.approx(0.2)
+    with pytest.raises(ValueError, match="must be the axes"):
+        tuning.heatmap("M", "lr", "beta")
 
 
 def test_the_smoke_grid_keeps_each_axis_ends() -> None:
@@ -191,3 +244,49 @@ def test_every_paper_fills_in_one_typed_scale_checked_once() -> None:
         common.Scale("small", seeds=(0, 1), rounds=10, eval_every=5, tasks="femnist")
     with pytest.raises(dataclasses.FrozenInstanceError):
         fafed.SCALES["small"].rounds = 3  # a scale is changed with dataclasses.replace, checked again
+
+
+# ---- the experiment contract -----------------------------------------------------------------------------------------
+
+
+def test_every_paper_answers_to_the_same_names_with_the_same_signatures() -> None:
+    import inspect
+
+    from fedcore.experiments.fafed import experiment as fafed
+    from fedcore.experiments.fedli import experiment as fedli
+    from fedcore.experiments.fedopt import experiment as fedopt
+    from fedcore.experiments.padamfed import experiment as padamfed
+
+    for paper in (fedopt, padamfed, fedli, fafed):
+        for name, parameters in common.CONTRACT.items():
+            assert hasattr(paper, name), f"{paper.__name__} has no {name}"
+            if parameters is not None:
+                assert tuple(inspect.signature(getattr(paper, name)).parameters)[:len(parameters)] == parameters, \
+                    f"{paper.__name__}.{name}{inspect.signature(getattr(paper, name))}"
+        assert paper.run is common.run and paper.tune is common.tune  # the machinery is common's, not a copy
+        assert all(p.kind is p.KEYWORD_ONLY for p in inspect.signature(paper.tasks).parameters.values()
+                   if p.name != "scale")
+        assert list(inspect.signature(paper.make_builders).parameters) == ["task", "scale"]
+
+
+# ---- recorded results ------------------------------------------------------------------------------------------------
+
+
+def test_a_recorded_table_reads_back_with_its_commit_and_date(tmp_path) -> None:
+    from fedcore.experiments import records
+
+    table = pd.DataFrame({("FedAvg", "paper"): [85.0, 1.5], ("FedAvg", "ours"): ["80.1 ± 0.2", "x"]},
+                         index=pd.MultiIndex.from_tuples([("cr", "a"), ("ae", "b")], names=["task", "row"]))
+    assert records.record({"table1": table}, "01_fedopt", "small", root=tmp_path) == []  # small shows, not records
+    assert records.recorded("01_fedopt", "table1", root=tmp_path) is None
+    [path] = records.record({"table1": table}, "01_fedopt", "medium", root=tmp_path)
+    assert path == tmp_path / "medium" / "01_fedopt" / "table1.csv"
+    found = records.recorded("01_fedopt", "table1", root=tmp_path)
+    pd.testing.assert_frame_equal(found.table, table, check_dtype=False)
+    assert found.commit == records.commit() and found.label.startswith(f"ours, medium, commit {found.commit} (")
+    shown = records.beside(table, "01_fedopt", "table1", root=tmp_path)
+    assert list(shown.columns.get_level_values(0).unique()) == ["ours", found.label]
+    with pytest.raises(ValueError, match="notebook='../x' must be a plain file name"):
+        records.record({"t": table}, "../x", "medium", root=tmp_path)
+    with pytest.raises(ValueError, match="scale='huge'"):
+        records.record({"t": table}, "01_fedopt", "huge", root=tmp_path)

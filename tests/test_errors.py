@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
+
+import pandas as pd
 import pytest
 import torch
 
@@ -11,7 +14,7 @@ import fedcore.data.partition
 import fedcore.data.shakespeare_corpus
 from fedcore import algorithms, models, server_opt
 from fedcore.data import FederatedData, federated_quadratic
-from fedcore.experiments import claims, common
+from fedcore.experiments import claims, common, records
 from fedcore.experiments.fafed import experiment as fafed_experiment
 from fedcore.experiments.fedopt import tuning as fedopt_tuning
 from fedcore.params import FlatModel, GradientOracle
@@ -390,10 +393,12 @@ EXAMPLE_CASES = [  # (the bad call, what the example is used for); the example i
      lambda hidden, tmp: models.autoencoder((784,), None, hidden=hidden)),
     (lambda tmp: models.resnet18_gn(groups=3), lambda groups, tmp: models.resnet18_gn(groups=groups)),
     (lambda tmp: algorithms.storm_momentum(0.1, 0.5), lambda schedule, tmp: algorithms.storm_momentum(0.1, schedule)),
-    (lambda tmp: fafed_experiment.scale_settings("small", seeds="0, 1"),
-     lambda seeds, tmp: fafed_experiment.scale_settings("small", seeds=seeds)),
-    (lambda tmp: common.run_seeds(quadratic_task(), {"FedAvg": algorithms.fedavg(0.1)}, seeds=[]),
-     lambda seeds, tmp: common.run_seeds(quadratic_task(), {"FedAvg": algorithms.fedavg(0.1)}, seeds=seeds)),
+    (lambda tmp: dataclasses.replace(fafed_experiment.SCALES["small"], seeds="0, 1"),
+     lambda seeds, tmp: dataclasses.replace(fafed_experiment.SCALES["small"], seeds=seeds)),
+    (lambda tmp: common.run(quadratic_task(), {"FedAvg": algorithms.fedavg(0.1)}, seeds=[]),
+     lambda seeds, tmp: common.run(quadratic_task(), {"FedAvg": algorithms.fedavg(0.1)}, seeds=seeds)),
+    (lambda tmp: records.record({"t": pd.DataFrame()}, "../t", "medium", root=tmp),
+     lambda notebook, tmp: records.record({"t": pd.DataFrame({"a": [1]})}, notebook, "medium", root=tmp)),
     (lambda tmp: fedopt_tuning.good_cells_by_margin({"A": _grid()}, 0.02),
      lambda margins, tmp: fedopt_tuning.good_cells_by_margin({"A": _grid()}, margins)),
     (lambda tmp: simulate_with(record=lambda x: {"train_loss": x.norm()}),
@@ -412,7 +417,7 @@ def _metric_record():
 SMALL = dict(rounds=1, clients_per_round=2, local_steps=1, batch_size=2, progress=False)
 EXAMPLES_PER_FILE = {"files.py": 1, "partition.py": 1, "shakespeare_corpus.py": 1, "sweeps.py": 2, "checks.py": 2,
                      "counterexample.py": 1, "models.py": 4, "schedules.py": 1, "tuning.py": 1, "claims.py": 2,
-                     "app.py": 1}
+                     "app.py": 1, "records.py": 1}
 
 
 @pytest.mark.parametrize("case", range(len(EXAMPLE_CASES)))

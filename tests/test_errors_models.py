@@ -5,6 +5,7 @@ plots and experiments.fafed sections)."""
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import matplotlib
 import numpy as np
@@ -32,8 +33,8 @@ def quadratic_problem() -> Problem:
 def quadratic_task() -> Task:
     """The federated quadratic as a task of the low setting (b = 5, q capped at 2)."""
     return Task("low", quadratic_problem().data, lambda seed: models.linear_regression((3,)).double(),
-                experiment.round_settings("low", 1, 1, 4, max_local_steps=2), baseline=0.0, metric="test_loss",
-                higher_is_better=False)
+                dict(rounds=1, clients_per_round=4, local_steps=2, batch_size=5, eval_every=1, weighting="uniform"),
+                baseline=0.0, metric="test_loss", higher_is_better=False)
 
 
 def oracle(backend: str = "auto") -> GradientOracle:
@@ -123,32 +124,31 @@ CASES = [
     (lambda: plots.compare({}, logy="no"), TypeError, r"logy='no' must be True or False"),
     (lambda: plots.compare({}, ax=1), TypeError, r"ax=1 must be an Axes or None"),
     (lambda: plots.plot_server_path(None), TypeError, r"path=None must be a ServerPath"),
-    (lambda: fafed_figures.plot_counterexample("x"), TypeError, r"trajectory='x' must be a Trajectory"),
     (lambda: fafed_figures.counterexample_panels(None, None, 0.1, 0.5), TypeError, r"naive=None must be a Trajectory"),
+    (lambda: fafed_figures.DistanceMapDisplay(pd.DataFrame([[1.0]]), start="10").plot(), TypeError,
+     r"start='10' must be a number"),
     (lambda: plots.savefig(figure(), "x.png", 123), TypeError, r"directory=123 must be a folder path"),
     (lambda: plots.savefig(None, "x.png", None), TypeError, r"figure=None must be a Figure"),
     (lambda: plots.savefig(figure(), "x.unknownext", None), ValueError,
      r"name='x.unknownext': unknown image format '.unknownext'; use one of \[.*'pdf', .*'png'"),
-    # experiments.fafed: settings, builders, grids and chosen against the builders, tables
-    (lambda: experiment.round_settings("low", 10, 5, 20, max_local_steps=0), ValueError,
-     r"max_local_steps=0 must be >= 1"),
-    (lambda: experiment.scale_settings("small", seeds=3), ValueError, r"seeds=3 must be a non-empty list of seeds"),
-    (lambda: experiment.make_builders(rho=-1), ValueError, r"rho=-1 must be > 0"),
-    (lambda: experiment.tasks(None, experiment.scale_settings("smoke")), TypeError, r"datasets=None must be a dict"),
-    (lambda: experiment.tune({"low": quadratic_task()}, 1, [0], grids={"FedAvg": {"client_lr": [0.1]}}), TypeError,
+    # experiments.fafed: the scale, the tasks, the grids against the builders
+    (lambda: replace(experiment.SCALES["small"], max_local_steps=0), ValueError, r"max_local_steps=0 must be >= 1"),
+    (lambda: replace(experiment.SCALES["small"], seeds=3), ValueError, r"seeds=3 must be a non-empty list of seeds"),
+    (lambda: replace(experiment.SCALES["small"], rho=-1), ValueError, r"rho=-1 must be > 0"),
+    (lambda: replace(experiment.SCALES["small"], clients=0), ValueError, r"clients=0 must be >= 1"),
+    (lambda: experiment.tasks("huge"), ValueError, r"SCALE='huge' not one of \['smoke', 'small', 'medium', 'paper'\]"),
+    (lambda: experiment.tasks(replace(experiment.SCALES["smoke"], tasks=("extreme",))), ValueError,
+     r"tasks='extreme' not one of \['high', 'low', 'moderate'\]"),
+    (lambda: experiment.tasks(replace(experiment.SCALES["smoke"], model="vit")), ValueError, r"model='vit' not one of"),
+    (lambda: experiment.tune(quadratic_task(), experiment.make_builders(quadratic_task(), "smoke"),
+                             {"FedAvg": {"client_lr": [0.1]}}, [0]), TypeError,
      r"got unknown argument\(s\) \['client_lr'\]; it takes \['lr'\]"),
-    (lambda: experiment.tune({"low": quadratic_task()}, 1, [0], grids={"Foo": {"lr": [0.1]}}), ValueError,
-     r"grids has \['Foo'\], which have no builder"),
-    (lambda: experiment.tune({"low": quadratic_task()}, 1, [0], grids={"FedAvg": {"lr": [-0.1]}}), ValueError,
-     r"no point of the grid of 'FedAvg' gave a score: client_lr=-0.1 must be > 0"),
-    (lambda: experiment.tune({"low": quadratic_task()}, 1, [0, 0]), ValueError, r"seeds=\[0, 0\] repeats a seed"),
-    (lambda: experiment.run({"low": quadratic_task()}, {}, [0]), ValueError,
-     r"chosen has no hyperparameters for \{'low': \['FedAvg', "),
-    (lambda: experiment.run({"low": quadratic_task()}, {"low": {"FedAvg": {"client_lr": 0.1}}}, [0],
-                            builders={"FedAvg": experiment.make_builders()["FedAvg"]}), TypeError,
-     r"chosen\['low'\]\['FedAvg'\]: the builder of FedAvg got unknown argument\(s\) \['client_lr'\]"),
+    (lambda: experiment.tune(quadratic_task(), experiment.make_builders(quadratic_task(), "smoke"),
+                             {"FedAvg": {"lr": [-0.1]}}, [0]), ValueError,
+     r"every point of the grid of 'FedAvg' diverged on some seed or was refused"),
     (lambda: theory.law_table(pd.Series([10.0, 10.1]), eta=0.1, beta=1.0), ValueError, r"beta=1.0 not in \[0, 1\)"),
     (lambda: theory.law_table(pd.Series([10.0, 10.1]), eta=0, beta=0.5), ValueError, r"eta=0 must be > 0"),
+    (lambda: theory.law_table([10.0, 10.1], eta=0.1, beta=0.5), TypeError, r"naive_mean must be a Series .* got list"),
 ]
 
 

@@ -1,10 +1,10 @@
-"""fedcore.experiments.fafed: the settings, tasks, builders, runs over seeds, tuning, claim verdicts and figures of
-notebook 04."""
+"""fedcore.experiments.fafed: the settings, tasks, builders, tuning rule, claim verdicts and figures of notebook 04."""
 
 from __future__ import annotations
 
 import math
 import re
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -13,59 +13,59 @@ import torch
 
 from fedcore import algorithms, counterexample, models, simulate
 from fedcore.data import FederatedData
-from fedcore.experiments.claims import DOES_NOT_HOLD, HOLDS, INCONCLUSIVE, NOT_TESTABLE, PARTLY, Scope
-from fedcore.experiments.common import Task
+from fedcore.experiments import common
+from fedcore.experiments.claims import DOES_NOT_HOLD, HOLDS, INCONCLUSIVE, NOT_TESTABLE, PARTLY, Scope, claims_table
+from fedcore.experiments.common import Selection, Task
 from fedcore.experiments.fafed import experiment, figures, paper, theory
+from fedcore.experiments.figures import CurvesDisplay, MetricsDisplay, ScoresDisplay
 
 SETTINGS = list(experiment.SETTINGS)
 
 
 @pytest.fixture(scope="module")
-def fashion_mnist() -> dict[str, FederatedData]:
-    """The three settings on 4 clients (Fashion-MNIST from the local files; a few seconds)."""
-    return experiment.load_datasets(num_clients=4, partition_seed=0)
+def fashion_mnist() -> dict[str, Task]:
+    """The three settings on 4 clients, q capped at 10 (Fashion-MNIST from the local files; a few seconds)."""
+    return experiment.tasks(replace(experiment.SCALES["small"], clients=4, max_local_steps=10))
 
 
 def test_settings_build_the_documented_partitions(fashion_mnist):
-    held = {name: (data.label_counts() > 0).sum(1).tolist() for name, data in fashion_mnist.items()}
+    held = {name: (task.data.label_counts() > 0).sum(1).tolist() for name, task in fashion_mnist.items()}
     assert held == {"low": [10] * 4, "moderate": [10] * 4, "high": [5] * 4}  # shards: exactly 5 classes each
-    skew = {name: data.label_skew() for name, data in fashion_mnist.items()}
+    skew = {name: task.data.label_skew() for name, task in fashion_mnist.items()}
     assert skew["low"] < 0.1 < skew["moderate"] < skew["high"] == pytest.approx(0.5)
     table = experiment.heterogeneity_table(fashion_mnist)
     assert list(table.index) == SETTINGS
     assert table.loc["high", "classes per client (>= 1%)"] == "5..5"
     assert table.loc["low", "samples per client"] == "15000..15000"
     assert experiment.settings_table().loc["high", "partition"] == "shards(classes_per_client=5)"
+    assert experiment.epochs(fashion_mnist)["low"] == pytest.approx(40 * 10 * 5 / 15000)  # rounds q b / samples
+    assert experiment.grid_table().loc["FedAdam", "server_lr"] == "0.0316228, 0.01, 0.00316228"
 
 
-def test_tasks_carry_the_setting_the_model_and_the_trivial_baseline(fashion_mnist):
-    tasks = experiment.tasks(fashion_mnist, experiment.scale_settings("small"))
-    assert list(tasks) == SETTINGS
-    for name, task in tasks.items():
+def test_tasks_carry_the_setting_the_model_the_baseline_and_the_tuning_rule(fashion_mnist):
+    assert list(fashion_mnist) == SETTINGS
+    for name, task in fashion_mnist.items():
         spec = experiment.SETTINGS[name]
-        assert task.settings == dict(rounds=40, clients_per_round=4, local_steps=spec["local_steps"],
+        assert task.settings == dict(rounds=40, clients_per_round=4, local_steps=min(spec["local_steps"], 10),
                                      batch_size=spec["batch_size"], eval_every=5, weighting="uniform")
         counts = task.data.test_targets.bincount()
         assert task.baseline == pytest.approx(float(counts.max()) / counts.sum().item())
-    assert tasks["low"].problem(3).model.dim == 25_450 and tasks["low"].model_label.startswith("ours: a 784-32-10")
-    cnn = experiment.tasks(fashion_mnist, experiment.scale_settings("medium"))
-    assert cnn["low"].problem(3).model.dim == 26_620 and cnn["low"].model_label.startswith("the tanh CNN")
-    assert not torch.equal(tasks["low"].initial([0])[0], tasks["low"].initial([1])[1])  # a seed draws the model
-    smoke = experiment.tasks(fashion_mnist, experiment.scale_settings("smoke"))
-    assert smoke["low"].settings["local_steps"] == 2 and smoke["high"].settings["local_steps"] == 2
+        assert task.selection == Selection("train_loss", 3, higher_is_better=False, rounds=10, eval_every=10)
+    assert fashion_mnist["low"].tuning_settings() == {**fashion_mnist["low"].settings, "rounds": 10, "eval_every": 10}
+    assert fashion_mnist["low"].problem(3).model.dim == 25_450
+    assert fashion_mnist["low"].model_label.startswith("ours: a 784-32-10")
+    cnn = experiment.tasks(replace(experiment.SCALES["medium"], clients=4, tasks=("high",)))
+    assert list(cnn) == ["high"] and cnn["high"].problem(3).model.dim == 26_620
+    assert cnn["high"].model_label.startswith("the tanh CNN")
+    assert not torch.equal(*fashion_mnist["low"].initial([0, 1]).values())  # a seed draws the model
 
 
-def test_scale_settings_and_unknown_names_fail_clearly():
-    small = experiment.scale_settings("small")
-    assert small.rounds == 40 and small.seeds == (0, 1, 2, 3, 4) and small.seeds_or() == [0, 1, 2, 3, 4]
-    changed = experiment.scale_settings("small", rounds=7, seeds=(4, 5))
-    assert (changed.rounds, changed.seeds, changed.tune_rounds, changed.model) == (7, (4, 5), 10, "mlp")
-    with pytest.raises(ValueError, match=re.escape("SCALE='huge' not one of ['smoke', 'small', 'medium', 'paper']")):
-        experiment.scale_settings("huge")
+def test_a_scale_is_changed_with_replace_and_checked_again():
+    changed = replace(experiment.SCALES["small"], rounds=7, seeds=[4, 5], rho=0.05)
+    assert (changed.rounds, changed.seeds, changed.tune_rounds, changed.model, changed.clients) == (7, (4, 5), 10,
+                                                                                                  "mlp", 20)
     with pytest.raises(ValueError, match=re.escape("seeds='[1, 2]' must be a non-empty list of seeds")):
-        experiment.scale_settings("small", seeds="[1, 2]")
-    with pytest.raises(ValueError, match=re.escape("setting='extreme' not one of ['high', 'low', 'moderate']")):
-        experiment.round_settings("extreme", 1, 1, 2)
+        replace(changed, seeds="[1, 2]")
 
 
 def _spec(algorithm) -> str:
@@ -74,7 +74,7 @@ def _spec(algorithm) -> str:
 
 
 def test_builders_build_the_named_algorithms_with_the_given_hyperparameters():
-    builders = experiment.make_builders(rho=0.05)
+    builders = experiment.make_builders(_tiny_task(), replace(experiment.SCALES["small"], rho=0.05))
     assert list(builders) == list(experiment.GRIDS) == ["FedAvg", "SCAFFOLD", "FedAdam", "FedAMS", "STEM", "FAFED"]
     expected = {
         "FedAvg": ({"lr": 0.02}, algorithms.fedavg(0.02)),
@@ -89,51 +89,49 @@ def test_builders_build_the_named_algorithms_with_the_given_hyperparameters():
     for name, (point, algorithm) in expected.items():
         built = builders[name](**point)
         assert built.name == name and _spec(built) == _spec(algorithm)
-    assert experiment.make_builders()["FAFED"](lr=0.01, alpha=0.1, beta=0.9).rho == experiment.RHO == 0.01
+    assert experiment.make_builders(_tiny_task(), "small")["FAFED"](lr=0.01, alpha=0.1, beta=0.9).rho == 0.01
+    assert experiment.run is common.run and experiment.tune is common.tune
 
 
 def _tiny_task(name: str = "low", seed: int = 0) -> Task:
     """Gaussian blobs of 3 classes, 30 rows on each of 4 clients, a logistic regression; the low setting's b and q
-    capped at 2 steps."""
+    capped at 2 steps, 3 rounds."""
     generator = torch.Generator().manual_seed(seed)
     centers = 2 * torch.randn(3, 6, generator=generator)
     labels, test_labels = torch.arange(120) % 3, torch.arange(30) % 3
     data = FederatedData(centers[labels] + torch.randn(120, 6, generator=generator), labels, torch.full((4,), 30),
                          centers[test_labels] + torch.randn(30, 6, generator=generator), test_labels, 3, "blobs")
     return Task(name, data, lambda s: models.make("logistic_regression", (6,), 3, seed=s),
-                experiment.round_settings(name, 3, 1, 4, max_local_steps=2), baseline=1 / 3)
+                dict(rounds=3, clients_per_round=4, local_steps=2, batch_size=5, eval_every=1, weighting="uniform"),
+                baseline=1 / 3)
 
 
-def test_tune_picks_the_lowest_mean_train_loss_over_seeds_and_run_uses_it():
-    tasks = {"low": _tiny_task()}
+def test_tune_picks_the_lowest_mean_train_loss_over_seeds_and_run_uses_it(fashion_mnist):
+    rule = fashion_mnist["low"].selection  # tasks()'s rule (the last 3 rounds' train loss, lowest), for 4 rounds
+    task = replace(_tiny_task(), selection=replace(rule, rounds=4, eval_every=4))
     grids = {"FedAvg": {"lr": [0.001, 0.5, 0.05]}, "STEM": {"lr": [0.01, 0.3], "alpha": [0.9]}}
-    builders = experiment.make_builders()
-    tunings = experiment.tune(tasks, 4, [0, 1], grids=grids, builders=builders)
+    builders = {name: build for name, build in experiment.make_builders(task, "small").items() if name in grids}
+    tuning = experiment.tune(task, builders, grids, [0, 1])
     for name in grids:
-        table = tunings["low"].tables[name]
-        assert tunings["low"].chosen[name] == dict(zip(grids[name], table["score"].idxmin() if len(grids[name]) > 1
-                                                       else (table["score"].idxmin(),)))
-    separate = [simulate(tasks["low"].problem(seed), builders["FedAvg"](lr=0.5), seed=seed, progress=False,
-                         **{**tasks["low"].settings, "rounds": 4}).frame["train_loss"] for seed in (0, 1)]
+        best = tuning.tables[name]["score"].idxmin()
+        assert tuning.chosen[name] == dict(zip(grids[name], best if len(grids[name]) > 1 else (best,)))
+    separate = [simulate(task.problem(seed), builders["FedAvg"](lr=0.5), seed=seed, progress=False,
+                         **{**task.settings, "rounds": 4}).frame["train_loss"] for seed in (0, 1)]
     by_hand = np.mean([losses.loc[2:4].mean() for losses in separate])  # the last 3 rounds of each seed
-    assert tunings["low"].tables["FedAvg"].loc[0.5, "score"] == pytest.approx(by_hand, rel=1e-5)
-    chosen = {"low": {name: tunings["low"].chosen[name] for name in grids}}
-    results = experiment.run(tasks, chosen, [0, 1], builders={name: builders[name] for name in grids})
+    assert tuning.tables["FedAvg"].loc[0.5, "score"] == pytest.approx(by_hand, rel=1e-5)
+    results = experiment.run(task, common.bind(builders, tuning.chosen), [0, 1])
     assert list(results["low"]) == ["FedAvg", "STEM"] and len(results["low"]["STEM"]) == 2
-    alone = simulate(tasks["low"].problem(1), builders["STEM"](**chosen["low"]["STEM"]), seed=1, progress=False,
-                     **tasks["low"].settings)
+    alone = simulate(task.problem(1), builders["STEM"](**tuning.chosen["STEM"]), seed=1, progress=False,
+                     **task.settings)
     torch.testing.assert_close(results["low"]["STEM"][1].final_state["x"], alone.final_state["x"])
-    assert experiment.hyperparameter_table(chosen).loc["STEM", "low"].endswith("alpha=0.9")  # two values: unmarked
-    with pytest.raises(ValueError, match=r"chosen has no hyperparameters for \{'low': \['FAFED'\]\}"):
-        experiment.run(tasks, chosen, [0], builders={"FedAvg": builders["FedAvg"], "FAFED": builders["FAFED"]})
+    assert tuning.chosen_table().loc["STEM", "alpha"] == "0.9"  # a choice of two values: unmarked
 
 
-def test_the_hyperparameter_table_marks_the_values_at_a_grid_edge():
-    chosen = {"low": {"FedAdam": {"lr": 0.02, "server_lr": 10**-1.5},
-                      "FAFED": {"lr": 0.001, "alpha": 0.1, "beta": 0.9}}}
-    table = experiment.hyperparameter_table(chosen)
-    assert table.loc["FedAdam", "low"] == "lr=0.02, server_lr=0.0316228*"
-    assert table.loc["FAFED", "low"] == "lr=0.001*, alpha=0.1, beta=0.9"  # a choice of two is not marked
+def test_the_chosen_table_marks_the_values_at_an_end_of_the_papers_grids():
+    chosen = {"FedAdam": {"lr": 0.02, "server_lr": 10**-1.5}, "FAFED": {"lr": 0.001, "alpha": 0.1, "beta": 0.9}}
+    table = common.Tuning(chosen, {}, experiment.GRIDS).chosen_table()
+    assert table.loc["FedAdam", ["lr", "server_lr"]].tolist() == ["0.02", "0.0316228*"]
+    assert table.loc["FAFED"].tolist() == ["0.001*", "", "0.1", "0.9"]  # a choice of two is not marked
 
 
 # ------------------------------------------------------------------ claim verdicts on hand-made score tables
@@ -231,7 +229,8 @@ def test_divergence_claim_on_the_real_counterexample_and_on_wrong_numbers():
 def test_claims_table_has_a_verdict_scope_and_seeds_per_claim():
     accuracy = _scores({"FAFED": [[0.9, 0.91, 0.9]] * 3, "FedAvg": [[0.8, 0.81, 0.8], [0.7, 0.71, 0.7], [0.6] * 3]})
     loss = _scores({"FAFED": [TIGHT_LOW] * 3, "FedAvg": [TIGHT_HIGH] * 3})
-    table = paper.claims_table(paper.Evidence(loss, accuracy, BASELINES, Scope(tuple(SETTINGS), "small", 40, SEEDS)))
+    table = claims_table(paper.Evidence(loss, accuracy, BASELINES, Scope(tuple(SETTINGS), "small", 40, SEEDS)),
+                         paper.CLAIMS)
     assert list(table.columns) == ["claim (main text)", "ours", "verdict", "scope", "seeds"]
     assert list(table["verdict"]) == [HOLDS, HOLDS, HOLDS, NOT_TESTABLE]
     assert table.loc[0, "scope"] == "low, moderate, high; small; 40 rounds; 3 seeds (0-2)"
@@ -254,21 +253,21 @@ def test_curves_display_computes_mean_and_sd_over_seeds_then_draws():
         return History(frame, "hand-made", "loop", {}, None)
 
     results = {"low": {"A": [run([1.0, 0.5]), run([1.0, 0.7])], "B": [run([1.0, 0.9]), run([1.0, 0.9])]}}
-    assert figures.CurvesDisplay.from_results(results, "train_loss", scale=10, start=1).curves["low"]["A"][
+    assert CurvesDisplay.from_results(results, "train_loss", scale=10, start=1).curves["low"]["A"][
         "mean"].tolist() == pytest.approx([6.0])
-    display = figures.CurvesDisplay.from_results(results, "train_loss")
+    display = CurvesDisplay.from_results(results, "train_loss")
     curve = display.curves["low"]["A"]
     assert curve["mean"].tolist() == pytest.approx([1.0, 0.6]) and curve["sd"].iloc[1] == pytest.approx(
         math.sqrt(0.02))
     display.plot()
     assert len(display.axes_) == 1 and [line.get_label() for line in display.axes_[0].get_lines()] == ["A", "B"]
     assert [line.get_color() for line in display.axes_[0].get_lines()] == ["C0", "C1"]
-    ordered = figures.CurvesDisplay.from_results(results, "train_loss").plot(order=["Z", "B", "A"])
+    ordered = CurvesDisplay.from_results(results, "train_loss").plot(order=["Z", "B", "A"])
     assert [line.get_color() for line in ordered.axes_[0].get_lines()] == ["C2", "C1"]  # A third, B second
     twins = {"low": {"A": [run([1.0, 0.5, 0.4]), run([1.0, 0.7, 0.3])], "B": [run([1.0, 0.5, 0.4]),
                                                                                 run([1.0, 0.7, 0.3])],
                      "C": [run([1.0, 0.9, 0.8])] * 2}}
-    marked = figures.CurvesDisplay.from_results(twins, "train_loss").plot(mark_identical=True, evaluation_ticks=True,
+    marked = CurvesDisplay.from_results(twins, "train_loss").plot(mark_identical=True, evaluation_ticks=True,
                                                                            ylabel="loss")
     assert marked.axes_[0].get_ylabel() == "loss"
     assert [line.get_label() for line in marked.axes_[0].get_lines()] == ["A = B", "C"]  # drawn once, named both
@@ -276,8 +275,44 @@ def test_curves_display_computes_mean_and_sd_over_seeds_then_draws():
     from fedcore.experiments.figures import identical_groups
 
     assert identical_groups(marked.curves["low"]) == [["A", "B"], ["C"]]
-    scores = figures.ScoresDisplay.from_scores(_scores({"A": [[0.8, 0.9, 0.85]] * 3}), "accuracy (%)", 100)
+    scores = ScoresDisplay.from_scores(_scores({"A": [[0.8, 0.9, 0.85]] * 3}), "accuracy (%)", 100)
     scores.plot(baselines={"low": 10.0})
     dots = scores.axes_[0].collections[0].get_offsets()
     assert sorted(dots[:, 0].tolist()) == pytest.approx([80.0, 85.0, 90.0]) and len(scores.axes_) == 3
+    plt.close("all")
+
+
+def test_the_papers_displays_keep_what_they_draw():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from fedcore.results import History
+
+    naive, fafed = algorithms.local_adaptive(0.1, beta=0.5), algorithms.fafed(0.1, alpha=0.5, beta=0.5)
+    runs = figures.CounterexampleDisplay.from_algorithms({"naive": naive, "FAFED": fafed}, {"naive": naive}, 10, 5)
+    assert runs.every_step["FAFED"].local_steps == 1 and runs.periodic["naive"].local_steps == 5
+    assert runs.finals().loc["naive", "x after the last averaging"] == counterexample.run(naive, 2, 5).final()
+    left, right = runs.plot(title="q = 1").axes_
+    assert tuple(runs.figure_.get_size_inches()) == (11, 4) and runs.figure_.get_layout_engine() is not None
+    assert left.get_legend_handles_labels()[1] == ["naive", "FAFED"] and left.get_title() == "q = 1"
+    assert right.get_legend_handles_labels()[1] == ["naive"] and right.get_title().startswith("q = 5: ")
+
+    def run(loss: float) -> History:
+        frame = pd.DataFrame({"train_loss": [2.0, loss], "test_accuracy": [0.1, 1 - loss]},
+                             index=pd.Index([0, 1], name="round"))
+        return History(frame, "hand-made", "loop", {}, None)
+
+    curves = MetricsDisplay.from_results({"low": {"A": [run(0.2), run(0.4)]}}, {
+        "loss": {"metric": "train_loss", "logy": True},
+        "test accuracy (%)": {"metric": "test_accuracy", "scale": 100, "start": 1}}).plot()
+    assert curves.rows["test accuracy (%)"].curves["low"]["A"]["mean"].tolist() == pytest.approx([70.0])  # from 1
+    assert curves.rows["loss"].curves["low"]["A"]["mean"].tolist() == pytest.approx([2.0, 0.3])
+    assert curves.axes_.shape == (2, 1) and curves.axes_[1][0].get_title().startswith("low: test accuracy (%)")
+    assert curves.axes_[0][0].get_yscale() == "log" and curves.axes_[1][0].get_yscale() == "linear"
+    labels = figures.LabelsDisplay.from_tasks({name: _tiny_task(name) for name in ("low", "high")}).plot()
+    assert [ax.get_legend() is None for ax in labels.axes_] == [True, False]
+    assert tuple(labels.figure_.get_size_inches()) == (10, 3.6)  # 5 x 3.6 inches a setting
+    assert labels.axes_[1].get_title().startswith("high: ")
     plt.close("all")

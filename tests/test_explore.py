@@ -160,9 +160,12 @@ def test_distance_map_prints_every_cell_and_outlines_those_above_the_start() -> 
     table = pd.DataFrame({1: [0.5, 12.0], 5: [3.0, 25.0]}, index=pd.Index([0.1, 1.0], name="eta"))
     from fedcore.experiments.fafed import figures as fafed_figures
 
-    ax = fafed_figures.distance_map(table)
+    ax = fafed_figures.DistanceMapDisplay(table).plot(title="map").axes_[0]
     assert [text.get_text() for text in ax.texts] == ["0.5", "3", "12", "25"]
-    assert len(ax.patches) == 2
+    assert len(ax.patches) == 2 and tuple(ax.figure.get_size_inches()) == (6, 3.8)
+    assert fafed_figures.DistanceMapDisplay(table).summary() == (
+        "1 of 4 runs end within 1 of the optimum 0 (inside the quadratic piece)\n"
+        "2 end farther from 0 than the start x0=10: eta=1, q=1; eta=1, q=5")
 
 
 def test_warm_up_changes_no_result() -> None:

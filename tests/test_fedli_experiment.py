@@ -13,8 +13,9 @@ from conftest import cifar_like_loader
 
 from fedcore import algorithms, models
 from fedcore.data import load_fashion_mnist
+from fedcore.experiments import common
 from fedcore.experiments.claims import Scope, trivial_baseline
-from fedcore.experiments.common import ROUND_SETTINGS, Task, Tuning
+from fedcore.experiments.common import ROUND_SETTINGS, Results, Selection, Task, Tuning
 from fedcore.experiments.fedli import experiment
 from fedcore.experiments.fedli import paper as fedli_paper
 from fedcore.problem import Problem
@@ -22,12 +23,18 @@ from fedcore.results import History
 from fedcore.run import simulate
 
 CHOSEN = {"FedAvg": {"client_lr": 0.1}, "FedProx": {"client_lr": 0.1, "mu": 0.01}, "SCAFFOLD": {"client_lr": 0.1},
-          "FedAdam": {"client_lr": 0.1, "server_lr": 0.01}, "FedExP": {"client_lr": 0.1, "eps": 0.01}}
+          "FedAdam": {"client_lr": 0.1, "server_lr": 0.01}, "FedExP": {"client_lr": 0.1, "eps": 0.01},
+          "FedLi-LU": {"client_lr": 0.1}}
+SMOKE = experiment.SCALES["smoke"]
+
+
+def _bound(task: Task) -> dict:
+    return common.bind(experiment.make_builders(task, "smoke"), CHOSEN)
 
 
 @pytest.fixture(scope="module")
 def femnist() -> Task:
-    return experiment.tasks("smoke", names=["femnist"])["femnist"]
+    return experiment.tasks("smoke")["femnist"]
 
 
 def test_femnist_stand_in_task(femnist) -> None:
@@ -36,29 +43,28 @@ def test_femnist_stand_in_task(femnist) -> None:
     assert data.info["partition_kwargs"] == {"alpha": 0.5} and data.info["stands_for"] == "FEMNIST"
     assert femnist.problem(0).x0().numel() == 784 * 64 + 64 + 64 * 10 + 10  # the MLP below paper scale
     assert "MLP" in femnist.model_label
-    assert femnist.metric == "test_accuracy" and femnist.higher_is_better
+    assert femnist.metric == "test_accuracy" and femnist.higher_is_better and femnist.unit == 100.0  # in %
     assert femnist.baseline == trivial_baseline(data) and 10.0 <= femnist.baseline < 30.0  # the most frequent class
+    assert femnist.selection == Selection("train_loss", 1, higher_is_better=False, rounds=2, eval_every=0)
     assert experiment.epoch_steps(data) == math.ceil(600 / 32)  # one epoch of the mean client (600)
     assert dict(femnist.settings) == {"rounds": 3, "clients_per_round": 10, "local_steps": 2, "batch_size": 32,
                                       "eval_every": 3, "weighting": "samples"}
     assert set(femnist.settings) == set(ROUND_SETTINGS)
-    small = experiment.scale_settings("small", "femnist")
+    small = experiment.SCALES["small"]
     assert (small.rounds, small.tune_rounds, small.max_local_steps, small.test_samples) == (40, 10, 5, None)
     seeds = {scale: experiment.SCALES[scale].seeds_or() for scale in ("smoke", "small", "paper")}
     assert seeds == {"smoke": [0, 1], "small": [0, 1, 2], "paper": [0, 1, 2, 3, 4]}
     assert small.seeds_or([4, 7]) == [4, 7]
-    assert experiment.scale_settings("paper", "femnist").rounds == 500
-    assert experiment.scale_settings("paper", "femnist").max_local_steps is None  # the full epoch
-    paper_task = experiment.tasks("paper", names=["femnist"])["femnist"]
+    paper = dataclasses.replace(experiment.SCALES["paper"], tasks=("femnist",))  # another set: the caller's scale
+    assert paper.rounds == 500 and paper.max_local_steps is None  # the full epoch
+    paper_task = experiment.tasks(paper)["femnist"]
     assert paper_task.problem(0).x0().numel() > 10**6 and "CNN" in paper_task.model_label  # the CNN
     assert paper_task.settings["local_steps"] == experiment.epoch_steps(paper_task.data)
     assert len(paper_task.data.test_targets) == 10_000  # the whole test set
     with pytest.raises(ValueError, match="SCALE='huge'"):
         experiment.tasks("huge")
-    with pytest.raises(ValueError, match="names='emnist' not one of"):
-        experiment.tasks("smoke", names=["emnist"])
-    with pytest.raises(ValueError, match="task='shakespeare' does not run at scale 'small'"):
-        experiment.tasks("small", names=["shakespeare"])
+    with pytest.raises(ValueError, match="tasks='emnist' not one of"):
+        experiment.tasks(dataclasses.replace(SMOKE, tasks=("emnist",)))
     with pytest.raises(ValueError, match="seeds"):
         small.seeds_or([1, 1])
 
@@ -75,7 +81,7 @@ def test_the_task_runs_as_the_data_model_and_options_did_before(femnist) -> None
     Dirichlet(0.5) from the partition seed, the MLP drawn from each run's seed, simulate's default (sample)
     weighting; each seed its own model and clients."""
     data = load_fashion_mnist(100, "dirichlet", 0, alpha=0.5).test_subset(200, 0)
-    runs = experiment.run(femnist, CHOSEN, [0, 1], server_rules=False)["FedAvg"]
+    runs = experiment.run(femnist, {"FedAvg": _bound(femnist)["FedAvg"]}, [0, 1], alone=True)["femnist"]["FedAvg"]
     for seed, after in zip((0, 1), runs):
         problem = Problem(data, models.make("mlp", (1, 28, 28), 10, seed=seed, hidden=(64,)))
         before = simulate(problem, algorithms.fedavg(0.1), rounds=3, clients_per_round=10, local_steps=2,
@@ -84,33 +90,33 @@ def test_the_task_runs_as_the_data_model_and_options_did_before(femnist) -> None
     assert runs[0].final("train_loss") != runs[1].final("train_loss")
 
 
-def test_scopes_say_the_task_scale_rounds_seeds_and_model(femnist) -> None:
-    scopes = experiment.scopes({"femnist": femnist}, "smoke", [0])
-    assert scopes == {"femnist": Scope(("femnist",), "smoke", 3, (0,), femnist.model_label)}
-    assert str(scopes["femnist"]).startswith("femnist; smoke (a 784-64-10 MLP") and \
-        str(scopes["femnist"]).endswith("; 3 rounds; 1 seed (0)")
+def test_a_tasks_scope_says_the_task_scale_rounds_seeds_and_model(femnist) -> None:
+    scope = common.scope({"femnist": femnist}, "smoke", [0], femnist.model_label)  # as the notebook builds them
+    assert scope == Scope(("femnist",), "smoke", 3, (0,), femnist.model_label)
+    assert str(scope).startswith("femnist; smoke (a 784-64-10 MLP") and str(scope).endswith("; 3 rounds; 1 seed (0)")
 
 
 def test_grids_and_their_smoke_points() -> None:
     sizes = {method: math.prod(len(values) for values in grid.values()) for method, grid in experiment.GRIDS.items()}
     assert sizes == {"FedAvg": 5, "FedProx": 15, "SCAFFOLD": 5, "FedAdam": 15, "FedExP": 15}
-    smoke = experiment.grids("smoke")
-    assert smoke["FedAdam"] == {"client_lr": [0.1], "server_lr": [10**-1.5]}
-    assert experiment.grids("small") == experiment.GRIDS == experiment.grids("small", "femnist")
+    assert experiment.GRIDS["FedAdam"] == {"client_lr": [10**k for k in (-2.0, -1.5, -1.0, -0.5, 0.0)],
+                                           "server_lr": [0.01, 10**-1.5, 0.1]}  # half-decades
+    smoke = common.grids_at("smoke", experiment.GRIDS)  # each list's ends
+    assert smoke["FedAdam"] == {"client_lr": [0.01, 1.0], "server_lr": [0.01, 0.1]}
 
 
-def test_tune_keeps_the_lowest_mean_final_training_loss_over_the_seeds(femnist, monkeypatch) -> None:
-    """The grid search is common.tune's over the seeds: the final training loss of a run of tune_rounds rounds
-    without test evaluations, the point with the lowest mean over the seeds chosen."""
-    monkeypatch.setattr(experiment, "GRIDS", {"FedAvg": {"client_lr": [0.001, 0.1]}})
-    monkeypatch.setitem(experiment.SCALES, "smoke", dataclasses.replace(experiment.SCALES["smoke"], grid_points=None))
-    tuning = experiment.tune(femnist, "smoke", [0, 1])
+def test_tune_keeps_the_lowest_mean_final_training_loss_over_the_seeds(femnist) -> None:
+    """The task's Selection: the final training loss of a run of tune_rounds rounds without test evaluations, the
+    point with the lowest mean over the seeds chosen (common.tune)."""
+    assert experiment.tune is common.tune and experiment.run is common.run
+    tuning = experiment.tune(femnist, experiment.make_builders(femnist, "smoke"),
+                             {"FedAvg": {"client_lr": [0.001, 0.1]}}, [0, 1])
     assert isinstance(tuning, Tuning)
     tuning_run = {**femnist.settings, "rounds": 2, "eval_every": 0}  # smoke's tune_rounds
     starts = femnist.initial([0, 1])
-    losses = {(lr, seed): experiment.final_train_loss(simulate(
-        femnist.problem(0), algorithms.fedavg(lr), seed=seed, x0=starts[seed], progress=False, **tuning_run))
-        for lr in (0.001, 0.1) for seed in (0, 1)}
+    losses = {(lr, seed): simulate(femnist.problem(0), algorithms.fedavg(lr), seed=seed, x0=starts[seed],
+                                   progress=False, **tuning_run).final("train_loss")
+              for lr in (0.001, 0.1) for seed in (0, 1)}
     means = {lr: (losses[(lr, 0)] + losses[(lr, 1)]) / 2 for lr in (0.001, 0.1)}
     assert tuning.chosen["FedAvg"] == {"client_lr": min(means, key=means.get)}
     assert all(type(value) is float for value in tuning.chosen["FedAvg"].values())  # printed as 0.1, not np.float64
@@ -118,18 +124,20 @@ def test_tune_keeps_the_lowest_mean_final_training_loss_over_the_seeds(femnist, 
     assert tuning.tables["FedAvg"].loc[0.001, "score"] == pytest.approx(means[0.001])
 
 
-def test_builders_make_the_seven_methods_in_table_order() -> None:
-    built = {method: build() for method, build in experiment.algorithms_at(CHOSEN).items()}
-    assert list(built) == list(fedli_paper.METHODS)
-    assert {m: a.name for m, a in built.items()} == {m: m for m in fedli_paper.METHODS}
+def test_builders_make_the_seven_methods_in_table_order_then_the_server_rules(femnist) -> None:
+    built = {method: build() for method, build in _bound(femnist).items()}
+    assert list(built) == [*fedli_paper.METHODS, *list(experiment.SERVER_RULES)[1:]]
+    assert {m: built[m].name for m in fedli_paper.METHODS} == {m: m for m in fedli_paper.METHODS}
     ls = built["FedLi-LS"]  # SLS's constants, the growth over each client's epoch, the non-convex server rule
     assert (ls.server_step_size, ls.eta_max, ls.init_step_size, ls.batches_per_epoch, ls.c) == \
         ("max_client_step", 10.0, 1.0, None, 0.1)
     assert built["FedLi-LU"].client_lr == 0.1 and built["FedProx"].correction.mu == 0.01
     assert experiment.fedli_ls(eta_max=1.0).eta_max == 1.0 and experiment.fedli_ls().server_step_size == \
         "max_client_step"
-    with pytest.raises(ValueError, match=r"no hyperparameters for \['SCAFFOLD'\]"):
-        experiment.algorithms_at({k: v for k, v in CHOSEN.items() if k != "SCAFFOLD"})
+    assert built["FedLi-LS (server step 1, cap 10)"].server_step_size == "one"
+    assert built["FedLi-LS (largest client step, cap 1)"].eta_max == 1.0
+    with pytest.raises(TypeError, match="client_lr"):  # a baseline without its point
+        common.bind(experiment.make_builders(femnist, "smoke"), {})["FedAvg"]()
 
 
 def _history(rows: list[dict], algorithm: str = "x") -> History:
@@ -142,64 +150,58 @@ def _run(accuracies: list[float], losses: list[float], seconds: float, **columns
     return _history(rows)
 
 
-def test_scores_tables_and_costs_by_hand() -> None:
+def test_scores_tables_and_costs_by_hand(femnist) -> None:
     """Table 1's score is the mean test accuracy (%) over the last four evaluations, Table 2's the training loss over
-    the same rounds; the cells are mean ± sd over seeds; the cost ratio is the median of the per-seed ratios."""
+    the same rounds (Results.scores); the cells are mean ± sd over seeds; the cost ratio is the median of the
+    per-seed ratios."""
     avg = [_run([0.1, 0.5, 0.6, 0.7, 0.8], [3.0, 2.0, 1.0, 1.0, 1.0], 1.0),
            _run([0.1, 0.5, 0.6, 0.7, 0.6], [3.0, 2.0, 2.0, 2.0, 2.0], 2.0),
            _run([0.1, 0.1, 0.1, 0.1, 0.1], [3.0, 3.0, 3.0, 3.0, 3.0], 1.0)]
     ls = [_run([0.2] * 5, [1.0] * 5, s, loss_evaluations_per_step=[2.0] * 5, client_step_mean=[0.5] * 5,
                client_step_min=[0.1] * 5, client_step_max=[m] * 5) for s, m in ((3.0, 1.0), (2.0, 2.0), (5.0, 3.0))]
-    accuracy = experiment.scores({"femnist": {"FedAvg": avg, "FedLi-LS": ls}}, [0, 1, 2])
+    results = Results({"femnist": {"FedAvg": avg, "FedLi-LS": ls}}, (0, 1, 2), {"femnist": femnist})
+    accuracy = results.scores()
     assert accuracy.loc[("femnist", "FedAvg")].tolist() == pytest.approx([65.0, 60.0, 10.0])  # rounds 2-5
     assert accuracy.loc[("femnist", "FedLi-LS")].tolist() == pytest.approx([20.0] * 3)
-    loss = experiment.scores({"femnist": {"FedAvg": avg}}, [0, 1, 2], "train_loss")
-    assert loss.loc[("femnist", "FedAvg")].tolist() == pytest.approx([1.25, 2.0, 3.0])
-    cells = experiment.table_cells(accuracy)
-    assert cells.loc["femnist", "FedAvg"] == f"45.00 ± {np.std([65, 60, 10], ddof=1):.2f}"
-    assert experiment.means(accuracy).loc["femnist", "FedAvg"] == pytest.approx(45.0)
-    cost = experiment.line_search_cost({"FedAvg": avg, "FedLi-LS": ls})
+    assert results.scores("train_loss").loc[("femnist", "FedAvg")].tolist() == pytest.approx([1.25, 2.0, 3.0])
+    assert results.mean_sd().loc["FedAvg", "femnist"] == f"45.00 ± {np.std([65, 60, 10], ddof=1):.2f}"
+    assert results.means().loc["femnist", "FedAvg"] == pytest.approx(45.0)
+    cost = experiment.line_search_cost(results["femnist"])
     assert cost.loc["FedLi-LS", "relative to FedAvg"] == pytest.approx(3.0)  # the median of 3, 1 and 5
     assert cost.loc["FedLi-LS", "seconds per round"] == 3.0 and cost.loc["FedAvg", "relative to FedAvg"] == 1.0
     assert cost.loc["FedLi-LS", "loss evaluations per step"] == 2.0 and cost.loc["FedLi-LS", "max"] == 2.0
     assert math.isnan(cost.loc["FedAvg", "loss evaluations per step"])
     with pytest.raises(ValueError, match="needs FedAvg's runs"):
         experiment.line_search_cost({"FedLi-LS": ls})
-    with pytest.raises(ValueError, match="metric='test_loss' not one of"):
-        experiment.scores({"femnist": {"FedAvg": avg}}, [0, 1, 2], "test_loss")
 
 
-def test_server_rules_are_paired_against_table_1s(femnist) -> None:
+def test_server_rules_run_beside_table_1s_and_are_paired_against_it(femnist) -> None:
     def runs(values: list[float], step: float) -> list[History]:
         return [_run([v / 100] * 4, [1.0] * 4, 1.0, eta_g=[step] * 4) for v in values]
 
-    table = experiment.server_rules_table({"FedLi-LS": runs([50.0, 60.0, 70.0], 0.5),
-                                           "FedLi-LS (largest client step, cap 1)": runs([49.0, 59.0, 69.0], 0.4),
-                                           "FedLi-LS (server step 1, cap 10)": runs([51.0, 59.0, 72.0], 1.0)})
-    assert list(table.index) == list(experiment.SERVER_RULES)
-    column = "minus 'largest client step, cap 10' (points, mean ± 2 SE)"
-    assert table.loc["largest client step, cap 1", column] == "-1.00 ± 0.00 (contradicted)"  # the same every seed
-    assert table.loc["server step 1, cap 10", column].endswith("(within the noise)")  # +1, -1, +2
-    assert table.loc["server step 1, cap 10", "mean server step eta_g"] == 1.0
-    assert table.loc["largest client step, cap 10", "accuracy (%, mean ± sd)"] == "60.00 ± 10.00"
+    rules = list(experiment.SERVER_RULES)
+    made = Results({"femnist": dict(zip(rules, (runs([50.0, 60.0, 70.0], 0.5), runs([49.0, 59.0, 69.0], 0.4),
+                                                runs([51.0, 59.0, 72.0], 1.0))))}, (0, 1, 2), {"femnist": femnist})
+    paired = made.paired("FedLi-LS")
+    assert paired.loc["femnist", rules[1]] == "-1.00 ± 0.00 (contradicted)"  # the same on every seed
+    assert paired.loc["femnist", rules[2]].endswith("(within the noise)")  # +1, -1, +2
+    assert experiment.server_steps(made)["mean"].tolist() == pytest.approx([0.5, 0.4, 1.0])
+    assert made.mean_sd().loc["FedLi-LS", "femnist"] == "60.00 ± 10.00"
     one_round = dataclasses.replace(femnist, settings={**femnist.settings, "rounds": 1, "eval_every": 1})
-    built = experiment.run(one_round, CHOSEN, [0])
-    assert list(built) == [*fedli_paper.METHODS, "FedLi-LS (largest client step, cap 1)",
-                           "FedLi-LS (server step 1, cap 10)"]
+    built = experiment.run(one_round, _bound(femnist), [0], alone=True)["femnist"]
+    assert list(built) == [*fedli_paper.METHODS, *rules[1:]]
     assert built["FedLi-LS (server step 1, cap 10)"][0].final("eta_g") == 1.0
     assert built["FedLi-LS (largest client step, cap 1)"][0].final("eta_g") <= 1.0
     assert all(not runs[0].diverged for runs in built.values())
     assert built["FedLi-LS"][0].final("loss_evaluations_per_step") >= 1
 
 
-def test_the_shakespeare_code_path(monkeypatch) -> None:
+def test_the_shakespeare_code_path() -> None:
     """Shakespeare runs at paper scale only; its task (the LSTM on the plays' roles) is built the same way."""
-    monkeypatch.setitem(experiment.SCALES, "smoke", dataclasses.replace(experiment.SCALES["smoke"],
-                                                                        tasks=("femnist", "shakespeare")))
-    shakespeare = experiment.tasks("smoke", names=["shakespeare"])["shakespeare"]
+    shakespeare = experiment.tasks(dataclasses.replace(SMOKE, tasks=("shakespeare",)))["shakespeare"]
     lstm = shakespeare.problem(0)
     assert lstm.x0().dtype == torch.float32 and shakespeare.data.num_clients == 10
-    assert "LSTM" in shakespeare.model_label and experiment.task_names("paper")[1] == "shakespeare"
+    assert "LSTM" in shakespeare.model_label and experiment.SCALES["paper"].tasks[1] == "shakespeare"
     one = simulate(lstm, experiment.fedli_ls(), **{**shakespeare.settings, "rounds": 1, "local_steps": 1,
                                                    "eval_every": 1, "progress": False})
     assert math.isfinite(one.final("train_loss"))
@@ -213,7 +215,7 @@ def test_client_rate_sweep_runs_each_rate_and_seed_as_table_1_does(femnist) -> N
     for method, build in {"FedLi-LU": lambda: algorithms.fedli_lu(1.0), "FedAvg": lambda: algorithms.fedavg(1.0),
                           "FedExP": lambda: algorithms.fedexp(1.0, eps=0.01)}.items():
         direct = simulate(femnist.problem(0), build(), seed=1, x0=starts[1], progress=False, **femnist.settings)
-        assert table.loc[1.0, (method, 1)] == pytest.approx(experiment.score(direct))
+        assert table.loc[1.0, (method, 1)] == pytest.approx(100 * common.window_score(direct, "test_accuracy"))
     assert table.loc[0.01, ("FedLi-LU", 0)] != table.loc[1.0, ("FedLi-LU", 0)]  # its clients' rate matters
 
 
@@ -223,11 +225,11 @@ def test_constant_sweep_runs_fedli_at_each_value(femnist) -> None:
     assert list(table.index) == experiment.CONSTANTS["FedLi-LS c"]["values"] and list(table.columns) == [0, 1]
     direct = simulate(femnist.problem(0), experiment.fedli_ls(c=0.3), seed=0, x0=starts[0], progress=False,
                       **femnist.settings)
-    assert table.loc[0.3, 0] == pytest.approx(experiment.score(direct))
+    assert table.loc[0.3, 0] == pytest.approx(femnist.score(direct))
     lu = experiment.constant_sweep(femnist, "FedLi-LU eta (DFW)", [0, 1], client_lr=0.1)
     direct = simulate(femnist.problem(0), algorithms.fedli_lu(0.1, eta=0.1), seed=1, x0=starts[1], progress=False,
                       **femnist.settings)
-    assert lu.loc[0.1, 1] == pytest.approx(experiment.score(direct))
+    assert lu.loc[0.1, 1] == pytest.approx(femnist.score(direct))
     with pytest.raises(ValueError, match="needs client_lr"):
         experiment.constant_sweep(femnist, "FedLi-LU eta (DFW)", [0])
     with pytest.raises(ValueError, match="constant='mu' not one of"):
@@ -246,7 +248,7 @@ def test_span_table_by_hand() -> None:
     assert table.loc["b", "width per seed (decades)"] == "0, 0" and table.loc["b", "best value"] == 0.001
     assert table.loc["b", "at 'around' (%)"] == 60.0
     rates = pd.concat({"FedAvg": default_good}, axis=1)
-    assert experiment.best_value(rates, "FedAvg") == 0.1 == experiment.best_value(default_good)
+    assert common.best_value(rates, "FedAvg") == 0.1 == common.best_value(default_good)
     best = experiment.at_best({"a": default_good, "b": default_bad}, "a")
     assert best.loc["b", "at its best value"] == 0.001 and best.loc["b", "accuracy (%, mean ± sd)"] == "80.00 ± 0.00"
     column = "minus a (points, mean ± 2 SE)"
@@ -259,11 +261,9 @@ def test_span_table_by_hand() -> None:
 def test_cifar_code_path_on_generated_tensors_of_the_same_shape(task, classes, monkeypatch) -> None:
     """At paper scale CIFAR runs with ResNet-18 and Dirichlet(0.5); here the loader gets CIFAR-shaped images."""
     monkeypatch.setattr(experiment, "load_torchvision", cifar_like_loader(classes))
-    assert experiment.task_names("paper") == ("femnist", "shakespeare", "cifar10", "cifar100")
-    assert experiment.task_names("small") == ("femnist",)
-    with pytest.raises(ValueError, match="runs only at 'paper'|does not run at scale 'small'"):
-        experiment.tasks("small", names=[task])
-    built = experiment.tasks("paper", names=[task])[task]
+    assert experiment.SCALES["paper"].tasks == ("femnist", "shakespeare", "cifar10", "cifar100")
+    assert experiment.SCALES["small"].tasks == ("femnist",)
+    built = experiment.tasks(dataclasses.replace(experiment.SCALES["paper"], tasks=(task,)))[task]
     data = built.data
     assert data.inputs.shape[1:] == (3, 32, 32) and data.num_clients == 100 and data.num_classes == classes
     assert data.info["partition_kwargs"] == {"alpha": 0.5} and built.model_label == ""  # the paper's model
@@ -273,21 +273,18 @@ def test_cifar_code_path_on_generated_tensors_of_the_same_shape(task, classes, m
     assert not history.diverged and 0 <= history.final("test_accuracy") <= 1
 
 
-def test_server_steps_and_grid_edges() -> None:
-    ls = [_history([{"round": 1, "eta_g": 0.2}, {"round": 2, "eta_g": 0.4}]),
+def test_server_steps_by_hand() -> None:
+    ls = [_history([{"round": 1, "eta_g": 0.2}, {"round": 2, "eta_g": 1.0}]),
           _history([{"round": 1, "eta_g": 1.5}, {"round": 2, "eta_g": 0.3}])]
     lu = [_history([{"round": 1, "gamma": 1.0}, {"round": 2, "gamma": 0.25}]),
           _history([{"round": 1, "gamma": 1.0}, {"round": 2, "gamma": 1.0}])]
-    steps = experiment.server_steps({"femnist": {"FedLi-LS": ls, "FedLi-LU": lu}})
-    assert steps.loc["femnist", "FedLi-LS eta_g: mean"] == pytest.approx(0.6)  # every round of every seed
-    assert steps.loc["femnist", "rounds above 1"] == 1 and steps.loc["femnist", "max"] == 1.5
-    assert steps.loc["femnist", "FedLi-LU: rounds (all seeds)"] == 4
-    assert steps.loc["femnist", "rounds with gamma_t = 1"] == 3
-    assert steps.round(1).loc["femnist", "min"] == 0.2  # numeric columns, so the notebook can round them
-    assert steps["rounds above 1"].dtype.kind == "i"  # counts print as counts
-    assert steps.loc["femnist", "smallest gamma_t"] == 0.25
-    grids = {"FedAvg": {"client_lr": [0.1, 10**-0.5, 1.0]}, "FedProx": {"client_lr": [0.1, 1.0], "mu": [0.01]}}
-    chosen = {"FedAvg": {"client_lr": 1.0}, "FedProx": {"client_lr": 0.1, "mu": 0.01}}
-    assert experiment.on_grid_edge(chosen, grids) == ["FedAvg client_lr = 1 (largest)",
-                                                      "FedProx client_lr = 0.1 (smallest)"]
-    assert experiment.on_grid_edge({"FedAvg": {"client_lr": 10**-0.5}}, grids) == []
+    steps = experiment.server_steps({"femnist": {"FedLi-LS": ls, "FedLi-LU": lu, "FedAvg": [_history(
+        [{"round": 1, "test_accuracy": 0.5}])] * 2}})
+    assert list(steps.index) == [("femnist", "FedLi-LS"), ("femnist", "FedLi-LU")]  # FedAvg computes no step
+    ls_row, lu_row = steps.loc[("femnist", "FedLi-LS")], steps.loc[("femnist", "FedLi-LU")]
+    assert ls_row["server step"] == "eta_g" and ls_row["mean"] == pytest.approx(0.75)  # every round of every seed
+    beyond = "rounds above 1 (eta_g) or at 1 (gamma_t)"
+    assert ls_row[beyond] == 1 and ls_row["max"] == 1.5 and ls_row["rounds (all seeds)"] == 4  # 1.0 is not above
+    assert lu_row["server step"] == "gamma_t" and lu_row[beyond] == 3 and lu_row["min"] == 0.25  # clipped at 1
+    assert steps.round(1).loc[("femnist", "FedLi-LS"), "min"] == 0.2  # numeric columns, so the notebook can round
+    assert steps["rounds (all seeds)"].dtype.kind == "i"  # counts print as counts

@@ -37,7 +37,7 @@ def test_the_summary_against_the_papers_own_tables() -> None:
     assert "shakespeare FedAdam" in table.loc[0, "ours"]
     assert table.loc[2, "ours"] == ("4 of 8 (task, FedLi method) pairs above FedAvg; not FedLi-LS on cifar10, "
                                     "FedLi-LS on femnist, FedLi-LU on shakespeare, FedLi-LS on shakespeare")
-    assert paper.ranks(paper.TABLE2, lower_is_better=True).loc["femnist", "FedLi-LU"] == 6  # second highest loss
+    assert paper.rank_text(paper.TABLE2.loc["femnist"], "FedLi-LU", lower_is_better=True) == "6 of 7"  # 2nd highest
 
 
 def test_summary_on_tables_where_fedli_never_wins() -> None:
@@ -48,7 +48,7 @@ def test_summary_on_tables_where_fedli_never_wins() -> None:
 
 
 def test_beside_shows_the_papers_whole_table_and_ours_where_it_ran() -> None:
-    ours = pd.DataFrame([["70.00 ± 1.00"] * 7], index=["femnist"], columns=list(paper.METHODS))
+    ours = pd.DataFrame({"femnist": ["70.00 ± 1.00"] * 7}, index=list(paper.METHODS)[::-1])  # Results.mean_sd's
     both = paper.beside(ours, label=lambda task: f"{task} (stand-in)", missing="—")
     assert list(both.index) == list(paper.METHODS)  # one row per method, the paper's order
     assert list(both.columns) == [(f"{task} (stand-in)", source) for task in paper.TASKS
@@ -60,7 +60,7 @@ def test_beside_shows_the_papers_whole_table_and_ours_where_it_ran() -> None:
 
 
 def _seeds(rows: dict[tuple[str, str], list[float]]) -> pd.DataFrame:
-    """A score table as experiment.scores returns it: one row per (task, method), one column per seed."""
+    """A score table as Results.scores returns it: one row per (task, method), one column per seed."""
     table = pd.DataFrame.from_dict(rows, orient="index")
     table.index = pd.MultiIndex.from_tuples(table.index, names=["task", "method"])
     table.columns.name = "seed"
@@ -195,7 +195,8 @@ def test_every_claim_is_a_judgement_with_its_scope(quadratics) -> None:
     assert tuning == Scope(("femnist (long)",), "small", {"femnist (long)": 500}, SEEDS, MLP)
     assert free.tasks == ("femnist", "femnist (long)") and free.rounds == {"femnist": 40, "femnist (long)": 500}
     assert summary[0] == Scope(("femnist", "shakespeare"), "small", {"femnist": 40, "shakespeare": 20}, SEEDS,
-                               f"femnist: {MLP}; shakespeare: the char-LSTM for the paper's RNN")
+                               {"femnist": MLP, "shakespeare": "the char-LSTM for the paper's RNN"})
+    assert f"(femnist: {MLP}; shakespeare: the char-LSTM for the paper's RNN)" in str(summary[0])  # each task's
     table = paper.claims_table(evidence)
     assert list(table["seeds"]) == [0, 0, 0, 3, 3, 3, 3, 3]
 

@@ -102,13 +102,13 @@ def test_fedli_explorer_moves_only_the_baselines() -> None:
     assert curves[0.01]["FedAvg"] != curves[1.0]["FedAvg"]
 
 
-def test_descent_panels_draw_the_gap_the_clients_and_the_server_iterate() -> None:
+def test_descent_display_keeps_then_draws_the_gap_the_clients_and_the_server_iterate() -> None:
     import matplotlib.pyplot as plt
 
-
     run = theory.two_client_run(rounds=3)
-    figure = figures.descent_panels([1.0, 0.1, 0.01], 0.5, run, x_star=10 / 101)
-    left, middle, right = figure.axes
+    display = figures.DescentDisplay.from_runs([1.0, 0.1, 0.01], 0.5, run, x_star=10 / 101)
+    assert display.run is run and display.gaps == [1.0, 0.1, 0.01] and display.bound == 0.5
+    left, middle, right = display.plot().axes_
     assert list(left.get_lines()[1].get_ydata()) == pytest.approx([1.0, 0.5, 0.25])  # the bound's geometric rate
     colours: dict[str, set] = {}
     for line in middle.get_lines()[1:]:  # each client's before and after
@@ -116,4 +116,4 @@ def test_descent_panels_draw_the_gap_the_clients_and_the_server_iterate() -> Non
     assert sorted(colours) == ["client 1", "client 2"] and all(len(c) == 1 for c in colours.values())
     assert colours["client 1"] != colours["client 2"]
     assert list(right.get_lines()[0].get_ydata()) == run.x and right.get_lines()[1].get_ydata()[0] == 10 / 101
-    plt.close(figure)
+    plt.close(display.figure_)

@@ -16,7 +16,7 @@ from fedcore import models
 from fedcore.data import FederatedData
 from fedcore.experiments import claims, common
 from fedcore.experiments.claims import Judgement, Scope
-from fedcore.experiments.fedopt import experiment, paper, tuning
+from fedcore.experiments.fedopt import experiment, figures, paper, tuning
 from fedcore.problem import Problem
 from fedcore.results import History
 from fedcore.run import simulate
@@ -42,6 +42,11 @@ TABLE11 = {"centralized": [88.0, 87.9, 88.0, 87.7, 87.7], "federated, constant":
 METHODS = ["FedAdagrad", "FedAdam", "FedYogi", "FedAvgM", "FedAvg"]
 
 
+def _smoke(*names: str) -> dict[str, common.Task]:
+    """The tasks ``names`` at ``smoke`` (the scale's tasks replaced)."""
+    return experiment.tasks(replace(experiment.SCALES["smoke"], tasks=names))
+
+
 def _rows(text: str) -> dict[str, list[str]]:
     return {row.split()[0]: row.split()[1:] for row in text.replace("\n", " | ").split("|") if row.strip()}
 
@@ -61,7 +66,6 @@ def test_transcribed_tables_match_a_second_copy():
         == {"% accuracy"}
     pd.testing.assert_frame_equal(pd.DataFrame(TABLE11, index=METHODS), paper.TABLE11)
     assert set(paper.UNREACHABLE) == {"so_nwp", "so_lr"}
-    assert list(paper.paper_table().columns) == ["metric", *METHODS]
 
 
 def test_hyperparameters_are_powers_of_ten():
@@ -80,26 +84,32 @@ def _options(algorithm) -> dict:
 
 
 def test_builders_use_the_paper_rule_and_the_best_values():
-    builders = experiment.make_builders("emnist_cr")
+    builders = experiment.make_builders("emnist_cr", "small")
     assert list(builders) == ["FedAdagrad", "FedAdam", "FedYogi", "FedAvgM", "FedAvg"]
     adam = builders["FedAdam"]()
     assert adam.name == "FedAdam" and adam.client_lr == pytest.approx(10**-1.5)
     assert _options(adam) == pytest.approx({"rule": "adam", "lr": 10**-2.5, "beta1": 0.9, "beta2": 0.99, "tau": 1e-4,
                                             "bias_correction": "none", "tau_inside_sqrt": False, "initial_v": "tau^2"})
-    assert _options(builders["FedAdagrad"](0.1, 0.2, 0.3)) == {
+    assert _options(builders["FedAdagrad"](0.1, 0.2, tau=0.3)) == {
         "rule": "adagrad", "lr": 0.2, "beta1": 0.9, "beta2": 0.0, "tau": 0.3, "bias_correction": "none",
         "tau_inside_sqrt": False, "initial_v": "tau^2"}
     assert _options(builders["FedYogi"]())["rule"] == "yogi"
     assert _options(builders["FedAvgM"]()) == pytest.approx({"rule": "sgdm", "lr": 10**-0.5, "beta": 0.9})
     assert _options(builders["FedAvg"]()) == {"rule": "sgd", "lr": 1.0} and builders["FedAvg"]().client_lr == 0.1
-    decayed = experiment.make_builders("emnist_cr", decay=experiment.decay_every("emnist_cr", 1500))["FedAdam"]()
+    cr = _smoke("emnist_cr")["emnist_cr"]
+    paper_task = replace(cr, settings={**cr.settings, "rounds": 1500})
+    assert _options(experiment.make_builders(paper_task, "smoke")["FedAdam"]()) == _options(adam)  # by its name
+    decayed = experiment.decay_builders(paper_task, "paper")["FedAdam"]()  # the paper's schedule: every 500 rounds
     assert decayed.name == "FedAdam+ExpDecay" and decayed.eta_l(499) == pytest.approx(10**-1.5)
     assert decayed.eta_l(500) == pytest.approx(10**-2.5) and decayed.eta_l(1000) == pytest.approx(10**-3.5)
+    assert experiment.decay_builders(paper_task, "small")["FedAvg"]().eta_l(1000) == pytest.approx(0.01)  # 1 cut
+    with pytest.raises(ValueError, match="SCALE='huge'"):
+        experiment.make_builders("emnist_cr", "huge")
     assert experiment.decay_every("emnist_cr", 30) == 10 and experiment.decay_every("shakespeare", 1200) == 500
 
 
 def test_variants_differ_exactly_in_the_documented_options():
-    paper = {m: _options(b()) for m, b in experiment.variant_builders("shakespeare", "paper").items()}
+    paper = {m: _options(b()) for m, b in experiment.paper_builders("shakespeare", variant="paper").items()}
     expected = {
         "keras": {"FedAdagrad": {"beta1": 0.0, "initial_v": "zero"},
                   "FedAdam": {"beta2": 0.999, "bias_correction": "keras", "initial_v": "zero"},
@@ -109,7 +119,7 @@ def test_variants_differ_exactly_in_the_documented_options():
         "tau_inside": {"FedAdagrad": {"tau_inside_sqrt": True}},
     }
     for variant, methods in expected.items():
-        built = experiment.variant_builders("shakespeare", variant)
+        built = experiment.paper_builders("shakespeare", variant=variant)
         assert set(built) == set(methods)
         for method, changed in methods.items():
             algorithm = built[method]()
@@ -137,20 +147,17 @@ def test_as_autoencoder_keeps_the_clients_and_reconstructs_pixels():
     assert torch.equal(auto.test_targets, auto.test_inputs.flatten(1))
 
 
-def _history(values: dict[int, float], diverged: int | None = None) -> History:
-    frame = pd.DataFrame({"round": list(values), "test_accuracy": list(values.values())}).set_index("round")
+def _history(values: dict[int, float], metric: str = "test_accuracy", diverged: int | None = None) -> History:
+    frame = pd.DataFrame({"round": list(values), metric: list(values.values())}).set_index("round")
     return History(frame, "FedAdam", "loop", {}, diverged)
 
 
-def test_last_rounds_average_on_a_hand_made_history():
-    history = _history({0: 0.1, 10: 0.2, 80: 0.5, 90: 0.6, 95: math.nan, 100: 0.7})
-    assert common.last_rounds_average(history, "test_accuracy", 0.1) == pytest.approx(0.7)  # 91..100, NaN skipped
-    assert common.last_rounds_average(history, "test_accuracy", 0.25) == pytest.approx(0.6)  # 80, 90, 100
-    assert common.last_rounds_average(history, "test_accuracy", 21) == pytest.approx(0.6)
-    assert common.last_rounds_average(history, "test_accuracy", 100) == pytest.approx(0.5)  # all but round 0
-    assert math.isnan(common.last_rounds_average(_history({0: 0.1, 50: 0.2}, diverged=51)))
-    with pytest.raises(ValueError, match="metric='accuracy'"):
-        common.last_rounds_average(history, "accuracy")
+def _results(runs: dict, seeds: tuple, name: str = "emnist_cr", unit: float = 100.0,
+             metric: str = "test_accuracy") -> common.Results:
+    """Hand-made runs ``{method: [History per seed]}`` of one task in Table 1's ``unit`` (its baseline 10)."""
+    task = common.Task(name, None, lambda seed: None, dict.fromkeys(common.ROUND_SETTINGS, 1), 10.0, metric=metric,
+                       higher_is_better=metric != "test_loss", unit=unit)
+    return common.Results({name: runs}, seeds, {name: task})
 
 
 def _least_squares(n: int = 32, dim: int = 5) -> Problem:
@@ -158,8 +165,8 @@ def _least_squares(n: int = 32, dim: int = 5) -> Problem:
     inputs = torch.randn(n, dim, generator=generator, dtype=torch.float64)
     targets = inputs @ torch.randn(dim, generator=generator, dtype=torch.float64) + 0.1 * torch.randn(
         n, generator=generator, dtype=torch.float64)
-    data = FederatedData(inputs, targets, torch.tensor([10, 22]), inputs[:4], targets[:4], None, "least squares")
-    return Problem(experiment.centralized(data), models.linear_regression((dim,)).double())
+    data = FederatedData(inputs, targets, torch.tensor([n]), inputs[:4], targets[:4], None, "least squares")
+    return Problem(data, models.linear_regression((dim,)).double())
 
 
 def _torch_iterates(problem: Problem, make_optimizer, steps: int) -> list[torch.Tensor]:
@@ -174,10 +181,14 @@ def _torch_iterates(problem: Problem, make_optimizer, steps: int) -> list[torch.
     return iterates
 
 
+TORCH_ADAM = {"bias_correction": "keras", "initial_v": "zero"}  # torch.optim.Adam up to where eps goes (tau = eps)
+TORCH_ADAGRAD = {"beta1": 0.0, "initial_v": "zero"}  # torch.optim.Adagrad exactly (eps = tau)
+
+
 @pytest.mark.parametrize(("method", "options", "make_optimizer", "atol"), [
-    ("FedAdam", {"tau": 1e-8, "beta2": 0.99, **paper.TORCH_ADAM},
+    ("FedAdam", {"tau": 1e-8, "beta2": 0.99, **TORCH_ADAM},
      lambda p: torch.optim.Adam(p, lr=0.05, betas=(0.9, 0.99), eps=1e-8), 2e-7),
-    ("FedAdagrad", {"tau": 1e-10, **paper.TORCH_ADAGRAD}, lambda p: torch.optim.Adagrad(p, lr=0.05, eps=1e-10),
+    ("FedAdagrad", {"tau": 1e-10, **TORCH_ADAGRAD}, lambda p: torch.optim.Adagrad(p, lr=0.05, eps=1e-10),
      1e-12),
     ("FedAvgM", {"beta": 0.9}, lambda p: torch.optim.SGD(p, lr=0.05, momentum=0.9), 1e-12),
 ])
@@ -311,35 +322,53 @@ def test_rounds_to_target_and_the_convergence_table():
     history = _history({0: 0.1, 25: 0.5, 50: 0.7, 75: 0.65, 100: 0.8})
     assert experiment.rounds_to_target(history, "test_accuracy", 0.7) == 50
     assert experiment.rounds_to_target(history, "test_accuracy", 0.05) == 25  # round 0 does not count
-    assert math.isinf(experiment.rounds_to_target(history, "test_accuracy", 0.9))
+    assert experiment.rounds_to_target(history, "test_accuracy", 0.9) == 125  # never: one period past the end
     assert experiment.rounds_to_target(history, "test_accuracy", 0.6, higher_is_better=False) == 25
-    assert experiment.censored(math.inf, 100, 25) == 125 and experiment.censored(50.0, 100, 25) == 50
     slow = _history({0: 0.1, 25: 0.3, 50: 0.5, 75: 0.6, 100: 0.62})
-    runs = {"emnist_cr": {"FedAdam": [history] * 3, "FedAvg": [slow] * 3}}
-    scores = experiment.score_table(runs, [0, 1, 2])
-    assert scores.loc[("emnist_cr", "FedAdam"), 0] == pytest.approx(100 * (0.5 + 0.7 + 0.65 + 0.8) / 4)
-    table, targets = experiment.convergence_table(runs, scores)
+    results = _results({"FedAdam": [history] * 3, "FedAvg": [slow] * 3}, (0, 1, 2))
+    assert results.scores().loc[("emnist_cr", "FedAdam"), 0] == pytest.approx(100 * (0.5 + 0.7 + 0.65 + 0.8) / 4)
+    table, targets = experiment.convergence_table(results)
     assert targets["emnist_cr"] == pytest.approx(100 * (0.3 + 0.5 + 0.6 + 0.62) / 4)  # FedAvg's mean: the lowest
     assert list(table.loc[("emnist_cr", "FedAdam")]) == [50.0] * 3  # 0.7 >= 0.505 at round 50
     assert list(table.loc[("emnist_cr", "FedAvg")]) == [75.0] * 3
+    loss = {m: [_history({0: 0.9, 25: v, 50: v / 2, 75: v / 4, 100: v / 8}, "test_loss") for v in values]
+            for m, values in {"FedAdam": [0.004] * 3, "FedAvg": [0.008] * 3}.items()}  # half MSE: x2000 in Table 1
+    ae, ae_targets = experiment.convergence_table(_results(loss, (0, 1, 2), "emnist_ae", 2000.0, "test_loss"))
+    assert ae_targets["emnist_ae"] == pytest.approx(2000 * 0.008 * (1 + 1 / 2 + 1 / 4 + 1 / 8) / 4)  # the highest
+    assert list(ae.loc[("emnist_ae", "FedAdam")]) == [50.0] * 3 and list(ae.loc[("emnist_ae", "FedAvg")]) == [75.0] * 3
 
 
-def test_score_tables_and_the_tables_shown_beside_the_papers():
+def test_table1_in_its_units_beside_the_papers_and_paired_against_fedavg():
     a, b = _history({0: 0.1, 25: 0.5, 50: 0.6, 75: 0.7, 100: 0.8}), _history({0: 0.1, 25: 0.4, 50: 0.5,
                                                                               75: 0.5, 100: 0.6})
-    runs = {"emnist_cr": {"FedAdam": [a, b, a], "FedAvg": [b, b, b]}}
-    scores = experiment.score_table(runs, [4, 5, 6])
+    results = _results({"FedAdam": [a, b, a], "FedAvg": [b, b, b]}, (4, 5, 6))
+    scores = results.scores()  # Task.score: the last 4 evaluations' mean, x100 (Table 1's unit)
     assert list(scores.columns) == [4, 5, 6] and scores.loc[("emnist_cr", "FedAvg"), 5] == pytest.approx(50.0)
-    means = experiment.results_table(scores)
-    assert means.loc["emnist_cr", "FedAdam"] == pytest.approx((65.0 + 50.0 + 65.0) / 3)
-    beside = experiment.table1_beside(scores, {"emnist_cr": 10.0})
-    row = beside.loc["EMNIST CR (% accuracy)"]
+    assert results.means().loc["emnist_cr", "FedAdam"] == pytest.approx((65.0 + 50.0 + 65.0) / 3)
+    row = experiment.table1_beside(results).loc["EMNIST CR (% accuracy)"]
     assert row[("FedAdam", "paper")] == "85.60" and row[("FedAdam", "fedcore")] == "60.00 ± 8.66"
     assert row[("FedAvgM", "fedcore")] == "" and row[("trivial baseline", "fedcore")] == "10.00"
-    paired = experiment.paired_table(scores)
-    assert paired.loc["EMNIST CR", "FedAdam"] == "+10.00 ± 10.00 (tie)"  # 15, 0, 15: mean 10, 2 SE = 10
-    with pytest.raises(ValueError, match="reference='FedYogi' has no runs"):
-        experiment.paired_table(scores, "FedYogi")
+    words = {claims.CONFIRMED: "better", claims.CONTRADICTED: "worse", claims.WITHIN_NOISE: "tie"}
+    assert results.paired("FedAvg", words=words).loc["emnist_cr", "FedAdam"] == "+10.00 ± 10.00 (tie)"  # 2 SE = 10
+    loss = _results({"FedAdam": [_history({0: 1.0, 25: 0.002}, "test_loss")] * 3,
+                     "FedAvg": [_history({0: 1.0, 25: 0.003}, "test_loss")] * 3}, (4, 5, 6), "emnist_ae", 2000.0,
+                    "test_loss")
+    assert loss.scores().loc[("emnist_ae", "FedAdam"), 4] == pytest.approx(4.0)  # MSE x1000 = 2000 x half MSE
+    assert experiment.table1_beside(loss).loc["EMNIST AE (MSE x1000)", ("FedAdam", "fedcore")] == "4.00 ± 0.00"
+    assert loss.paired("FedAvg", words=words).loc["emnist_ae", "FedAdam"] == "+2.00 ± 0.00 (better)"  # lower MSE
+    import matplotlib
+
+    matplotlib.use("Agg")
+    curves = figures.Table1CurvesDisplay.from_results(results | loss)  # each task in its own unit, round 0 left out
+    assert curves.curves["emnist_cr"].curves["EMNIST CR"]["FedAvg"]["mean"].to_dict() == pytest.approx(
+        {25: 40.0, 50: 50.0, 75: 50.0, 100: 60.0})
+    assert curves.curves["emnist_ae"].curves["EMNIST AE"]["FedAdam"]["mean"].to_dict() == pytest.approx({25: 4.0})
+    axes = curves.plot().figure_.axes
+    assert axes[1].get_yscale() == "log" and axes[1].get_lines()[-1].get_ydata()[0] == 10.0  # the baseline
+    readings = figures.VariantsDisplay.from_runs({"paper": {"FedAdam": a}, "keras": {"FedAdam": b, "FedYogi": a}})
+    assert readings.scores.loc["FedAdam"].tolist() == pytest.approx([65.0, 50.0])  # the last 4 evaluations, in %
+    assert math.isnan(readings.scores.loc["FedYogi", "paper"])
+    assert [ax.get_title() for ax in readings.plot().figure_.axes] == ["FedAdam", "FedYogi"]
 
 
 def test_decay_claim():
@@ -376,17 +405,19 @@ def _tuning_table(cells: list[list[float]]) -> pd.DataFrame:
 def test_ease_of_tuning_claim_counts_good_cells_against_one_threshold():
     wide = _tuning_table([[0.80, 0.80, 0.80], [0.79, 0.785, 0.79], [0.70, 0.70, 0.70], [0.81, 0.80, 0.81]])
     narrow = _tuning_table([[0.80, 0.79, 0.81], [0.50, 0.50, 0.50], [0.40, 0.40, 0.40], [math.nan, 0.6, 0.6]])
-    grids = {"FedAdam": tuning.tuning_grid(wide), "FedAvg": tuning.tuning_grid(narrow)}
+    grids = tuning.heatmaps(common.Tuning({}, {"FedAdam": wide, "FedAvg": narrow}))
+    assert list(grids["FedAdam"].index) == [1.0, 0.1]  # server rates as rows, the largest on top
+    assert grids["FedAdam"].loc[1.0, 0.1] == wide.loc[(0.1, 1.0), "score"]  # (server 1, client 0.1)
     threshold = tuning.good_threshold(grids)
     assert threshold == pytest.approx((0.81 + 0.80 + 0.81) / 3 - 0.02)  # the best mean cell of all grids
     assert list(tuning.good_shares(wide, threshold)) == [0.75, 0.5, 0.75]  # 0.785 < 0.7867 on seed 1
     assert list(tuning.good_shares(narrow, threshold)) == [0.25, 0.25, 0.25]  # a diverged cell never counts
-    ours, verdict = _assess(4, tuning={"FedAdam": wide, "FedYogi": wide, "FedAvg": narrow})
+    ours, verdict = _assess(4, tuning=common.Tuning({}, {"FedAdam": wide, "FedYogi": wide, "FedAvg": narrow}))
     assert verdict == HOLDS and ours.startswith("FedAdam 67%, FedYogi 67%, FedAvg 25% of cells at or above 78.7%")
     assert "FedAdam - FedAvg +42 ± 17 points of share (confirmed)" in ours  # 50, 25, 50: 2 SE = 16.7
-    assert _assess(4, tuning={"FedAdam": wide, "FedYogi": narrow, "FedAvg": narrow})[1] == PARTLY
-    assert _assess(4, tuning={"FedAdam": narrow, "FedAvg": wide})[1] == NO
-    assert _assess(4, tuning={"FedAdam": wide})[1] == UNTESTABLE
+    assert _assess(4, tuning=common.Tuning({}, {"FedAdam": wide, "FedYogi": narrow, "FedAvg": narrow}))[1] == PARTLY
+    assert _assess(4, tuning=common.Tuning({}, {"FedAdam": narrow, "FedAvg": wide}))[1] == NO
+    assert _assess(4, tuning=common.Tuning({}, {"FedAdam": wide}))[1] == UNTESTABLE
     summary = tuning.tuning_summary(grids, threshold)
     assert summary.loc["FedAdam", "good cells"] == 3 and summary.loc["FedAvg", "good cells"] == 1
 
@@ -405,10 +436,11 @@ def test_each_claim_says_the_tasks_it_judged_the_scale_rounds_and_seeds():
     assert _judge(3, decay=decay).scope.tasks == ("emnist_cr",)
     wide = _tuning_table([[0.80] * 3, [0.79] * 3, [0.70] * 3, [0.81] * 3])
     narrow = _tuning_table([[0.80] * 3, [0.50] * 3, [0.40] * 3, [0.3] * 3])
-    assert _judge(4, tuning={"FedAdam": wide, "FedAvg": narrow}).scope == GRID_SCOPE
+    assert _judge(4, tuning=common.Tuning({}, {"FedAdam": wide, "FedAvg": narrow})).scope == GRID_SCOPE
     assert _judge(0).scope.tasks == () and _judge(4).scope.tasks == ()  # not testable: no task judged
-    evidence = paper.Evidence(table1=table, baselines=baselines, tuning={"FedAdam": wide, "FedAvg": narrow},
-                              decay=decay, scope=SCOPE, tuning_scope=GRID_SCOPE)
+    evidence = paper.Evidence(table1=table, baselines=baselines, decay=decay,
+                              tuning=common.Tuning({}, {"FedAdam": wide, "FedAvg": narrow}), scope=SCOPE,
+                              tuning_scope=GRID_SCOPE)
     rows = paper.claims_table(evidence)
     assert list(rows.columns) == ["claim (main text)", "ours", "verdict", "scope", "seeds"]
     assert rows.loc[0, "scope"] == "emnist_cr; small; 300 rounds; 3 seeds (0-2)"
@@ -419,37 +451,36 @@ def test_each_claim_says_the_tasks_it_judged_the_scale_rounds_and_seeds():
 
 
 def test_table1_tasks_per_scale_and_the_reason_for_each_left_out():
-    assert experiment.task_names("small") == ("emnist_cr", "emnist_ae")
-    assert experiment.task_names("smoke") == experiment.task_names("medium") == experiment.REACHABLE
-    assert experiment.task_names("paper") == experiment.REACHABLE + ("cifar10", "cifar100")
+    scales = experiment.SCALES
+    assert scales["small"].tasks == ("emnist_cr", "emnist_ae")
+    assert scales["smoke"].tasks == scales["medium"].tasks == experiment.REACHABLE
+    assert scales["paper"].tasks == experiment.REACHABLE + ("cifar10", "cifar100")
     assert list(experiment.not_run("small")) == ["Shakespeare", "CIFAR-10", "CIFAR-100", "SO NWP", "SO LR"]
     assert "SCALE=medium" in experiment.not_run("small")["Shakespeare"]
     assert list(experiment.not_run("paper")) == ["SO NWP", "SO LR"]
     with pytest.raises(ValueError, match="SCALE='huge'"):
-        experiment.task_names("huge")
+        experiment.not_run("huge")
     assert set(experiment.CENTRALIZED_RULES) == set(paper.METHODS)
 
 
 def test_settings_and_hyperparameters_shown_beside_the_papers():
-    tasks = experiment.tasks("smoke", names=["emnist_cr"])
-    beside = experiment.settings_beside(tasks)
+    task = _smoke("emnist_cr")["emnist_cr"]
+    beside = experiment.settings_beside(common.Results({"emnist_cr": {}}, (0,), {"emnist_cr": task}))
     row = beside.loc["EMNIST CR"]
-    assert row[("paper", "rounds")] == 1500 and row[("ours", "rounds")] == tasks["emnist_cr"].settings["rounds"]
-    assert row[("paper", "K")] == "1 epoch" and row[("ours", "B")] == 20 == row[("paper", "B")]
-    assert row[("ours", "model")] == tasks["emnist_cr"].model_label
+    assert row[("paper", "rounds")] == 1500 and row[("ours", "rounds")] == task.settings["rounds"]
+    assert row[("paper", "local_epochs")] == 1 and row[("ours", "batch_size")] == 20 == row[("paper", "batch_size")]
+    assert row[("ours", "local_steps")] == 2 and row[("ours", "model")] == task.model_label
     table = experiment.hyperparameter_table(["emnist_cr"])
     assert table.loc[("EMNIST CR", "FedAdam"), "server lr"] == "10^-2.5 = 0.00316"  # Table 1's best, log10 -2.5
     assert table.loc[("EMNIST CR", "FedAvg"), "tau"] == "" and len(table) == 5
     built = {k: v for k, v in paper.hyperparameters("emnist_cr", "FedAdam").items()}
     assert table.loc[("EMNIST CR", "FedAdam"), "client lr"].endswith(f"{built['client_lr']:.3g}")
-    for task in ("emnist_cr", "emnist_ae"):
-        assert experiment.from_paper_units(task, experiment.to_paper_units(task, 0.123)) == pytest.approx(0.123)
     with pytest.raises(ValueError, match="task='cifar1000' not one of"):
         experiment.hyperparameter_table(["cifar1000"])
 
 
 def test_shakespeare_runs_tffs_chunks_with_every_next_character_predicted():
-    task = experiment.tasks("smoke", names=["shakespeare"])["shakespeare"]
+    task = _smoke("shakespeare")["shakespeare"]
     assert task.data.info["targets"] == "sequence" and task.data.targets.shape[1:] == (80,)
     model = task.model(0)
     assert model(task.data.inputs[:3]).shape == (3, 80, task.data.num_classes)  # every step's logits
@@ -462,17 +493,17 @@ def test_shakespeare_runs_tffs_chunks_with_every_next_character_predicted():
 # ------------------------------------------------------------------ the stand-in tasks at smoke scale
 
 def test_fashion_mnist_stand_ins_at_smoke_scale():
-    tasks = experiment.tasks("smoke", names=["emnist_cr", "emnist_ae"])
+    tasks = _smoke("emnist_cr", "emnist_ae")
     cr, ae = tasks["emnist_cr"], tasks["emnist_ae"]
     assert isinstance(cr, common.Task) and (cr.name, cr.metric, cr.higher_is_better) == ("emnist_cr", "test_accuracy",
                                                                                          True)
     assert cr.data.num_clients == 500 and set(cr.data.sizes.tolist()) == {120} and cr.data.test_targets.shape[0] == 200
     assert int((cr.data.label_counts() > 0).sum(1).max()) == 2 and cr.data.info["stands_for"] == "EMNIST CR"
-    assert cr.info["stands_for"] == "EMNIST CR" and cr.model_label.startswith("ours: an MLP 784-200-10")
+    assert cr.model_label.startswith("ours: an MLP 784-200-10")
     assert sum(p.numel() for p in cr.model(0).parameters()) == 784 * 200 + 200 + 200 * 10 + 10
     assert sum(p.numel() for p in ae.model(0).parameters()) == 784 * 30 + 30 + 30 * 784 + 784  # 784-30-784
     assert ae.data.num_clients == 500 and ae.data.num_classes is None and ae.data.targets.shape[1:] == (784,)
-    assert (ae.metric, ae.higher_is_better) == ("test_loss", False)
+    assert (ae.metric, ae.higher_is_better, ae.unit, cr.unit) == ("test_loss", False, 2000.0, 100.0)  # Table 1's
     assert cr.baseline == claims.trivial_baseline(cr.data) and ae.baseline == claims.trivial_baseline(ae.data)
     assert experiment.local_steps(cr.data, 20) == 6 and experiment.local_steps(cr.data, 20, cap=2) == 2
     assert dict(cr.settings) == {"rounds": 2, "clients_per_round": 2, "local_steps": 2, "batch_size": 20,
@@ -491,18 +522,17 @@ def test_fashion_mnist_stand_ins_at_smoke_scale():
     assert torch.equal(cr.problem(4).x0(), cr.problem(4).x0()) and not torch.equal(cr.problem(4).x0(),
                                                                                     cr.problem(5).x0())
     with pytest.raises(ValueError, match="only at scale 'paper'"):
-        experiment.tasks("small", names=["cifar10"])
+        experiment.tasks(replace(experiment.SCALES["small"], tasks=("cifar10",)))
     with pytest.raises(ValueError, match="SCALE='huge'"):
         experiment.tasks("huge")
     with pytest.raises(ValueError, match="task='mnist'"):
-        experiment.tasks("smoke", names=["mnist"])
-    with pytest.raises(ValueError, match="names='emnist_cr' must be a non-empty list"):
-        experiment.tasks("smoke", names="emnist_cr")
+        _smoke("mnist")
 
 
 def test_a_task_partition_is_drawn_once_and_the_seed_draws_the_model():
-    first, again = experiment.tasks("smoke", 0, names=["emnist_cr"]), experiment.tasks("smoke", 0, names=["emnist_cr"])
-    other = experiment.tasks("smoke", 1, names=["emnist_cr"])
+    smoke = replace(experiment.SCALES["smoke"], tasks=("emnist_cr",))
+    first, again = experiment.tasks(smoke, partition_seed=0), experiment.tasks(smoke, partition_seed=0)
+    other = experiment.tasks(smoke, partition_seed=1)
     assert torch.equal(first["emnist_cr"].data.targets, again["emnist_cr"].data.targets)
     assert not torch.equal(first["emnist_cr"].data.targets, other["emnist_cr"].data.targets)  # another partition
 
@@ -511,23 +541,24 @@ def test_a_task_partition_is_drawn_once_and_the_seed_draws_the_model():
 def test_one_smoke_round_of_each_reachable_task(name):
     """``run`` is simulate from the task's model at each seed, the seed's sampling and minibatches and the task's
     round settings, for each of the five methods at the paper's best values."""
-    task = experiment.tasks("smoke", names=[name])[name]
+    task = _smoke(name)[name]
     task = replace(task, settings={**task.settings, "rounds": 1})
-    runs = experiment.run({name: task}, seeds=[3, 4])[name]
-    assert list(runs) == list(paper.METHODS) and len(runs["FedAdam"]) == 2
-    expected = simulate(task.problem(4), experiment.make_builders(name)["FedAdam"](), seed=4, progress=False,
+    results = experiment.run(task, experiment.make_builders(task, "smoke"), seeds=[3, 4])
+    runs = results[name]
+    assert experiment.run is common.run and list(runs) == list(paper.METHODS) and len(runs["FedAdam"]) == 2
+    expected = simulate(task.problem(4), experiment.make_builders(name, "smoke")["FedAdam"](), seed=4, progress=False,
                         **task.settings)
     pd.testing.assert_frame_equal(runs["FedAdam"][1].frame.drop(columns="seconds"),
                                   expected.frame.drop(columns="seconds"), atol=1e-6, rtol=1e-5)
     value = common.window_score(runs["FedAdam"][1], task.metric, evaluated=task.metric)
     assert math.isfinite(value) and not runs["FedAdam"][1].diverged
-    table = experiment.score_table({name: {"FedAdam": runs["FedAdam"]}}, [3, 4])
-    assert table.loc[(name, "FedAdam"), 4] == pytest.approx(experiment.to_paper_units(name, value))
+    unit = 2000.0 if name == "emnist_ae" else 100.0  # Table 1's: MSE x1000 (2 x fedcore's half MSE), or %
+    assert results.scores().loc[(name, "FedAdam"), 4] == pytest.approx(unit * value)
 
 
 def test_decayed_runs_and_centralized_runs_of_a_task():
-    task = experiment.tasks("smoke", names=["emnist_cr"])["emnist_cr"]
-    decayed = experiment.run({"emnist_cr": task}, [0], decay=True)["emnist_cr"]
+    task = _smoke("emnist_cr")["emnist_cr"]
+    decayed = experiment.run(task, experiment.decay_builders(task, "smoke"), [0])["emnist_cr"]
     assert [runs[0].algorithm for runs in decayed.values()][:1] == ["FedAdagrad+ExpDecay"]
     assert experiment.decay_every("emnist_cr", 300, "once_late") == 200  # one cut, at two thirds
     assert experiment.decay_every("emnist_cr", 1500, "paper") == 500 == experiment.decay_every("emnist_cr", 1500)
@@ -538,7 +569,9 @@ def test_decayed_runs_and_centralized_runs_of_a_task():
     assert dict(central.settings) == {"rounds": 2 * 2, "clients_per_round": 1, "local_steps": 1,  # rounds x K steps
                                       "batch_size": 20 * 2, "eval_every": 1, "weighting": "samples"}  # of B x S
     assert torch.equal(central.problem(2).x0(), task.problem(2).x0())  # the same model
-    runs = experiment.run_centralized(task, [2], lrs={"FedAdam": 0.001})
+    builders = experiment.centralized_builders()
+    assert set(builders) == set(paper.METHODS) and experiment.CENTRALIZED_LRS["FedAdam"] == 0.001
+    runs = experiment.run(central, {"FedAdam": builders["FedAdam"]}, [2])[central.name]
     expected = simulate(central.problem(2), experiment.centralized_algorithm("FedAdam", 0.001), seed=2, progress=False,
                         **central.settings)
     assert list(runs) == ["FedAdam"] and runs["FedAdam"][0].algorithm == "Adam"
@@ -546,20 +579,19 @@ def test_decayed_runs_and_centralized_runs_of_a_task():
                                   expected.frame.drop(columns="seconds"), atol=1e-6, rtol=1e-5)
     with pytest.raises(TypeError, match="task=dict must be"):
         experiment.centralized_task({})
-    with pytest.raises(ValueError, match="lrs={} must be"):
-        experiment.run_centralized(task, [0], lrs={})
 
 
 def test_scope_of_runs_on_tasks():
-    tasks = experiment.tasks("smoke", names=["emnist_cr", "emnist_ae"])
+    tasks = _smoke("emnist_cr", "emnist_ae")
     ours = {"emnist_cr": "ours, an MLP 784-200-10", "emnist_ae": "ours, a one-layer autoencoder 784-30-784"}
     both = experiment.scope(tasks, "smoke", [0])
     assert both == Scope(("emnist_cr", "emnist_ae"), "smoke", 2, (0,), ours)
     assert str(both.narrowed(["emnist_ae"])) == \
         "emnist_ae; smoke (emnist_ae: ours, a one-layer autoencoder 784-30-784); 2 rounds; 1 seed (0)"
     longer = {**tasks, "emnist_ae": replace(tasks["emnist_ae"], settings={**tasks["emnist_ae"].settings, "rounds": 5})}
-    assert experiment.scope(longer, "smoke", [1, 2], model="m") == Scope(
-        ("emnist_cr", "emnist_ae"), "smoke", {"emnist_cr": 2, "emnist_ae": 5}, (1, 2), "m")
+    assert experiment.scope(longer, "smoke", [1, 2]) == Scope(
+        ("emnist_cr", "emnist_ae"), "smoke", {"emnist_cr": 2, "emnist_ae": 5}, (1, 2), ours)
+    assert experiment.scope(tasks, "paper", [0]).model == ""  # the paper's models
     with pytest.raises(ValueError, match="must be a non-empty"):
         experiment.scope({}, "smoke", [0])
     with pytest.raises(ValueError, match="SCALE='huge'"):
@@ -574,14 +606,15 @@ def test_cifar_code_path_on_generated_tensors_of_the_same_shape(task, classes, m
     GroupNorm runs."""
     monkeypatch.setattr(experiment, "load_torchvision", cifar_like_loader(classes, per_client=4))
     monkeypatch.setattr(experiment, "cifar100_coarse", lambda: [c // 5 for c in range(100)])
-    built = experiment.tasks("paper", names=[task])[task]
+    built = experiment.tasks(replace(experiment.SCALES["paper"], tasks=(task,)))[task]
     data = built.data
     assert data.inputs.shape[1:] == (3, 24, 24) and data.test_inputs.shape[1:] == (3, 24, 24)  # the paper's crops
     assert data.num_classes == classes and data.num_clients == 500
     assert built.settings["rounds"] == 4000 and built.settings["clients_per_round"] == 10
     settings = {**built.settings, "rounds": 1, "clients_per_round": 2, "local_steps": 1, "batch_size": 2,
                 "eval_every": 1}
-    history = simulate(built.problem(0), experiment.make_builders(task)["FedAdam"](), progress=False, **settings)
+    history = simulate(built.problem(0), experiment.make_builders(built, "paper")["FedAdam"](), progress=False,
+                       **settings)
     assert not history.diverged and 0 <= history.final("test_accuracy") <= 1
 
 

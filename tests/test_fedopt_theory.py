@@ -76,8 +76,8 @@ def test_scaling_panels_draw_the_measured_points_and_the_predicted_slope() -> No
 
     index = pd.Index([10, 40, 160], name="T")
     table = pd.DataFrame({"mean squared gradient norm": 2.0 * index.to_numpy() ** -0.7}, index=index)
-    figure = figures.ScalingDisplay.from_tables({"T": table, "m": table.rename_axis("m")}).plot().figure_
-    assert len(figure.axes) == 2 and figure.axes[0].get_title() == "fitted slope -0.70"
+    figure = figures.ScalingDisplay.from_tables({"FedAdam": {"T": table, "m": table.rename_axis("m")}}).plot().figure_
+    assert len(figure.axes) == 2 and figure.axes[1].get_legend_handles_labels()[1][0] == "FedAdam (slope -0.70)"
     measured, reference = figure.axes[0].get_lines()
     assert np.allclose(reference.get_ydata(), 2.0 * 10**-0.7 * (np.array([10, 40, 160]) / 10) ** -0.5)
     flatter = pd.DataFrame({"mean squared gradient norm": 3.0 * index.to_numpy() ** -0.2}, index=index)
@@ -124,6 +124,14 @@ def test_largest_constant_below_by_hand() -> None:
     assert math.isnan(theory.largest_constant_below(table, 1e-7)[3.0])
     with pytest.raises(ValueError, match="target=0 must be > 0"):
         theory.largest_constant_below(table, 0)
+    import matplotlib
+
+    matplotlib.use("Agg")
+    shown = figures.TradeoffDisplay.from_tables({"all": table, "some": table * 10}, target=1e-3)
+    assert shown.slopes.loc["all", 0.0] == pytest.approx(2.0) and shown.slopes.loc["some", 3.0] == pytest.approx(2.0)
+    assert shown.reach.loc["all"].tolist() == [1.0, 0.1] and math.isnan(shown.reach.loc["some", 3.0])
+    figure = shown.plot().figure_
+    assert [ax.get_title() for ax in figure.axes] == ["all", "some"] and len(figure.axes[0].get_lines()) == 2
 
 
 def test_fedavgm_takes_fedadams_first_step_up_to_its_denominator(task) -> None:
@@ -160,8 +168,9 @@ def test_fedadams_denominator_stays_within_tau_and_two_tau_at_the_corollary_rate
 def test_scaling_runs_each_corollary_method(task, method) -> None:
     table = theory.scaling(task, "rounds", [20, 80], seeds=(0,), method=method)
     assert list(table.index) == [20, 80] and (table["mean squared gradient norm"] > 0).all()
-    again = theory.squared_gradient_norms(task, 20, 10, 5, method=method)
-    assert table.loc[20, "mean squared gradient norm"] == pytest.approx(float(np.mean(again)))
+    [again] = theory.squared_gradient_norms(task, {"rounds": 20, "clients_per_round": 10, "local_steps": 5},
+                                            method=method)
+    assert len(again) == 20 and table.loc[20, "mean squared gradient norm"] == pytest.approx(float(np.mean(again)))
     assert table.loc[20, "mean squared gradient norm"] != pytest.approx(
         theory.scaling(task, "rounds", [20], seeds=(0,))["mean squared gradient norm"].iloc[0])  # not FedAdam's
     with pytest.raises(ValueError, match="method='FedYogi' not one of"):

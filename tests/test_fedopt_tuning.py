@@ -1,5 +1,5 @@
-"""Ease of tuning (fedcore.experiments.fedopt.tuning): grids through the shared common.tune, the paper's metric,
-the heat map, the count of good cells."""
+"""Ease of tuning (fedcore.experiments.fedopt.tuning): grids through the shared common.tune scored by the grid
+task's own score, the heat maps (Tuning.heatmap), the count of good cells."""
 
 from __future__ import annotations
 
@@ -19,7 +19,6 @@ from fedcore.experiments import common  # noqa: E402
 from fedcore.experiments.claims import trivial_baseline  # noqa: E402
 from fedcore.experiments.fedopt import figures, tuning  # noqa: E402
 from fedcore.problem import Problem  # noqa: E402
-from fedcore.results import History  # noqa: E402
 from fedcore.run import simulate  # noqa: E402
 
 
@@ -45,6 +44,12 @@ def fedadam_grid(tau: float = 1e-3) -> dict:
     return {"FedAdam": lambda client_lr, server_lr: algorithms.fedadam(client_lr, server_lr=server_lr, tau=tau)}
 
 
+def tune(task: common.Task, builders: dict, client_lrs: list, server_lrs: list, seeds=(0,)) -> common.Tuning:
+    """Every method of ``builders`` over the grid ``client_lrs`` x ``server_lrs`` (the notebook's call)."""
+    grid = {"client_lr": client_lrs, "server_lr": server_lrs}
+    return common.tune(task, builders, dict.fromkeys(builders, grid), seeds)
+
+
 def test_half_decades() -> None:
     assert np.allclose(common.half_decades(-1, 0.5), [0.1, 10**-0.5, 1.0, 10**0.5])
     assert common.half_decades(0, 0) == [1.0]
@@ -52,40 +57,28 @@ def test_half_decades() -> None:
         common.half_decades(-1.2, 0)
 
 
-def test_last_rounds_average_averages_the_evaluations_in_the_last_fraction() -> None:
-    frame = pd.DataFrame({"test_accuracy": [0.1, np.nan, 0.5, np.nan, 0.7, 0.9]},
-                         index=pd.Index(range(6), name="round"))
-    history = History(frame, "FedAvg", "loop", {})
-    assert math.isclose(common.last_rounds_average(history, "test_accuracy", 0.5), (0.7 + 0.9) / 2)  # rounds 4, 5
-    assert math.isclose(common.last_rounds_average(history, "test_accuracy", 0.1), 0.9)
-    assert math.isnan(common.last_rounds_average(History(frame, "FedAvg", "loop", {}, diverged_round=5)))
-
-
 def test_tuning_grid_is_the_runs_metric_server_rates_on_top() -> None:
-    """One tune (common.tune) serves the heat map: each cell is the grid score (the mean test accuracy of the last
-    4 evaluations) of the run simulate gives for that cell, from the seed's model and minibatches."""
+    """One tune (common.tune) serves the heat map: each cell is the task's score (the mean test accuracy of the
+    last 4 evaluations, a fraction) of the run simulate gives for that cell, from the seed's model and minibatches."""
     task, build = blobs_task(), fedadam_grid()["FedAdam"]
-    tuned = tuning.tune(task, fedadam_grid(), [0.01, 0.1], [0.01, 0.1], seeds=[1])
+    tuned = tune(task, fedadam_grid(), [0.01, 0.1], [0.01, 0.1], seeds=[1])
     assert isinstance(tuned, common.Tuning) and list(tuned.tables) == ["FedAdam"]
-    grid = tuning.tuning_grid(tuned.tables["FedAdam"])
-    assert list(grid.index) == [0.1, 0.01] and list(grid.columns) == [0.01, 0.1]
+    grid = tuning.heatmaps(tuned)["FedAdam"]
+    assert list(grid.index) == [0.1, 0.01] and list(grid.columns) == [0.01, 0.1]  # the largest server rate on top
     assert (grid.index.name, grid.columns.name) == ("server_lr", "client_lr")
     run = simulate(task.problem(1), build(0.1, 0.01), seed=1, progress=False, **task.settings)
-    assert grid.loc[0.01, 0.1] == common.window_score(run, "test_accuracy") == tuning.grid_score(run)
+    assert grid.loc[0.01, 0.1] == common.window_score(run, "test_accuracy") == task.score(run)
     evaluated = run.frame["test_accuracy"].dropna()
-    assert tuning.grid_score(run) == pytest.approx(evaluated[evaluated.index > 0].iloc[-4:].mean())
+    assert task.score(run) == pytest.approx(evaluated[evaluated.index > 0].iloc[-4:].mean())
     assert tuned.chosen["FedAdam"] == dict(zip(("client_lr", "server_lr"), grid.stack().idxmax()[::-1]))
-    assert list(tuning.tuning_grids(tuned)) == ["FedAdam"]
-    with pytest.raises(ValueError, match="table must be a table of tune"):
-        tuning.tuning_grid(grid)
-    with pytest.raises(TypeError, match="must be what tune\\(\\) returns"):
-        tuning.tuning_grids({"FedAdam": grid})
+    shown = figures.HeatmapsDisplay.from_tuning(tuned)
+    assert shown.grids["FedAdam"].equals(grid) and shown.threshold == pytest.approx(grid.max().max() - 0.02)
 
 
 def test_a_point_the_builder_refuses_is_nan_in_the_heat_map_and_never_near_the_best() -> None:
     task = blobs_task(rounds=3)
     build = {"FedAvg": lambda client_lr, server_lr: algorithms.fedavg(client_lr, server_lr=server_lr)}
-    grid = tuning.tuning_grid(tuning.tune(task, build, [-0.1, 0.1], [1.0], seeds=[0]).tables["FedAvg"])
+    grid = tuning.heatmaps(tune(task, build, [-0.1, 0.1], [1.0], seeds=[0]))["FedAvg"]
     assert list(grid.columns) == [-0.1, 0.1] and math.isnan(grid.loc[1.0, -0.1]) and math.isfinite(grid.loc[1.0, 0.1])
     assert tuning.tuning_summary({"FedAvg": grid}, 0.0).loc["FedAvg", "good cells"] == 1  # NaN never counts
 
@@ -101,7 +94,7 @@ def test_grid_task_is_the_live_run_of_the_explorer() -> None:
     assert torch.equal(task.problem(0).x0(), live.x0()) and not torch.equal(task.problem(1).x0(), live.x0())
     assert dict(task.settings) == {**explore.LIVE_RUN, "weighting": "samples", "rounds": 30, "eval_every": 3}
     assert common.window_rounds(task.settings) == "rounds 19-30, the last 4 evaluations"
-    assert tuning.grid_seeds("small") == [0, 1, 2]
+    assert tuning.GRIDS["small"].seeds == (0, 1, 2) and task.unit == 1.0  # a fraction: NEAR_BEST = 2 points
     assert task.name == "Fashion-MNIST on 20 clients" and task.model_label == "logistic regression"
     assert tuning.grid_task("smoke", live.data).data is live.data and tuning.grid_task("smoke").settings["rounds"] == 3
     assert task.baseline == pytest.approx(trivial_baseline(live.data))
@@ -131,8 +124,9 @@ def test_good_cells_against_one_threshold_and_the_summary_on_a_hand_made_grid() 
     assert not tuning.tuning_summary({"FedAvg": inner}, threshold).loc["FedAvg", "best on the grid's edge"]
     ax = figures.TuningDisplay.from_grid(grid, 0.78).plot().ax_
     assert len(ax.patches) == 3 and len(ax.texts) == 6
-    assert figures.grid_limits({"FedAdam": grid, "FedAvg": inner}) == (0.5, 0.9)
-    figure = figures.tuning_heatmaps({"FedAdam": grid, "FedAvg": inner}, threshold)
+    shown = figures.HeatmapsDisplay.from_grids({"FedAdam": grid, "FedAvg": inner})
+    assert shown.threshold == threshold and shown.limits == (0.5, 0.9)
+    figure = shown.plot().figure_
     maps = [ax for ax in figure.axes if ax.get_title()]  # the colour bar is an axes too, without a title
     assert [ax.get_title() for ax in maps] == ["FedAdam", "FedAvg"]
     assert [len(ax.patches) for ax in maps] == [0, 1]  # one threshold: only FedAvg's 0.9 is good
@@ -140,7 +134,7 @@ def test_good_cells_against_one_threshold_and_the_summary_on_a_hand_made_grid() 
     assert len(figure.axes) == len(maps) + 1  # one colour bar for all
     assert "90.0" in [text.get_text() for text in maps[1].texts]  # cells printed in accuracy points
     with pytest.raises(TypeError, match="must be a non-empty"):
-        figures.grid_limits({})
+        figures.HeatmapsDisplay.from_grids({})
     with pytest.raises(ValueError, match="every cell of every grid diverged"):
         tuning.good_threshold({"FedAdam": grid * np.nan})
 
@@ -149,12 +143,12 @@ def test_grid_axes_and_grid_builders() -> None:
     from fedcore.experiments.fedopt import experiment as fedopt
     from fedcore.experiments.fedopt import paper
 
-    client_lrs, server_lrs, rounds = tuning.grid_axes("small")
-    assert len(client_lrs) == 6 and len(server_lrs) == 7 and rounds == 30
+    client_lrs, server_lrs = tuning.grid("small").values()
+    assert len(client_lrs) == 6 and len(server_lrs) == 7 and tuning.GRIDS["small"].rounds == 30
     assert np.allclose(client_lrs, [10 ** (k / 2) for k in range(-5, 1)])
     assert np.allclose(server_lrs, [10 ** (k / 2) for k in range(-5, 2)])  # past 1: FedAvg's best was on the edge
     with pytest.raises(ValueError, match="SCALE='huge' not one of"):
-        tuning.grid_axes("huge")
+        tuning.grid("huge")
     builders = fedopt.grid_builders(tau=1e-3)
     assert set(builders) == set(paper.METHODS)
     assert dict(builders["FedYogi"](client_lr=0.1, server_lr=0.01).server.options)["tau"] == 1e-3  # the grid's keys
@@ -164,19 +158,13 @@ def test_grid_axes_and_grid_builders() -> None:
     assert dict(builders["FedAvgM"](0.1, 1.0).server.options)["beta"] == 0.9
 
 
-def test_centralized_rounds_see_as_many_minibatches() -> None:
-    from fedcore.experiments.fedopt import experiment as fedopt
-
-    assert fedopt.centralized_rounds({"rounds": 30, "clients_per_round": 5, "local_steps": 3}) == 90  # of 5 B each
-
-
 def test_tuning_explorer_outlines_the_chosen_cell_and_draws_its_curve() -> None:
     import matplotlib.pyplot as plt
 
     from fedcore import explore
 
     task = blobs_task(rounds=4)
-    grids = {tau: tuning.tuning_grids(tuning.tune(task, fedadam_grid(tau), [0.01, 0.1], [0.01, 0.1]))
+    grids = {tau: tuning.heatmaps(tune(task, fedadam_grid(tau), [0.01, 0.1], [0.01, 0.1]))
              for tau in (1e-3, 1e-1)}
     assert not grids[1e-3]["FedAdam"].equals(grids[1e-1]["FedAdam"])  # tau matters, so each tau has its grid
     drawn = []

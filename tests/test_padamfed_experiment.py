@@ -26,6 +26,7 @@ from fedcore.run import simulate  # noqa: E402
 
 BASELINES_CHOSEN = {"FedAvg": {"client_lr": 0.1}, "SCAFFOLD": {"client_lr": 0.1},
                     "SCAFFOLD-M": {"eta": 0.1, "beta": 0.3}, "SCAFFOLD-M-VR": {"eta": 0.1, "beta": 0.3}}
+SMALL = {"rounds": 60, "clients_per_round": 10, "local_steps": 5}
 
 # ------------------------------------------------------------------ settings and builders
 
@@ -33,52 +34,34 @@ BASELINES_CHOSEN = {"FedAvg": {"client_lr": 0.1}, "SCAFFOLD": {"client_lr": 0.1}
 def test_theorem_step_sizes_for_the_task_by_hand() -> None:
     """S = 10, K = 5, T = 60 (small): eta = 1/(5 sqrt 60), gamma = 50^(1/4) / 60^(3/4), beta = sqrt(50/60);
     VR: eta = 1/300, gamma = beta = 50^(1/3) / 60^(2/3)."""
-    settings = experiment.round_settings("small")
-    one = experiment.theorem_step_sizes("PAdaMFed", settings)
+    one = experiment.theorem_step_sizes("PAdaMFed", SMALL)
     assert one == pytest.approx({"eta": 1 / (5 * math.sqrt(60)), "gamma": 50**0.25 / 60**0.75,
                                  "beta": math.sqrt(50 / 60)})
-    two = experiment.theorem_step_sizes("PAdaMFed-VR", settings)
+    two = experiment.theorem_step_sizes("PAdaMFed-VR", SMALL)
     assert two == pytest.approx({"eta": 1 / 300, "gamma": 50 ** (1 / 3) / 60 ** (2 / 3),
                                  "beta": 50 ** (1 / 3) / 60 ** (2 / 3)})
     # S, K, T come from the settings: S = 5, K = 2, T = 60 gives eta = 1 / (2 sqrt 60), beta = sqrt(10 / 60)
-    other = experiment.theorem_step_sizes("PAdaMFed", {**settings, "clients_per_round": 5, "local_steps": 2})
+    other = experiment.theorem_step_sizes("PAdaMFed", {**SMALL, "clients_per_round": 5, "local_steps": 2})
     assert other["eta"] == pytest.approx(1 / (2 * math.sqrt(60))) and other["beta"] == pytest.approx(math.sqrt(1 / 6))
     with pytest.raises(ValueError, match="method='FedAvg' not one of"):
-        experiment.theorem_step_sizes("FedAvg", settings)
+        experiment.theorem_step_sizes("FedAvg", SMALL)
     with pytest.raises(ValueError, match=r"lacks \['rounds'\]"):
         experiment.theorem_step_sizes("PAdaMFed", {"clients_per_round": 10, "local_steps": 5})
 
 
-def test_round_settings_are_the_common_layers_at_two_horizons() -> None:
-    """Exactly common.ROUND_SETTINGS: S, K, B = 10, 5, 32 (the first pass's) or 5, 2, 32 (T much larger than S K),
-    uniform weights, T and the evaluation period of the scale."""
-    assert tuple(experiment.round_settings("smoke")) == ROUND_SETTINGS
-    assert experiment.round_settings("smoke") == {"rounds": 4, "clients_per_round": 10, "local_steps": 5,
-                                                  "batch_size": 32, "eval_every": 2, "weighting": "uniform"}
-    assert experiment.round_settings("small")["rounds"] == 60 and experiment.round_settings("paper")["rounds"] == 500
-    long = experiment.round_settings("small", "fashion_mnist_long")
-    assert (long["rounds"], long["clients_per_round"], long["local_steps"]) == (300, 5, 2)
-    assert long["rounds"] >= 30 * long["clients_per_round"] * long["local_steps"]  # T >> S K
-    with pytest.raises(ValueError, match="SCALE='huge'"):
-        experiment.round_settings("huge")
-    with pytest.raises(ValueError, match="task='cifar10' does not run at scale 'small'"):
-        experiment.round_settings("small", "cifar10")
-
-
-def test_smoke_grids_keep_one_point_of_each_list() -> None:
-    smoke = experiment.grids("smoke")
-    assert smoke["FedAvg"] == {"client_lr": [experiment.LEARNING_RATES[2]]}
-    assert smoke["SCAFFOLD-M"] == {"eta": [experiment.LEARNING_RATES[2]], "beta": [0.3]}
-    assert experiment.grids("small") is experiment.GRIDS
+def test_scales_run_two_horizons_and_smoke_grids_keep_their_ends() -> None:
+    """small: T = 60 with S K = 50, and T = 300 with S K = 10 (T much larger than S K); paper adds CIFAR-10's T."""
+    small, paper = experiment.SCALES["small"], experiment.SCALES["paper"]
+    assert small.tasks == paper.tasks == ("fashion_mnist", "fashion_mnist_long")
+    assert small.rounds == {"fashion_mnist": 60, "fashion_mnist_long": 300} and paper.rounds["cifar10"] == 500
+    long = experiment.HORIZONS["fashion_mnist_long"]
+    assert small.rounds["fashion_mnist_long"] >= 30 * long["clients_per_round"] * long["local_steps"]
+    assert common.grids_at("smoke", experiment.GRIDS)["SCAFFOLD-M"] == {"eta": [0.01, 1.0], "beta": [0.1, 1.0]}
 
 
 def test_multipliers_are_decades_over_four_decades() -> None:
-    factors = experiment.multipliers("small")
-    assert factors == [0.01, 0.1, 1.0, 10.0, 100.0] and 1.0 in experiment.multipliers("smoke")
-    small = common.scale_at(experiment.SCALES, "small")
-    assert small.seeds_or() == [0, 1, 2] and small.seeds_or([4, 5]) == [4, 5]
-    with pytest.raises(ValueError, match="SCALE='huge'"):
-        experiment.multipliers("huge")
+    assert experiment.SCALES["small"].factors() == [0.01, 0.1, 1.0, 10.0, 100.0]
+    assert experiment.SCALES["smoke"].factors() == [0.1, 1.0] and experiment.SCALES["paper"].multipliers == (-2, 2)
 
 
 @pytest.mark.parametrize("method, base, factor, reading, expected", [
@@ -96,25 +79,31 @@ def test_scaled_multiplies_the_rates_of_each_reading(method, base, factor, readi
 def test_scaffold_m_local_reading_keeps_its_server_step() -> None:
     """gamma = factor * eta * K: under "local rate" eta moves and gamma stays; under "every rate" both move."""
     base = {"eta": 0.1, "beta": 0.3}
-    gamma = {r: experiment.make_builders()["SCAFFOLD-M"](**experiment.scaled("SCAFFOLD-M", base, 10.0, r)).gamma
+    gamma = {r: experiment.builders_for(5)["SCAFFOLD-M"](**experiment.scaled("SCAFFOLD-M", base, 10.0, r)).gamma
              for r in experiment.READINGS}
     assert gamma["local rate"] == pytest.approx(0.1 * 5) and gamma["every rate"] == pytest.approx(10 * 0.1 * 5)
-    assert experiment.make_builders(local_steps=2)["SCAFFOLD-M"](**base).gamma == pytest.approx(0.1 * 2)
+    assert experiment.builders_for(2)["SCAFFOLD-M"](**base).gamma == pytest.approx(0.1 * 2)
 
 
-def test_builders_make_the_named_algorithms() -> None:
-    built = {m: experiment.make_builders()[m](**base) for m, base in experiment.defaults(
-        BASELINES_CHOSEN, experiment.round_settings("small")).items()}
+def test_builders_make_the_named_algorithms_at_their_points(stand_in) -> None:
+    """Each task's methods (METHODS_AT) at K of its settings; PAdaMFed at Theorem 1's steps for its S, K, T
+    (smoke: 10, 5, 4), the baselines at their tuned points; the factory's options stay keywords."""
+    builders = experiment.make_builders(stand_in, "smoke")
+    points = experiment.points(stand_in, BASELINES_CHOSEN)
+    built = {m: build() for m, build in common.bind(builders, points).items()}
     assert {m: a.name for m, a in built.items()} == {m: m for m in experiment.METHODS}
-    assert built["PAdaMFed"].eta == pytest.approx(1 / (5 * math.sqrt(60)))
+    assert built["PAdaMFed"].eta == pytest.approx(1 / (5 * math.sqrt(4))) and built["PAdaMFed"].beta == 1.0
     assert built["SCAFFOLD-M-VR"].gamma == pytest.approx(0.5) and built["SCAFFOLD-M-VR"].variance_reduction
     assert built["PAdaMFed"].initialization == "every_client"  # the text's line 1
     options = {"initialization": "first_round", "server_momentum": "mean_direction"}
-    variant = experiment.make_builders()["PAdaMFed-VR"](eta=0.1, gamma=0.2, beta=0.5, **options)
+    variant = builders["PAdaMFed-VR"](eta=0.1, gamma=0.2, beta=0.5, **options)
     assert (variant.initialization, variant.server_momentum) == ("first_round", "mean_direction")
+    long = experiment.tasks("smoke")["fashion_mnist_long"]
+    assert list(experiment.make_builders(long, "smoke")) == list(experiment.METHODS_AT["fashion_mnist_long"])
+    assert experiment.make_builders(long, "smoke")["SCAFFOLD-M"](**BASELINES_CHOSEN["SCAFFOLD-M"]).gamma == \
+        pytest.approx(0.1 * 2)
     with pytest.raises(ValueError, match=r"no hyperparameters for \['SCAFFOLD'\]"):
-        experiment.defaults({m: p for m, p in BASELINES_CHOSEN.items() if m != "SCAFFOLD"},
-                            experiment.round_settings("small"))
+        experiment.points(stand_in, {m: p for m, p in BASELINES_CHOSEN.items() if m != "SCAFFOLD"})
 
 
 # ------------------------------------------------------------------ tasks
@@ -129,31 +118,35 @@ def test_stand_in_task_at_smoke_scale(stand_in) -> None:
     data = stand_in.data
     assert stand_in.name == "fashion_mnist" and data.num_clients == 20 and data.test_targets.shape[0] == 200
     assert data.info["partition_kwargs"] == {"alpha": 1.0}
-    assert dict(stand_in.settings) == experiment.round_settings("smoke")
+    assert dict(stand_in.settings) == {"rounds": 4, "clients_per_round": 10, "local_steps": 5, "batch_size": 32,
+                                       "eval_every": 2, "weighting": "uniform"}
+    assert tuple(stand_in.settings) == ROUND_SETTINGS
     assert stand_in.problem(0).x0().numel() == 784 * 64 + 64 + 64 * 10 + 10
-    assert stand_in.metric == "test_accuracy" and stand_in.higher_is_better
-    assert stand_in.model_label == experiment.MODEL_LABELS["fashion_mnist"]
+    assert stand_in.metric == "test_accuracy" and stand_in.higher_is_better and stand_in.unit == 1.0
+    assert stand_in.model_label == experiment.MLP
     most_frequent = float(data.test_targets.bincount().max()) / data.test_targets.numel()
     assert stand_in.baseline == pytest.approx(most_frequent) and 0.05 < stand_in.baseline < 0.3
     # the seed draws the model, not the partition
     assert not torch.equal(stand_in.problem(0).x0(), stand_in.problem(1).x0())
     both = experiment.tasks("smoke")  # one partition for both horizons
     assert both["fashion_mnist_long"].data is both["fashion_mnist"].data
-    assert both["fashion_mnist_long"].settings["local_steps"] == 2
+    assert dict(both["fashion_mnist_long"].settings) == {**stand_in.settings, "rounds": 8, "eval_every": 4,
+                                                         "clients_per_round": 5, "local_steps": 2}
 
 
 def test_tasks_draw_the_partition_from_its_seed_and_refuse_bad_names() -> None:
-    other = experiment.tasks("smoke", partition_seed=1)["fashion_mnist"].data
-    same = experiment.tasks("smoke", partition_seed=0)["fashion_mnist"].data
-    assert not torch.equal(other.sizes, same.sizes)
-    with pytest.raises(ValueError, match="only at scale 'paper'"):
-        experiment.tasks("small", names=["cifar10"])
-    with pytest.raises(ValueError, match=r"names='emnist' not one of \['cifar10', 'fashion_mnist', 'fashion_mnist_lo"):
-        experiment.tasks("smoke", names=["emnist"])
-    with pytest.raises(ValueError, match="names='fashion_mnist' must be a non-empty list"):
-        experiment.tasks("smoke", names="fashion_mnist")
+    smoke = experiment.SCALES["smoke"]
+    other = experiment.tasks(dataclasses.replace(smoke, tasks=("fashion_mnist",)), partition_seed=1)
+    assert list(other) == ["fashion_mnist"]
+    assert not torch.equal(other["fashion_mnist"].data.sizes, experiment.tasks("smoke")["fashion_mnist"].data.sizes)
+    with pytest.raises(ValueError, match="'cifar10' runs only at scale 'paper'"):
+        experiment.tasks(dataclasses.replace(experiment.SCALES["small"], tasks=("cifar10",)))
+    with pytest.raises(ValueError, match=r"tasks='emnist' not one of \['cifar10', 'fashion_mnist', 'fashion_mnist_lo"):
+        experiment.tasks(dataclasses.replace(smoke, tasks=("emnist",)))
     with pytest.raises(ValueError, match="partition_seed=-1"):
         experiment.tasks("smoke", partition_seed=-1)
+    with pytest.raises(ValueError, match="SCALE='huge'"):
+        experiment.tasks("huge")
 
 
 def test_a_tasks_runs_are_the_first_passes_runs(stand_in) -> None:
@@ -161,35 +154,32 @@ def test_a_tasks_runs_are_the_first_passes_runs(stand_in) -> None:
     Dirichlet(1) on 20 clients with 200 test images drawn from the seed, the MLP drawn from the seed, and
     simulate's options written out by hand."""
     data = load_fashion_mnist(20, "dirichlet", 0, alpha=1.0).test_subset(200, 0)
-    problem = Problem(data, models.make("mlp", (1, 28, 28), 10, seed=0, hidden=(64,)))
     by_hand = dict(rounds=4, clients_per_round=10, local_steps=5, batch_size=32, eval_every=2, weighting="uniform",
-                   seed=0, progress=False)
-    expected = simulate(problem, algorithms.padamfed(eta=0.1, gamma=0.5, beta=0.7), **by_hand)
-    ours = experiment.run(stand_in, {"PAdaMFed": {"eta": 0.1, "gamma": 0.5, "beta": 0.7}}, [0, 1],
-                          methods=["PAdaMFed"])
-    pd.testing.assert_frame_equal(ours["PAdaMFed"][0].frame.drop(columns="seconds"),
-                                  expected.frame.drop(columns="seconds"))
-    seed_1 = simulate(Problem(data, models.make("mlp", (1, 28, 28), 10, seed=1, hidden=(64,))),
-                      algorithms.padamfed(eta=0.1, gamma=0.5, beta=0.7), **{**by_hand, "seed": 1})
-    pd.testing.assert_frame_equal(ours["PAdaMFed"][1].frame.drop(columns="seconds"),
-                                  seed_1.frame.drop(columns="seconds"))
-    with pytest.raises(ValueError, match=r"methods='Adam' not one of"):
-        experiment.run(stand_in, {}, [0], methods=["Adam"])
-    with pytest.raises(ValueError, match=r"base has no hyperparameters for \['FedAvg'\]"):
-        experiment.run(stand_in, {"PAdaMFed": {}}, [0], methods=["PAdaMFed", "FedAvg"])
+                   progress=False)
+    point = {"PAdaMFed": {"eta": 0.1, "gamma": 0.5, "beta": 0.7}}
+    bound = common.bind(experiment.make_builders(stand_in, "smoke"), point)
+    ours = common.run(stand_in, {"PAdaMFed": bound["PAdaMFed"]}, [0, 1])
+    for seed in (0, 1):
+        problem = Problem(data, models.make("mlp", (1, 28, 28), 10, seed=seed, hidden=(64,)))
+        expected = simulate(problem, algorithms.padamfed(eta=0.1, gamma=0.5, beta=0.7), **by_hand, seed=seed)
+        pd.testing.assert_frame_equal(ours["fashion_mnist"]["PAdaMFed"][seed].frame.drop(columns="seconds"),
+                                      expected.frame.drop(columns="seconds"))
 
 
 def test_cifar_code_path_on_generated_tensors_of_the_same_shape(monkeypatch) -> None:
     """At paper scale CIFAR-10 runs on ResNet-18 with Dirichlet(0.5); here the loader gets CIFAR-shaped images."""
     monkeypatch.setattr(experiment, "load_torchvision", cifar_like_loader(10))
-    task = experiment.tasks("paper", names=["cifar10"])["cifar10"]
+    scale = dataclasses.replace(experiment.SCALES["paper"], tasks=("cifar10",))
+    task = experiment.tasks(scale)["cifar10"]
     assert task.data.inputs.shape[1:] == (3, 32, 32) and task.data.num_clients == 100
     assert task.data.info["partition_kwargs"] == {"alpha": 0.5}
     assert task.model_label == "ResNet-18 with GroupNorm" and task.settings["rounds"] == 500
+    assert list(experiment.make_builders(task, scale)) == ["PAdaMFed", "FedAvg"]
     tiny = dataclasses.replace(task, settings={**task.settings, "rounds": 1, "clients_per_round": 2, "local_steps": 1,
                                                "batch_size": 2, "eval_every": 1})
     # PAdaMFed's c_i: 100 x 11.2M floats, 20 s on a CPU; FedAvg runs the same code path
-    history = experiment.run(tiny, {"FedAvg": {"client_lr": 0.1}}, [0], methods=["FedAvg"])["FedAvg"][0]
+    fedavg = common.bind(experiment.make_builders(tiny, scale), BASELINES_CHOSEN)["FedAvg"]
+    history = common.run(tiny, {"FedAvg": fedavg}, [0])["cifar10"]["FedAvg"][0]
     assert not history.diverged and 0 <= history.final("test_accuracy") <= 1
 
 
@@ -202,30 +192,30 @@ def tiny(stand_in) -> Task:
                                                    "batch_size": 8})
 
 
-def test_tune_scores_every_point_and_picks_the_best(tiny, monkeypatch) -> None:
-    """common.tune's table holds each point's score, the one simulate gives that point from the same seed, and the
-    chosen point is the best of them, as plain floats."""
-    monkeypatch.setattr(experiment, "GRIDS", {"FedAvg": {"client_lr": [0.001, 0.1]},
-                                              "SCAFFOLD-M": {"eta": [0.05], "beta": [0.3, 1.0]}})
-    tuning = experiment.tune(tiny, "small", [0])
+def test_tune_scores_every_point_and_picks_the_best(tiny) -> None:
+    """common.tune on the paper's builders: each point's score is the mean test accuracy of the last four
+    evaluations of the run simulate gives that point from the same seed, and the chosen point is the best of them,
+    as plain floats."""
+    grids = {"FedAvg": {"client_lr": [0.001, 0.1]}, "SCAFFOLD-M": {"eta": [0.05], "beta": [0.3, 1.0]}}
+    tuning = experiment.tune(tiny, experiment.make_builders(tiny, "smoke"), grids, [0])
     assert isinstance(tuning, Tuning) and set(tuning.chosen) == {"FedAvg", "SCAFFOLD-M"}
-    problem = tiny.problem(0)
     for lr in (0.001, 0.1):
-        direct = experiment.score(simulate(problem, algorithms.fedavg(lr), **tiny.settings, seed=0, progress=False))
-        assert tuning.tables["FedAvg"].loc[lr, "score"] == pytest.approx(direct, abs=0)
+        direct = simulate(tiny.problem(0), algorithms.fedavg(lr), **tiny.settings, seed=0, progress=False)
+        accuracy = direct.frame["test_accuracy"].dropna()
+        assert tuning.tables["FedAvg"].loc[lr, "score"] == pytest.approx(accuracy.loc[1:].tail(4).mean(), abs=1e-12)
     for method, table in tuning.tables.items():
         best = table["score"].idxmax()
         point = best if isinstance(best, tuple) else (best,)
-        assert tuning.chosen[method] == dict(zip(experiment.GRIDS[method], point))
+        assert tuning.chosen[method] == dict(zip(grids[method], point))
         assert all(type(value) is float for value in tuning.chosen[method].values())
     assert tuning.chosen["FedAvg"] == {"client_lr": 0.1}  # 0.001 barely moves in 4 rounds
     # 0.1 is the top of FedAvg's grid; SCAFFOLD-M's beta is 0.3 or 1.0, both ends; one eta has no edge
-    assert experiment.on_edge(tuning, "small") == {"FedAvg": ["client_lr"], "SCAFFOLD-M": ["beta"]}
+    assert tuning.on_edge() == {"FedAvg": ["client_lr"], "SCAFFOLD-M": ["beta"]}
 
 
 def test_robustness_scores_each_method_at_each_multiplier_and_seed(tiny) -> None:
-    base = experiment.defaults(BASELINES_CHOSEN, tiny.settings)
-    tables = experiment.robustness(tiny, base, [0.1, 1.0], [0, 1])
+    builders, points = experiment.make_builders(tiny, "smoke"), experiment.points(tiny, BASELINES_CHOSEN)
+    tables = experiment.robustness(tiny, builders, points, [0.1, 1.0], [0, 1])
     assert list(tables) == list(experiment.READINGS)
     local = tables["local rate"]
     assert list(local.columns.get_level_values(0).unique()) == list(experiment.METHODS)
@@ -233,17 +223,17 @@ def test_robustness_scores_each_method_at_each_multiplier_and_seed(tiny) -> None
     run = dict(**tiny.settings, progress=False)
     for seed in (0, 1):
         direct = simulate(tiny.problem(seed), algorithms.fedavg(0.01), **run, seed=seed)
-        assert local.loc[0.1, ("FedAvg", seed)] == pytest.approx(experiment.score(direct))
-    padam = simulate(tiny.problem(1), algorithms.padamfed(eta=base["PAdaMFed"]["eta"] * 0.1,
-                                                          gamma=base["PAdaMFed"]["gamma"],
-                                                          beta=base["PAdaMFed"]["beta"]), **run, seed=1)
-    assert local.loc[0.1, ("PAdaMFed", 1)] == pytest.approx(experiment.score(padam))
+        assert local.loc[0.1, ("FedAvg", seed)] == pytest.approx(common.window_score(direct, "test_accuracy"))
+    padam = simulate(tiny.problem(1), algorithms.padamfed(eta=points["PAdaMFed"]["eta"] * 0.1,
+                                                          gamma=points["PAdaMFed"]["gamma"],
+                                                          beta=points["PAdaMFed"]["beta"]), **run, seed=1)
+    assert local.loc[0.1, ("PAdaMFed", 1)] == pytest.approx(common.window_score(padam, "test_accuracy"))
     every = tables["every rate"]  # the one-rate methods are the same runs; PAdaMFed's gamma moves too
     pd.testing.assert_frame_equal(every["FedAvg"], local["FedAvg"])
     assert every.loc[1.0, ("PAdaMFed", 0)] == local.loc[1.0, ("PAdaMFed", 0)]
     assert every.loc[0.1, ("PAdaMFed", 0)] != local.loc[0.1, ("PAdaMFed", 0)]
     with pytest.raises(ValueError, match="factors=0"):
-        experiment.robustness(tiny, base, [0, 1.0], [0])
+        experiment.robustness(tiny, builders, points, [0, 1.0], [0])
 
 
 def test_good_span_is_the_contiguous_range_around_one() -> None:
@@ -271,28 +261,27 @@ def test_good_span_is_the_contiguous_range_around_one() -> None:
     assert row["per seed (grid points)"] == "4, 4" and row["good range"] == "0.1 to 100"
 
 
-def test_variants_table_pairs_each_reading_with_the_default(stand_in) -> None:
-    """The variants run with the factory options they name (first-round line 1 moves PAdaMFed's scores, the mean
-    direction leaves PAdaMFed alone: its server momentum is line 16 either way), and the table pairs them by
-    seed."""
-    base = experiment.defaults(BASELINES_CHOSEN, stand_in.settings)
-    defaults_runs = experiment.run(stand_in, base, [0, 1], methods=["PAdaMFed", "PAdaMFed-VR"])
-    variants = experiment.run_variants(stand_in, base, [0, 1])
-    assert set(variants) == set(experiment.VARIANTS)
-    first = variants["line 1 for the first round's clients"]
-    assert set(first) == set(experiment.TWO_RATES)
-    assert first["PAdaMFed"][0].frame["test_accuracy"].dropna().iloc[-1] != \
-        defaults_runs["PAdaMFed"][0].frame["test_accuracy"].dropna().iloc[-1]
-    table = experiment.variants_table({m: runs for m, runs in defaults_runs.items()},
-                                      {v: {m: r for m, r in runs.items() if m in defaults_runs}
-                                       for v, runs in variants.items()})
-    assert set(table.columns) == {"default (mean ± sd)", "variant (mean ± sd)", "variant - default (mean ± 2 SE)",
-                                  "beyond the noise"}
-    scores = [experiment.score(h) for h in first["PAdaMFed"]]
-    default = [experiment.score(h) for h in defaults_runs["PAdaMFed"]]
-    mean = 100 * (np.mean(scores) - np.mean(default))
-    assert table.loc[(next(iter(experiment.VARIANTS)), "PAdaMFed"), "variant - default (mean ± 2 SE)"].startswith(
-        f"{mean:+.2f}")
+def test_variants_pair_each_reading_with_the_default(tiny) -> None:
+    """The variants run with the factory options they name (first-round line 1 moves PAdaMFed's scores), each
+    beside the default's runs of the same method, so that Results.paired compares them by seed."""
+    builders = {m: b for m, b in experiment.make_builders(tiny, "smoke").items() if m in experiment.PARAMETER_FREE}
+    points = experiment.points(tiny, BASELINES_CHOSEN)
+    default = common.run(tiny, common.bind(builders, points), [0, 1])
+    pairs = experiment.variants(tiny, builders, points, default)
+    first = "PAdaMFed: line 1 for the first round's clients"
+    assert list(pairs) == [first, "PAdaMFed-VR: line 1 for the first round's clients",
+                           "PAdaMFed-VR: VR server momentum: the clients' mean direction"]
+    assert all(list(pairs[label]) == ["default", "variant"] for label in pairs) and pairs.seeds == (0, 1)
+    assert pairs[first]["default"] is default["fashion_mnist"]["PAdaMFed"]
+    ours, before = pairs[first]["variant"], default["fashion_mnist"]["PAdaMFed"]
+    assert ours[0].frame["test_accuracy"].dropna().iloc[-1] != before[0].frame["test_accuracy"].dropna().iloc[-1]
+    differences = 100 * np.array([common.window_score(a, "test_accuracy") - common.window_score(b, "test_accuracy")
+                                  for a, b in zip(ours, before)])
+    text = pairs.paired("default", scale=100, words=experiment.CHANGE).loc[first, "variant"]
+    mean, noise = (float(number) for number in text.split(" (")[0].split(" ± "))
+    assert mean == pytest.approx(differences.mean(), abs=0.006)
+    assert noise == pytest.approx(2 * differences.std(ddof=1) / math.sqrt(2), abs=0.006)
+    assert text.endswith(("(higher)", "(lower)", "(within the noise)"))
 
 
 # ------------------------------------------------------------------ the quadratic with scaled constants
@@ -337,15 +326,23 @@ def test_reparametrized_task_is_f_of_a_theta_from_the_same_point() -> None:
         objectives.reparametrized_quadratic_task(0)
 
 
+def _alone(task, algorithm, point, seed=0) -> float:
+    """The gradient ratio of one run by itself, its last tenth's mean gradient norm computed here."""
+    history = simulate(task.problem, algorithm, **point, seed=seed, progress=False, eval_every=point["rounds"],
+                       weighting="uniform", record=task.record)
+    norms = np.sqrt(history.frame["squared_gradient_norm"].loc[1:].to_numpy())
+    return float(np.mean(norms[-max(1, point["rounds"] // 10):]) / task.gradient(task.problem.x0()).norm())
+
+
 def test_quadratic_ratios_over_seeds_are_each_seeds_run() -> None:
-    """ratios_of runs the methods over the seeds in passes: each entry is gradient_ratio of that run alone."""
+    """ratios_of runs the methods over the seeds in passes: each entry is the gradient ratio of that run alone."""
     point = {"rounds": 20, "clients_per_round": 5, "local_steps": 3, "batch_size": 4}
     task = objectives.reparametrized_quadratic_task(0.5)
     methods = {"FedAvg": algorithms.fedavg(0.05), "PAdaMFed": algorithms.padamfed(clients_per_round=5, local_steps=3,
                                                                                  rounds=20)}
     ratios = theory.ratios_of(task, methods, [0, 1], point)
     for (name, seed), ratio in ratios.items():
-        assert ratio == pytest.approx(theory.gradient_ratio(task, methods[name], point, seed=seed), rel=1e-9)
+        assert ratio == pytest.approx(_alone(task, methods[name], point, seed=seed), rel=1e-9)
     assert ratios[("PAdaMFed", 0)] != ratios[("PAdaMFed", 1)]  # the seeds sample other clients
 
 
@@ -359,8 +356,7 @@ def test_reparametrization_and_heterogeneity_tables_over_seeds() -> None:
     assert table.loc[10.0, ("FedAvg", 0)] > 1  # L = 116 at one client rate 0.1: blown up or diverged
     chosen = theory.tune_baselines(0.3, [0], point)
     grid = theory.BASELINE_GRIDS["FedAvg"]["client_lr"]
-    ratios = [theory.gradient_ratio(objectives.quadratic_task(heterogeneity=0.3), algorithms.fedavg(lr), point)
-              for lr in grid]
+    ratios = [_alone(objectives.quadratic_task(heterogeneity=0.3), algorithms.fedavg(lr), point) for lr in grid]
     assert chosen["FedAvg"]["client_lr"] == pytest.approx(grid[int(np.argmin(ratios))])
     assert set(chosen["SCAFFOLD-M"]) == {"eta", "beta"}
     levels = theory.heterogeneity_table(chosen, [0.3, 10.0], [0], point)
@@ -376,7 +372,7 @@ def test_reparametrization_and_heterogeneity_tables_over_seeds() -> None:
 def test_a_diverged_quadratic_run_is_inf_and_warns_nothing(recwarn) -> None:
     task = objectives.scaled_quadratic_task(1000.0)
     point = {"rounds": 20, "clients_per_round": 5, "local_steps": 3, "batch_size": 4}
-    assert theory.gradient_ratio(task, algorithms.fedavg(1.0), point) == math.inf
+    assert theory.ratios_of(task, {"FedAvg": algorithms.fedavg(1.0)}, [0], point)[("FedAvg", 0)] == math.inf
     assert not [w for w in recwarn if "diverged" in str(w.message)]
 
 

@@ -1,20 +1,20 @@
-"""The experiments' common layer, written once: a :class:`Task`, runs over seeds, the score, tuning over seeds
-and the rules "within a tolerance of the best" and "range of good values".
+"""The experiments' common layer and contract, written once.
 
-- A :class:`Task` is a federated data set, a model drawn from a seed, the round settings, the metric and its
-  trivial baseline (what a model that learned nothing scores).  The data's partition is the task's and stays
-  fixed; a **seed** draws the initial model, the client sampling and the minibatches (:meth:`Task.initial`).
-- :func:`run_seeds` runs methods over seeds (through :func:`fedcore.simulate_runs`, so runs that share a pass
-  go together and the store keeps each); :func:`window_score` is the score of a run: the metric averaged over
-  the last :data:`SCORE_EVALUATIONS` evaluations (and a per-round quantity, the training loss, over the same
-  rounds); :func:`score_table` and :func:`mean_sd` lay the scores out over seeds.
-- :func:`tune` is the grid search of every paper: each point of each method's grid over the seeds, through the
-  batched :func:`fedcore.sweep`, scored by the mean over seeds (a point that diverged on any seed never wins);
-  :func:`grids_at` shrinks a grid for ``smoke`` the one way.
-- :func:`near_best` marks the values within a tolerance of the best; :func:`good_range` says how many decades
-  of a hyperparameter score near the best; :func:`half_decades` spans a log10 grid of learning rates.
-- :func:`last_rounds_average` is the mean of a metric over the last rounds (a fraction of the run or a number of
-  rounds), Reddi et al.'s Table 1 metric.
+Every paper's ``experiment`` module answers to the same names (:data:`CONTRACT`, checked by
+``tests/test_common.py``):
+
+- ``SCALES``: ``{name: Scale}`` (``smoke``, ``small``, ``medium``, ``paper``), a :class:`Scale` or a subclass of it;
+- ``tasks(scale, *, partition_seed=0, device="cpu") -> {name: Task}``: the scale's tasks, each a :class:`Task`
+  (data with its partition fixed, the model drawn from a seed, the round settings, the metric, its unit and
+  trivial baseline, how tuning selects);
+- ``make_builders(task, scale) -> {method: build(**hyperparameters)}``: the methods ``task`` runs;
+- ``run(task, builders, seeds) -> Results`` and ``tune(task, builders, grids, seeds) -> Tuning``: this module's
+  :func:`run` and :func:`tune` (a builder's point bound by :func:`bind`).
+
+A **seed** draws the initial model, the client sampling and the minibatches (:meth:`Task.initial`).
+:class:`Results` keeps (task, method, seed) -> History with its views, :class:`Tuning` the chosen points and every
+point's scores.  A run's score is :func:`window_score`: its metric over the last :data:`SCORE_EVALUATIONS`
+evaluations.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -39,10 +40,10 @@ from fedcore.checks import (
     check_seeds,
 )
 from fedcore.data.federated import FederatedData
-from fedcore.experiments.claims import Scope
+from fedcore.experiments.claims import Scope, compare
 from fedcore.problem import Problem
 from fedcore.results import History
-from fedcore.run import simulate_runs
+from fedcore.run import simulate, simulate_runs
 from fedcore.store import Store
 from fedcore.sweeps import sweep
 
@@ -51,6 +52,9 @@ SCORE_EVALUATIONS = 4
 ROUND_SETTINGS = ("rounds", "clients_per_round", "local_steps", "batch_size", "eval_every", "weighting")
 
 Builder = Callable[..., Any]
+CONTRACT = {"SCALES": None, "tasks": ("scale", "partition_seed", "device"), "make_builders": ("task", "scale"),
+            "run": ("task", "builders", "seeds"), "tune": ("task", "builders", "grids", "seeds")}
+"""The names every paper's ``experiment`` module answers to, with the parameters of each function."""
 
 
 @dataclass(frozen=True)
@@ -102,11 +106,32 @@ def scale_at(scales: Mapping[str, Scale], scale: str | Scale) -> Scale:
 
 
 @dataclass(frozen=True)
+class Selection:
+    """How a grid search scores a run and which end wins: ``metric`` (a ``History`` column; ``""``: the task's own
+    score, :meth:`Task.score`) averaged over the rounds of its last ``evaluations`` measurements
+    (:func:`window_score`), ``higher_is_better``, and the round settings of a tuning run that differ from the
+    task's (``rounds``, ``eval_every``; None: the task's)."""
+
+    metric: str = ""
+    evaluations: int = SCORE_EVALUATIONS
+    higher_is_better: bool = True
+    rounds: int | None = None
+    eval_every: int | None = None
+
+    def __post_init__(self) -> None:
+        check_int("evaluations", self.evaluations)
+        for name in ("rounds", "eval_every"):
+            if getattr(self, name) is not None:
+                check_int(name, getattr(self, name), 0)
+
+
+@dataclass(frozen=True)
 class Task:
     """What a paper's experiment runs on: ``data`` (its partition fixed), ``model(seed)`` (an ``nn.Module`` with
     its initial weights drawn from ``seed``), the round ``settings`` (:data:`ROUND_SETTINGS`), the ``metric``
-    (a column of ``History.frame``) and whether higher is better, and the metric's trivial ``baseline``.
-    ``model_label`` names the model beside the paper's."""
+    (a column of ``History.frame``) and whether higher is better, the score's ``unit`` (100: percent), the
+    trivial ``baseline`` in that unit, and how tuning selects (:class:`Selection`).  ``model_label`` names the
+    model beside the paper's."""
 
     name: str
     data: FederatedData
@@ -117,6 +142,8 @@ class Task:
     higher_is_better: bool = True
     model_label: str = ""
     info: Mapping[str, Any] = field(default_factory=dict)
+    unit: float = 1.0
+    selection: Selection = Selection()
 
     def __post_init__(self) -> None:
         missing = [key for key in ROUND_SETTINGS if key not in self.settings]
@@ -124,6 +151,7 @@ class Task:
         if missing or unknown:
             raise ValueError(f"settings of task {self.name!r} must have exactly {list(ROUND_SETTINGS)}: "
                              f"missing {missing}, unknown {unknown}")
+        check_positive("unit", self.unit)
 
     def problem(self, seed: int = 0) -> Problem:
         """The data with the model drawn from ``seed``."""
@@ -132,6 +160,26 @@ class Task:
     def initial(self, seeds: Sequence[int]) -> dict[int, Tensor]:
         """``{seed: initial parameters}``: the model drawn from each seed."""
         return {seed: self.problem(seed).x0() for seed in seeds}
+
+    def score(self, history: History, metric: str | None = None) -> float:
+        """A run's score: :func:`window_score` of the task's ``metric`` times its ``unit`` (or of another
+        ``metric``, e.g. ``"train_loss"``, as it is, over the same rounds); NaN for a run that diverged."""
+        if metric is None or metric == self.metric:
+            return self.unit * window_score(history, self.metric, evaluated=self.metric)
+        return window_score(history, metric, evaluated=self.metric)
+
+    def tuning_score(self, history: History, selection: Selection | None = None) -> float:
+        """A tuning run's score by ``selection`` (the task's :class:`Selection` by default)."""
+        selection = self.selection if selection is None else selection
+        if not selection.metric:
+            return self.score(history)
+        return window_score(history, selection.metric, selection.evaluations, evaluated=selection.metric)
+
+    def tuning_settings(self, selection: Selection | None = None) -> dict[str, Any]:
+        """The round settings of a tuning run: the task's, with ``selection``'s rounds and evaluation period."""
+        selection = self.selection if selection is None else selection
+        overrides = {"rounds": selection.rounds, "eval_every": selection.eval_every}
+        return {**self.settings, **{key: value for key, value in overrides.items() if value is not None}}
 
 
 def scope(tasks: Mapping[str, Task], scale: str, seeds: Sequence[int],
@@ -145,22 +193,129 @@ def scope(tasks: Mapping[str, Task], scale: str, seeds: Sequence[int],
     return Scope(tuple(tasks), scale, rounds, tuple(check_seeds("seeds", seeds)), model)
 
 
-def run_seeds(task: Task, algorithms: Mapping[str, Any], seeds: Sequence[int], *, store: Store | None = None,
-              progress: bool = False, **overrides: Any) -> dict[str, list[History]]:
-    """``{method: [History of each seed]}``: every algorithm of ``algorithms`` (``{method: algorithm}``) on ``task``
-    from each seed's initial model, client sampling and minibatches, through :func:`fedcore.simulate_runs`
-    (``overrides`` replace round settings, e.g. ``rounds``)."""
+def bind(builders: Mapping[str, Builder], points: Mapping[str, Mapping[str, Any]]) -> dict[str, Builder]:
+    """``{method: build()}``: each builder of ``builders`` with its point of ``points`` (``Tuning.chosen``, a
+    theorem's step sizes) bound; a method without a point keeps its defaults."""
+    return {method: partial(build, **points.get(method, {})) for method, build in builders.items()}
+
+
+def run(task: Task, builders: Mapping[str, Builder], seeds: Sequence[int], *, store: Store | None = None,
+        progress: bool = False, alone: bool = False) -> Results:
+    """Every method of ``builders`` (``{method: build()}``: a builder with its hyperparameters bound, :func:`bind`)
+    on ``task`` from each seed's initial model, client sampling and minibatches, the same for every method.  The
+    runs go through :func:`fedcore.simulate_runs` (runs that share a pass go together, the store keeps each);
+    ``alone`` runs each by itself (:func:`fedcore.simulate`: the same numbers, and each run's ``seconds`` its own,
+    not a share of a pass's)."""
+    if not isinstance(task, Task):
+        raise TypeError(f"task={type(task).__name__} must be a fedcore.experiments.common.Task")
     seeds = check_seeds("seeds", seeds)
-    settings = {**task.settings, **overrides}
-    starts = task.initial(seeds)
-    runs = [(method, seed) for method in algorithms for seed in seeds]
-    histories = simulate_runs(task.problem(seeds[0]), [algorithms[method] for method, _ in runs],
-                              seeds=[seed for _, seed in runs], x0=[starts[seed] for _, seed in runs],
-                              store=store, progress=progress, **settings)
-    results: dict[str, list[History]] = {method: [] for method in algorithms}
-    for (method, _), history in zip(runs, histories):
-        results[method].append(history)
-    return results
+    algorithms = {method: build() if callable(build) else build for method, build in builders.items()}
+    starts, problem = task.initial(seeds), task.problem(seeds[0])
+    if alone:
+        runs = {method: [simulate(problem, algorithm, seed=seed, x0=starts[seed], store=store, progress=progress,
+                                  **task.settings) for seed in seeds] for method, algorithm in algorithms.items()}
+        return Results({task.name: runs}, tuple(seeds), {task.name: task})
+    pairs = [(method, seed) for method in algorithms for seed in seeds]
+    histories = simulate_runs(problem, [algorithms[method] for method, _ in pairs], seeds=[seed for _, seed in pairs],
+                              x0=[starts[seed] for _, seed in pairs], store=store, progress=progress,
+                              **task.settings)
+    by_method: dict[str, list[History]] = {method: [] for method in algorithms}
+    for (method, _), history in zip(pairs, histories):
+        by_method[method].append(history)
+    return Results({task.name: by_method}, tuple(seeds), {task.name: task})
+
+
+@dataclass(frozen=True)
+class Results(Mapping):
+    """Runs over seeds, ``results[task][method]`` the ``History`` of each seed (in the order of ``seeds``), with the
+    :class:`Task` of each, and the views a notebook shows (scikit-learn's ``cv_results_`` as the model): the
+    scores per seed (:meth:`scores`), their mean and sd (:meth:`mean_sd`, :meth:`means`), paired differences
+    from a reference (:meth:`paired`), the round settings (:meth:`settings`), the runs that diverged, the seconds a
+    run took, a metric at a round.  ``a | b`` joins the tasks of two results over the same seeds."""
+
+    runs: Mapping[str, Mapping[str, Sequence[History]]]
+    seeds: tuple[int, ...]
+    tasks: Mapping[str, Task]
+
+    def __getitem__(self, task: str) -> Mapping[str, Sequence[History]]:
+        return self.runs[task]
+
+    def __iter__(self):
+        return iter(self.runs)
+
+    def __len__(self) -> int:
+        return len(self.runs)
+
+    def __or__(self, other: Results) -> Results:
+        if not isinstance(other, Results) or other.seeds != self.seeds:
+            raise ValueError(f"only results over the same seeds join: {self.seeds} and "
+                             f"{getattr(other, 'seeds', type(other).__name__)}")
+        return Results({**self.runs, **other.runs}, self.seeds, {**self.tasks, **other.tasks})
+
+    def methods(self, *methods: str) -> Results:
+        """The runs of ``methods`` only (in that order), on the tasks that ran them."""
+        runs = {task: {method: by_method[method] for method in methods if method in by_method}
+                for task, by_method in self.runs.items()}
+        return Results(runs, self.seeds, self.tasks)
+
+    def scores(self, metric: str | None = None) -> pd.DataFrame:
+        """One row per (task, method), one column per seed: each run's :meth:`Task.score` (of the task's metric in
+        its unit, or of ``metric``)."""
+        return score_table(self.runs, {task: partial(self.tasks[task].score, metric=metric) for task in self.runs},
+                           self.seeds)
+
+    def means(self, metric: str | None = None) -> pd.DataFrame:
+        """Tasks by methods: the mean over the seeds of :meth:`scores` (NaN where a seed diverged)."""
+        table = self.scores(metric)
+        return table.mean(axis=1, skipna=False).unstack("method").reindex(
+            index=list(self.runs), columns=list(dict.fromkeys(table.index.get_level_values("method"))))
+
+    def mean_sd(self, metric: str | None = None, scale: float = 1.0, digits: int = 2) -> pd.DataFrame:
+        """Methods by tasks, each cell ``"mean ± sd"`` of :meth:`scores` (times ``scale``) over the seeds."""
+        return mean_sd(self.scores(metric), scale, digits)
+
+    def paired(self, reference: str, metric: str | None = None, scale: float = 1.0, digits: int = 2,
+               words: Mapping[str, str] | None = None) -> pd.DataFrame:
+        """Tasks by methods: each method minus ``reference`` on the same seeds (:func:`~fedcore.experiments.claims.
+        compare`, oriented so that positive is better), ``"+1.23 ± 0.45 (outcome)"``, the outcome in ``words``
+        (:data:`~fedcore.experiments.claims.OUTCOMES` by default)."""
+        table, rows = self.scores(metric), {}
+        for task in self.runs:
+            by_method = table.loc[task]
+            if reference not in by_method.index:
+                raise ValueError(f"reference={reference!r} has no runs on {task!r}: methods {list(by_method.index)}")
+            higher = self.tasks[task].higher_is_better if metric in (None, self.tasks[task].metric) \
+                else not str(metric).endswith("loss")
+            for method in by_method.index.drop(reference):
+                outcome, text = compare(by_method.loc[method], by_method.loc[reference], higher, scale=scale,
+                                        digits=digits)
+                rows.setdefault(task, {})[method] = f"{text} ({(words or {}).get(outcome, outcome)})"
+        return pd.DataFrame(rows).T
+
+    def settings(self) -> pd.DataFrame:
+        """Tasks by round settings (:data:`ROUND_SETTINGS`), with the model each trains."""
+        return pd.DataFrame({name: {**task.settings, "model": task.model_label or "the paper's"}
+                             for name, task in self.tasks.items() if name in self.runs}).T
+
+    def diverged(self) -> pd.DataFrame:
+        """One row per run that diverged: task, method, seed and the round."""
+        return pd.DataFrame([{"task": task, "method": method, "seed": seed, "diverged at round": h.diverged_round}
+                             for task, by_method in self.runs.items() for method, histories in by_method.items()
+                             for seed, h in zip(self.seeds, histories) if h.diverged],
+                            columns=["task", "method", "seed", "diverged at round"])
+
+    def seconds(self) -> pd.DataFrame:
+        """Methods by tasks: the mean wall time of a run in seconds (a run read from the store shows the time it
+        took when it was computed; runs computed in one pass share its time)."""
+        return self._mean(lambda h: float(h.frame["seconds"].sum()))
+
+    def at_round(self, metric: str, round: int = 1) -> pd.DataFrame:
+        """Methods by tasks: ``metric`` at ``round``, the mean over the seeds."""
+        return self._mean(lambda h: float(h.frame.loc[round, metric]))
+
+    def _mean(self, value: Callable[[History], float]) -> pd.DataFrame:
+        return pd.DataFrame({task: {method: sum(map(value, runs)) / len(runs) for method, runs in by_method.items()}
+                             for task, by_method in self.runs.items()})
 
 
 def window_score(history: History, metric: str, evaluations: int = SCORE_EVALUATIONS,
@@ -169,12 +324,7 @@ def window_score(history: History, metric: str, evaluations: int = SCORE_EVALUAT
     where ``evaluated`` was measured, round 0 left out; all of them when there are fewer), so a test metric is the
     mean of the last ``evaluations`` evaluations and a per-round quantity (``train_loss``) the mean over the same
     rounds.  NaN for a run that diverged."""
-    if not isinstance(history, History):
-        raise TypeError(f"history={type(history).__name__} must be a fedcore History")
-    frame = history.frame
-    for name in (metric, evaluated):
-        if name not in frame:
-            raise ValueError(f"{name!r} is not a column of the history: {list(frame.columns)}")
+    frame = _columns(history, metric, evaluated)
     check_int("evaluations", evaluations)
     if history.diverged:
         return math.nan
@@ -187,6 +337,16 @@ def window_score(history: History, metric: str, evaluations: int = SCORE_EVALUAT
     return float(values.mean())
 
 
+def _columns(history: History, *names: str) -> pd.DataFrame:
+    """``history``'s frame, once ``history`` is a History with the columns ``names``."""
+    if not isinstance(history, History):
+        raise TypeError(f"history={type(history).__name__} must be a fedcore History")
+    for name in names:
+        if name not in history.frame:
+            raise ValueError(f"{name!r} is not a column of the history: {list(history.frame.columns)}")
+    return history.frame
+
+
 def half_decades(low: float, high: float) -> list[float]:
     """``10^(k/2)`` for every half-decade from ``10^low`` to ``10^high`` (log10 exponents, multiples of 0.5):
     ``half_decades(-1, 0.5)`` -> ``[0.1, 0.316, 1.0, 3.16]``."""
@@ -196,32 +356,11 @@ def half_decades(low: float, high: float) -> list[float]:
     return [float(10 ** (k / 2)) for k in range(int(2 * low), int(2 * high) + 1)]
 
 
-def last_rounds_average(history: History, metric: str = "test_accuracy", fraction_or_rounds: float = 0.1) -> float:
-    """Mean of ``metric`` over the evaluations in the last rounds (Reddi et al., Table 1: the last 100;
-    notebooks 01-03's score until their second passes move onto :func:`window_score`).
-
-    ``fraction_or_rounds`` below 1 is a fraction of the run, an int >= 1 a number of rounds; the
-    evaluations at rounds ``> last - window`` count.  NaN if the run diverged or none falls in the window."""
-    if not isinstance(history, History):
-        raise TypeError(f"history={type(history).__name__} must be a fedcore History")
-    if metric not in history.frame:
-        raise ValueError(f"metric={metric!r} not one of {list(history.frame.columns)}")
-    value = check_positive("fraction_or_rounds", fraction_or_rounds)
-    last = int(history.frame.index.max())
-    span = value * last if value < 1 else check_int("fraction_or_rounds", fraction_or_rounds)
-    column = history.frame[metric].dropna()
-    tail = column[column.index > last - span]
-    return math.nan if history.diverged or tail.empty else float(tail.mean())
-
-
 def late_gain(history: History, metric: str = "test_accuracy", fraction: float = 1 / 3) -> float:
     """How much a run still gained at its end: ``metric`` at its last evaluation minus its value at the last
     evaluation at or before round ``(1 - fraction) T`` (a run that has plateaued gains about 0; NaN if it
     diverged).  For a loss, a negative gain is progress."""
-    if not isinstance(history, History):
-        raise TypeError(f"history={type(history).__name__} must be a fedcore History")
-    if metric not in history.frame:
-        raise ValueError(f"metric={metric!r} is not a column of the history: {list(history.frame.columns)}")
+    _columns(history, metric)
     check_range("fraction", fraction, 0, 1, low_closed=False)
     if history.diverged:
         return math.nan
@@ -242,16 +381,18 @@ def window_rounds(settings: Mapping[str, Any], evaluations: int = SCORE_EVALUATI
     return f"rounds {first}-{rounds}, the last {min(evaluations, len(evaluated))} evaluations"
 
 
-def score_table(results: Mapping[str, Mapping[str, Sequence[History]]], score: Callable[[History], float],
+def score_table(results: Mapping[str, Mapping[str, Sequence[History]]],
+                score: Callable[[History], float] | Mapping[str, Callable[[History], float]],
                 seeds: Sequence[int]) -> pd.DataFrame:
-    """One row per (task, method) and one column per seed: ``score`` of each run of ``results``
-    (``{task: {method: [History of each seed]}}``, as :func:`run_seeds` returns per task)."""
+    """One row per (task, method) and one column per seed: ``score`` (one for every task, or ``{task: score}``)
+    of each run of ``results`` (``{task: {method: [History of each seed]}}``)."""
     rows = {}
     for task, by_method in results.items():
+        scorer = score[task] if isinstance(score, Mapping) else score
         for method, histories in by_method.items():
             if len(histories) != len(seeds):
                 raise ValueError(f"{task}/{method} has {len(histories)} runs for {len(seeds)} seeds")
-            rows[(task, method)] = [score(history) for history in histories]
+            rows[(task, method)] = [scorer(history) for history in histories]
     table = pd.DataFrame.from_dict(rows, orient="index", columns=list(seeds))
     table.index = pd.MultiIndex.from_tuples(table.index, names=["task", "method"])
     table.columns.name = "seed"
@@ -261,8 +402,9 @@ def score_table(results: Mapping[str, Mapping[str, Sequence[History]]], score: C
 def mean_sd(table: pd.DataFrame, scale: float = 1.0, digits: int = 2) -> pd.DataFrame:
     """Methods by tasks, each cell ``"mean ± sd"`` over the seeds of :func:`score_table`'s ``table`` (times
     ``scale``: 100 for percent); a (task, method) with a diverged seed shows how many diverged."""
-    cells = table.apply(lambda values: mean_sd_cell(values, scale, digits), axis=1)
-    return cells.unstack("task")[list(dict.fromkeys(table.index.get_level_values("task")))]
+    cells = table.apply(lambda values: mean_sd_cell(values, scale, digits), axis=1).unstack("task")
+    return cells.reindex(index=list(dict.fromkeys(table.index.get_level_values("method"))),
+                         columns=list(dict.fromkeys(table.index.get_level_values("task"))))
 
 
 def mean_sd_cell(values: Sequence[float] | pd.Series, scale: float = 1.0, digits: int = 2) -> str:
@@ -296,34 +438,20 @@ def near_best_by_column(table: pd.DataFrame, within: float, higher_is_better: bo
     return np.stack(masks, axis=1) if masks else np.zeros(table.shape, bool)
 
 
-def good_range(column: pd.Series, within: float, higher_is_better: bool = True) -> float:
-    """How forgiving a hyperparameter is: the width in decades of the index values (learning rates, multipliers)
-    whose score lies within ``within`` of the column's best (all the values between the smallest and the largest
-    such one; 0 if only one; NaN if every run diverged)."""
-    mask = near_best(column.to_numpy(dtype=float), within, higher_is_better)
-    if not mask.any():
-        return math.nan
-    good = column.index[mask].to_numpy(dtype=float)
-    return float(np.log10(good.max() / good.min()))
-
-
 def mean_over_seeds(table: pd.DataFrame) -> pd.DataFrame:
     """A (method, seed) table as rows by methods: the mean over the seeds (NaN where a seed diverged)."""
     return table.T.groupby(level=0, sort=False).mean().T if table.columns.nlevels > 1 else table
 
 
-def scores_by_seed(task: Task, build: Builder, name: str, values: Sequence[Any], seeds: Sequence[int],
-                   score: Callable[[History], float], *, store: Store | None = None,
-                   progress: bool = False) -> dict[int, pd.Series]:
-    """``{seed: score per value}``: ``build(**{name: value})`` on ``task`` at every value of ``values`` from every
-    seed (each seed's initial model; :func:`fedcore.sweep`, in passes), each run scored by ``score``; NaN where a
-    run diverged or was refused."""
-    swept = sweep(task.problem(seeds[0]), build, {name: list(values)}, seeds=seeds, x0=task.initial(seeds),
-                  summary=lambda history: {"score": score(history)}, store=store, progress=progress,
-                  **task.settings)
-    swept["seed"] = swept["seed"] if "seed" in swept else seeds[0]  # sweep drops the column for one seed
-    swept["score"] = swept["score"] if "score" in swept else math.nan
-    return {seed: swept[swept["seed"] == seed].set_index(name)["score"].reindex(list(values)) for seed in seeds}
+def sweep_table(task: Task, builds: Mapping[str, Builder], name: str, values: Sequence[Any], seeds: Sequence[int],
+                *, store: Store | None = None, progress: bool = False) -> pd.DataFrame:
+    """Each method's ``build(**{name: value})`` (``builds``: ``{method: build}``) on ``task`` at every value of
+    ``values`` from every seed (:func:`grid_scores`), scored by :meth:`Task.score`: rows the values (named ``name``),
+    columns ``(method, seed)``; NaN where a run diverged or was refused."""
+    seeds = check_seeds("seeds", seeds)
+    return by_method_seed({(method, seed): column.reindex(list(values)) for method, build in builds.items()
+                           for seed, column in grid_scores(task, build, {name: list(values)}, seeds, Selection(),
+                                                           store=store, progress=progress).items()}, name)
 
 
 def best_value(table: pd.DataFrame, method: str | None = None) -> float:
@@ -393,49 +521,88 @@ def on_edge(chosen: Mapping[str, Mapping[str, Any]],
     may lie beyond it: widen the grid or say so); an axis of one value has no edge."""
     edges = {}
     for method, point in chosen.items():
-        grid = grids[method]
-        names = [name for name, value in point.items() if len(grid[name]) > 1 and any(
+        grid = grids.get(method, {})
+        names = [name for name, value in point.items() if len(grid.get(name, ())) > 1 and any(
             math.isclose(value, end) for end in (min(grid[name]), max(grid[name])))]
         if names:
             edges[method] = names
     return edges
 
 
+def grid_scores(task: Task, build: Builder, grid: Mapping[str, Sequence[Any]], seeds: Sequence[int],
+                selection: Selection | None = None, *, store: Store | None = None,
+                progress: bool = False) -> pd.DataFrame:
+    """Every point of ``grid`` (keywords of ``build``) on ``task`` from every seed's initial model (through
+    :func:`fedcore.sweep`: batched passes, the store), each run scored by :meth:`Task.tuning_score` with
+    ``selection``: one row per point, one column per seed (NaN where a run diverged or was refused)."""
+    seeds = check_seeds("seeds", seeds)
+    runs = sweep(task.problem(seeds[0]), build, {key: list(values) for key, values in grid.items()}, seeds=seeds,
+                 x0=task.initial(seeds), summary=lambda history: {"score": task.tuning_score(history, selection)},
+                 store=store, progress=progress, **task.tuning_settings(selection))
+    runs["seed"] = runs["seed"] if "seed" in runs else seeds[0]  # sweep drops the column for one seed
+    runs["score"] = runs["score"] if "score" in runs else math.nan
+    table = runs.pivot_table(index=list(grid), columns="seed", values="score", dropna=False)
+    table = table.reindex(columns=seeds)
+    table.columns.name = "seed"
+    return table
+
+
 @dataclass(frozen=True)
 class Tuning:
-    """What :func:`tune` found: per method the chosen point, and the table of every point's score per seed with
-    their mean (``"score"``, NaN where a seed diverged)."""
+    """What :func:`tune` found: the ``grids`` searched, per method the ``chosen`` point, and ``tables``: every
+    point's score per seed with their mean (``"score"``, NaN where a seed diverged); ``higher_is_better`` says
+    which end won."""
 
     chosen: dict[str, dict[str, Any]]
     tables: dict[str, pd.DataFrame]
+    grids: Mapping[str, Mapping[str, Sequence[Any]]] = field(default_factory=dict)
+    higher_is_better: bool = True
+
+    def on_edge(self) -> dict[str, list[str]]:
+        """``{method: [hyperparameters]}`` chosen at an end of their axis (:func:`on_edge`)."""
+        return on_edge(self.chosen, self.grids)
+
+    def chosen_table(self) -> pd.DataFrame:
+        """Methods by hyperparameters: the chosen values, ``"0.1*"`` where a value sits at an end of an axis of
+        more than two values (a wider grid might have chosen otherwise)."""
+        edges = on_edge(self.chosen, {method: {key: values for key, values in grid.items() if len(values) > 2}
+                                      for method, grid in self.grids.items()})
+        return pd.DataFrame({method: {key: f"{value:g}{'*' if key in edges.get(method, []) else ''}"
+                                      for key, value in point.items()}
+                             for method, point in self.chosen.items()}).T.fillna("")
+
+    def heatmap(self, method: str, rows: str, columns: str) -> pd.DataFrame:
+        """``method``'s mean score over the seeds as a grid: ``rows`` by ``columns`` (two axes of its grid), the
+        largest row value on top."""
+        table = self.tables[check_choice("method", method, tuple(self.tables))]
+        if sorted(table.index.names) != sorted([rows, columns]):
+            raise ValueError(f"rows={rows!r}, columns={columns!r} must be the axes {list(table.index.names)}")
+        grid = table["score"].unstack(columns)
+        grid.columns.name = columns
+        return grid.sort_index(ascending=False)
 
 
 def tune(task: Task, builders: Mapping[str, Builder], grids: Mapping[str, Mapping[str, Sequence[Any]]],
-         seeds: Sequence[int], score: Callable[[History], float], *, higher_is_better: bool = True,
-         store: Store | None = None, progress: bool = False, **overrides: Any) -> Tuning:
-    """Grid search over seeds: every point of ``grids[method]`` (keywords of ``builders[method]``) on ``task``
-    from every seed (through :func:`fedcore.sweep`: batched passes, the store), each run scored by ``score``;
-    the point with the best mean over the seeds is chosen.  ``overrides`` replace round settings (a shorter
-    ``rounds`` for tuning)."""
+         seeds: Sequence[int], *, selection: Selection | None = None, store: Store | None = None,
+         progress: bool = False) -> Tuning:
+    """Grid search over seeds: every point of ``grids[method]`` (keywords of ``builders[method]``) on ``task`` from
+    every seed (:func:`grid_scores`), scored by the task's :class:`Selection` (or ``selection``), the point with the
+    best mean over the seeds chosen (a point that diverged on a seed never wins)."""
     seeds = check_seeds("seeds", seeds)
     unknown = [method for method in grids if method not in builders]
     if unknown:
         raise ValueError(f"grids has {unknown}, which have no builder; builders has {list(builders)}")
-    settings = {**task.settings, **overrides}
-    starts = task.initial(seeds)
+    rule = task.selection if selection is None else selection
+    higher = rule.higher_is_better if rule.metric else task.higher_is_better
     chosen, tables = {}, {}
     for method, grid in grids.items():
-        runs = sweep(task.problem(seeds[0]), builders[method], dict(grid), seeds=seeds, x0=starts,
-                     summary=lambda history: {"score": score(history)}, store=store, progress=progress, **settings)
-        if "score" not in runs:
-            raise ValueError(f"no point of the grid of {method!r} gave a score: {runs['error'].dropna().iloc[0]}")
-        runs["seed"] = runs["seed"] if "seed" in runs else seeds[0]  # sweep drops the column for one seed
-        table = runs.pivot_table(index=list(grid), columns="seed", values="score", dropna=False)
+        table = grid_scores(task, builders[method], grid, seeds, selection, store=store, progress=progress)
         table["score"] = table[seeds].mean(axis=1, skipna=False)
         if table["score"].isna().all():
             raise ValueError(f"every point of the grid of {method!r} diverged on some seed or was refused")
-        best = table["score"].idxmax() if higher_is_better else table["score"].idxmin()
+        best = table["score"].idxmax() if higher else table["score"].idxmin()
         point = best if isinstance(best, tuple) else (best,)
-        chosen[method] = {key: value for key, value in zip(grid, point)}
+        chosen[method] = {key: value.item() if hasattr(value, "item") else value for key, value in zip(grid, point)}
         tables[method] = table
-    return Tuning(chosen, tables)
+    return Tuning(chosen, tables, {method: {key: list(values) for key, values in grid.items()}
+                                   for method, grid in grids.items()}, higher)

@@ -4,6 +4,7 @@ test), then ``.plot(...)`` draws it and keeps the ``figure_`` and ``axes_``.
 
 - :class:`CurvesDisplay`: a metric against rounds per method, the mean over seeds with a band of one standard
   deviation, one panel per setting;
+- :class:`MetricsDisplay`: several metrics' curves, one row each (a :class:`CurvesDisplay` per metric);
 - :class:`ScoresDisplay`: every seed's score as a dot and the mean as a tick, methods by setting: how far apart
   the methods are next to how far one method moves with the seed.
 """
@@ -13,6 +14,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -23,6 +25,13 @@ from matplotlib.ticker import MaxNLocator
 
 from fedcore.plots import plain_log_scale, run_style
 from fedcore.results import History
+
+
+def panels(count: int, width: float, height: float, rows: int = 1, **options: Any) -> np.ndarray:
+    """A new figure's grid of ``rows`` x ``count`` panels, each ``width`` x ``height`` inches, laid out constrained
+    (``options`` go to ``plt.subplots``: ``sharey``, ``dpi`` ...): the one way a Display makes its figure."""
+    return plt.subplots(rows, count, figsize=(width * count, height * rows), layout="constrained", squeeze=False,
+                        **options)[1]
 
 
 @dataclass
@@ -64,9 +73,7 @@ class CurvesDisplay:
         labelled ``"FedAvg = FedProx"``, so that no curve hides another unsaid; ``ylabel`` labels every panel's y
         axis (its unit)."""
         if axes is None:
-            figure, axes = plt.subplots(1, len(self.curves), figsize=(5 * len(self.curves), 3.6),
-                                        layout="constrained", squeeze=False)
-            axes = list(axes[0])
+            axes = list(panels(len(self.curves), 5, 3.6)[0])
         for ax, (setting, by_method) in zip(axes, self.curves.items()):
             drawn = identical_groups(by_method) if mark_identical else [[method] for method in by_method]
             for group in drawn:
@@ -93,7 +100,37 @@ class CurvesDisplay:
         self.figure_, self.axes_ = axes[0].figure, axes
         if legend:
             self.figure_.legend(*axes[0].get_legend_handles_labels(), loc="outside right center",
-                                title=f"mean ± sd, {self.seeds} seeds", fontsize="small")
+                                title=f"mean ± sd, {self.seeds} seeds" if self.seeds > 1 else None, fontsize="small")
+        return self
+
+
+@dataclass
+class MetricsDisplay:
+    """Several metrics' curves over the same runs, one row of panels each: ``rows[label]`` a
+    :class:`CurvesDisplay`, drawn with ``logy[label]``."""
+
+    rows: dict[str, CurvesDisplay]
+    logy: dict[str, bool]
+    figure_: Figure | None = field(default=None, repr=False)
+    axes_: Any = field(default=None, repr=False)
+
+    @classmethod
+    def from_results(cls, results: Mapping[str, Mapping[str, Sequence[History]]],
+                     metrics: Mapping[str, Mapping[str, Any]]) -> MetricsDisplay:
+        """``metrics``: ``{label: {"metric": column, "scale": 100, "start": 5, "logy": True}}`` (all but
+        ``metric`` optional), each row :meth:`CurvesDisplay.from_results` of ``results``."""
+        rows = {label: CurvesDisplay.from_results(results, spec["metric"], spec.get("scale", 1.0),
+                                                  spec.get("start", 0)) for label, spec in metrics.items()}
+        return cls(rows, {label: bool(spec.get("logy", False)) for label, spec in metrics.items()})
+
+    def plot(self, width: float = 5.0, height: float = 3.6) -> MetricsDisplay:
+        """A grid of panels (rows the metrics, columns the settings), sharing the round axis; one legend."""
+        columns = len(next(iter(self.rows.values())).curves)
+        self.axes_ = panels(columns, width, height, rows=len(self.rows), sharex=True, dpi=72)
+        self.figure_ = self.axes_[0][0].figure
+        for position, (label, curves) in enumerate(self.rows.items()):
+            curves.plot(self.axes_[position], logy=self.logy[label], legend=position == 0, label=label,
+                        xlabel=position == len(self.rows) - 1)
         return self
 
 
@@ -127,9 +164,7 @@ class ScoresDisplay:
         ``baseline_label``) is given in its title."""
         settings = list(dict.fromkeys(self.scores.index.get_level_values(0)))
         if axes is None:
-            figure, axes = plt.subplots(1, len(settings), figsize=(4.6 * len(settings), 2.8),
-                                        layout="constrained", squeeze=False)
-            axes = list(axes[0])
+            axes = list(panels(len(settings), 4.6, 2.8)[0])
         for ax, setting in zip(axes, settings):
             rows = self.scores.loc[setting]
             for position, values in enumerate(rows.to_numpy(dtype=float)):

@@ -1,88 +1,155 @@
-"""The figures of FAFED's experiment over seeds, in the compute-then-draw style of scikit-learn's Displays:
-``Display.from_...(results)`` computes what the figure shows (and keeps it on the object, to read or test), then
-``.plot(...)`` draws it and keeps the ``figure_`` and ``axes_``.
-
-- :class:`CurvesDisplay`, :class:`ScoresDisplay`: curves and scores over seeds, shared by every paper
-  (:mod:`fedcore.experiments.figures`, imported here for notebook 04);
-- :func:`plot_counterexample`, :func:`counterexample_panels`: runs on the divergence counterexample
-  (:func:`fedcore.counterexample.run`); :func:`distance_map`: where runs end over step sizes and periods.
-"""
+"""The figures of notebook 04 (Wu et al., AAAI 2023) as Displays, compute-then-draw as in
+:mod:`fedcore.experiments.figures`."""
 
 from __future__ import annotations
 
-__all__ = ["CurvesDisplay", "ScoresDisplay", "counterexample_panels", "distance_map", "plot_counterexample"]
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
 
-
-import matplotlib.pyplot as plt
 import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from fedcore.checks import check_bool, check_number
-from fedcore.experiments.figures import CurvesDisplay, ScoresDisplay
-from fedcore.plots import check_type, grid_heatmap
+from fedcore import counterexample
+from fedcore.checks import check_number
+from fedcore.data import FederatedData
+from fedcore.experiments.figures import panels
+from fedcore.plots import check_type, grid_heatmap, label_distribution
 from fedcore.results import Trajectory
+from fedcore.store import Store
+
+COLORS = ("C3", "C0", "C2")  # the counterexample's runs in order: naive red, FAFED blue, FAFED's schedule green
 
 
-def plot_counterexample(trajectory: Trajectory, ax: Axes | None = None, color: str = "C0",
-                        clients: bool = True) -> Axes:
-    """The mean model (solid) and, when ``clients``, each client's model (thin; client 1 dotted) of a
-    :class:`fedcore.results.Trajectory` against local steps; averaging steps marked."""
-    check_type("trajectory", trajectory, "Trajectory")
-    check_type("ax", ax, Axes, optional=True)
-    check_bool("clients", clients)
-    ax = ax if ax is not None else plt.subplots(figsize=(6, 4))[1]
+def _draw(trajectory: Trajectory, ax: Axes, color: str, clients: bool = True) -> None:
+    """The mean model (solid) and, when ``clients``, each client's model (thin; client 1 dotted) of a run on the
+    counterexample against local steps; averaging steps marked."""
     frame = trajectory.frame
     if clients:
-        columns = [column for column in frame.columns if column.startswith("client ")]
-        for column, style in zip(columns, (":", "--", "--")):
+        for column, style in zip([c for c in frame.columns if c.startswith("client ")], (":", "--", "--")):
             ax.plot(frame.index, frame[column], color=color, linestyle=style, linewidth=0.8, alpha=0.6)
     ax.plot(frame.index, frame["mean"], color=color, linewidth=2, label=trajectory.algorithm)
-    server = trajectory.server
-    if trajectory.local_steps > 1 and len(server) <= 60:
-        ax.plot(server.index, server, "o", color=color, markersize=3)
+    if trajectory.local_steps > 1 and len(trajectory.server) <= 60:
+        ax.plot(trajectory.server.index, trajectory.server, "o", color=color, markersize=3)
     ax.axhline(0, color="black", linewidth=0.8)
-    ax.set_xlabel("local step $t$")
-    ax.set_ylabel("$x$")
+    ax.set(xlabel="local step $t$", ylabel="$x$")
     ax.grid(alpha=0.3)
-    return ax
 
 
 def counterexample_panels(naive: Trajectory, fixed: Trajectory, eta: float, beta: float) -> Figure:
-    """Two panels comparing two runs on the counterexample (the explorer's figure).
-
-    Left: the mean and the clients' models of ``naive`` (red) and ``fixed`` (blue)
-    (:func:`plot_counterexample`).  Right: the global objective ``f`` at the mean.  The title
-    gives ``eta``, ``beta``, the period ``q`` (``naive.local_steps``) and where each run ends.
-    """
+    """The explorer's figure: :class:`CounterexampleDisplay` of ``naive`` (red) and ``fixed`` (blue), the objective
+    on the right, titled with ``eta``, ``beta``, ``q`` and where each run ends."""
     check_type("naive", naive, "Trajectory")
     check_type("fixed", fixed, "Trajectory")
     check_number("eta", eta)
     check_number("beta", beta)
-    figure, (left, right) = plt.subplots(1, 2, figsize=(10, 4.2), layout="constrained")
-    plot_counterexample(naive, left, "C3")
-    plot_counterexample(fixed, left, "C0")
-    left.legend(fontsize="small")
-    for trajectory, color in ((naive, "C3"), (fixed, "C0")):
-        right.plot(trajectory.frame.index, trajectory.frame["f"], color=color, label=trajectory.algorithm)
-    right.set_yscale("symlog", linthresh=1e-2)
-    right.set_xlabel("local step $t$")
-    right.set_ylabel("$f(\\bar x_t)$")
-    right.grid(alpha=0.3)
-    right.legend(fontsize="small")
-    figure.suptitle(f"eta={eta:g}, beta={beta:g}, q={naive.local_steps}: naive ends at x = {naive.final():.3g}, "
-                    f"FAFED at x = {fixed.final():.3g} (optimum 0)", fontsize="medium")
-    return figure
+    display = CounterexampleDisplay({naive.algorithm: naive, fixed.algorithm: fixed}, {}, naive.local_steps).plot()
+    display.figure_.suptitle(f"eta={eta:g}, beta={beta:g}, q={naive.local_steps}: naive ends at x = "
+                             f"{naive.final():.3g}, FAFED at x = {fixed.final():.3g} (optimum 0)", fontsize="medium")
+    return display.figure_
 
 
+@dataclass
+class CounterexampleDisplay:
+    """Runs on the counterexample from ``x_0 = 10`` (:func:`fedcore.counterexample.run`), ``{label: Trajectory}``:
+    ``every_step`` drawn with their clients' models, ``periodic`` (averaging every ``q`` steps) as server models."""
+
+    every_step: dict[str, Trajectory]
+    periodic: dict[str, Trajectory]
+    q: int
+    figure_: Figure | None = field(default=None, repr=False)
+    axes_: Sequence[Axes] | None = field(default=None, repr=False)
+
+    @classmethod
+    def from_algorithms(cls, every_step: Mapping[str, Any], periodic: Mapping[str, Any], steps: int, q: int,
+                        store: Store | None = None) -> CounterexampleDisplay:
+        """``steps`` local steps of each algorithm of ``every_step`` (``{label: algorithm}``) and of ``periodic``
+        (``steps // q`` rounds of ``q`` steps), read from ``store`` where it has them."""
+        def runs(algorithms: Mapping[str, Any], rounds: int, local_steps: int) -> dict[str, Trajectory]:
+            return {label: replace(counterexample.run(algorithm, rounds, local_steps, store=store), algorithm=label)
+                    for label, algorithm in algorithms.items()}
+        return cls(runs(every_step, steps, 1), runs(periodic, steps // q, q), q)
+
+    def finals(self) -> pd.DataFrame:
+        """Where each periodic run ends: ``x`` after its last averaging and ``f`` there."""
+        return pd.DataFrame({label: {"x after the last averaging": run.final(), "f there": run.frame["f"].iloc[-1]}
+                             for label, run in self.periodic.items()}).T.astype(float)
+
+    def plot(self, title: str = "") -> CounterexampleDisplay:
+        """Left (titled ``title``): the ``every_step`` runs; right: the ``periodic`` runs' server model after each
+        averaging, or where there are none, the global objective ``f`` at the mean of the left ones."""
+        self.axes_ = [left, right] = list(panels(2, 5.5, 4)[0])
+        self.figure_ = left.figure
+        for trajectory, color in zip(self.every_step.values(), COLORS):
+            _draw(trajectory, left, color)
+            if not self.periodic:
+                right.plot(trajectory.frame.index, trajectory.frame["f"], color=color, label=trajectory.algorithm)
+        for trajectory, color in zip(self.periodic.values(), COLORS):
+            _draw(trajectory, right, color, clients=False)
+        if not self.periodic:
+            right.set_yscale("symlog", linthresh=1e-2)
+            right.set(xlabel="local step $t$", ylabel="$f(\\bar x_t)$")
+            right.grid(alpha=0.3)
+        left.set_title(title)
+        right.set_title(f"q = {self.q}: the server model after each averaging" if self.periodic else "")
+        left.legend()
+        right.legend(fontsize="small")
+        return self
 
 
-def distance_map(table: pd.DataFrame, ax: Axes | None = None, start: float = 10.0) -> Axes:
-    """A table of final distances (rows: step sizes ``eta``, columns: periods ``q``, as
-    :func:`fedcore.counterexample.final_distance_map` returns) as a heat map on a log colour scale, each
-    cell printed; cells that end above ``start`` (farther from 0 than the run began) are outlined."""
-    check_number("start", start)
-    ax = grid_heatmap(table, ax, "final |x|", log=True, outline=table.to_numpy(dtype=float) > start)
-    ax.set_xlabel(f"averaging period {table.columns.name or 'q'}")
-    ax.set_ylabel(f"step size {table.index.name or 'eta'}")
-    return ax
+@dataclass
+class DistanceMapDisplay:
+    """``distance``: FAFED's final ``|x|`` on the counterexample, rows step sizes ``eta``, columns periods ``q``
+    (:func:`fedcore.counterexample.final_distance_map`); cells above ``start`` ended farther from 0 than they began."""
+
+    distance: pd.DataFrame
+    start: float = 10.0
+    figure_: Figure | None = field(default=None, repr=False)
+    axes_: Sequence[Axes] | None = field(default=None, repr=False)
+
+    @classmethod
+    def from_runs(cls, build: Callable[[float], Any], etas: Sequence[float], periods: Sequence[int], steps: int,
+                  store: Store | None = None) -> DistanceMapDisplay:
+        return cls(counterexample.final_distance_map(build, etas, periods, steps=steps, store=store))
+
+    def plot(self, title: str = "") -> DistanceMapDisplay:
+        """A heat map on a log colour scale, each cell printed, those above ``start`` outlined."""
+        ax = grid_heatmap(self.distance, panels(1, 6, 3.8)[0, 0], "final |x|", log=True,
+                          outline=self.distance.to_numpy(dtype=float) > check_number("start", self.start))
+        ax.set(xlabel=f"averaging period {self.distance.columns.name or 'q'}",
+               ylabel=f"step size {self.distance.index.name or 'eta'}")
+        ax.set_title(title, fontsize="medium")
+        self.figure_, self.axes_ = ax.figure, [ax]
+        return self
+
+    def summary(self) -> str:
+        """What the map shows: the runs that came down near 0, and those that ended above ``start``."""
+        cells = self.distance.stack()
+        far = "; ".join(f"eta={eta:g}, q={q}" for (eta, q), value in cells.items() if value > self.start)
+        return (f"{(cells <= 1).sum()} of {len(cells)} runs end within 1 of the optimum 0 (inside the quadratic piece)"
+                f"\n{(cells > self.start).sum()} end farther from 0 than the start x0={self.start:g}: {far or 'none'}")
+
+
+@dataclass
+class LabelsDisplay:
+    """How each setting deals the labels out to the clients: ``data[setting]``."""
+
+    data: dict[str, FederatedData]
+    figure_: Figure | None = field(default=None, repr=False)
+    axes_: Sequence[Axes] | None = field(default=None, repr=False)
+
+    @classmethod
+    def from_tasks(cls, tasks: Mapping[str, Any]) -> LabelsDisplay:
+        return cls({name: task.data for name, task in tasks.items()})
+
+    def plot(self) -> LabelsDisplay:
+        """One panel per setting (:func:`fedcore.plots.label_distribution`), the legend on the last only."""
+        self.axes_ = list(panels(len(self.data), 5, 3.6)[0])
+        self.figure_ = self.axes_[0].figure
+        for ax, (name, data) in zip(self.axes_, self.data.items()):
+            label_distribution(data, ax)
+            ax.set_title(f"{name}: {ax.get_title()}", fontsize="small")
+            if ax is not self.axes_[-1]:
+                ax.get_legend().remove()
+        return self

@@ -1,21 +1,8 @@
-"""What *Towards Hyper-parameter-free Federated Learning* (FedLi, arXiv 2408.17145) reports, as data, its summary
-sentences judged against its own tables, and its claims judged on ours (notebook ``03_fedli``).
-
-Setup (Section 6 and Appendix C): 100 clients, 10 sampled per round uniformly without replacement, batch 32, one
-local epoch, 500 rounds, the mean of 5 seeds; CIFAR-10 and CIFAR-100 with ResNet-18 (GroupNorm) on a Dirichlet
-label split, FEMNIST with a CNN, Shakespeare with an RNN.  Baselines tuned by a grid search of 100 rounds on
-training accuracy (the grid values were lost in our copy of the text); weight decay and gradient clipping used.
-
-The summary says FedLi-LU and FedLi-LS "significantly outperform FedAvg and other baseline approaches across the
-board" and that FedLi-LU "worked the best" in most cases.  The tables themselves put FedAdam first on Shakespeare,
-ahead of both FedLi methods, and FedLi-LU's FEMNIST training loss second highest of seven:
-:func:`summary_against_tables` reads each sentence (:data:`SUMMARY_SENTENCES`) on the tables.
-
-The paper's claims judged on our evidence (:class:`Evidence`, :func:`claims_table`): its theory (:data:`CLAIMS`:
-Lemma 3, the linear rate, Remark 2, computed exactly on small objectives), its tuning remark (on the client-rate
-sweep) and its summary sentences on our Tables 1 and 2 (:data:`SUMMARY_CLAIMS`), each a
-:class:`~fedcore.experiments.claims.Judgement` with its :class:`~fedcore.experiments.claims.Scope`, the verdicts by the
-shared rules of :mod:`fedcore.experiments.claims`.
+"""What FedLi (arXiv 2408.17145) reports, as data, its summary sentences judged against its own tables, and its
+claims judged on ours (notebook ``03_fedli``).  Setup (Section 6, Appendix C): 100 clients, 10 per round, batch 32,
+one local epoch, 500 rounds, 5 seeds; CIFAR-10/100 with ResNet-18 (GroupNorm), FEMNIST with a CNN, Shakespeare with
+an RNN; baselines tuned by a grid search of 100 rounds on training accuracy (its values lost in our copy); weight
+decay and gradient clipping.  The claims are judged on :class:`Evidence` by the rules of ``experiments.claims``.
 """
 
 from __future__ import annotations
@@ -35,9 +22,6 @@ from fedcore.experiments.fedli.theory import convex_optimum, linear_fit
 METHODS = ("FedLi-LU", "FedLi-LS", "FedAdam", "FedAvg", "FedProx", "SCAFFOLD", "FedExP")
 FEDLI = ("FedLi-LU", "FedLi-LS")
 TASKS = ("cifar10", "cifar100", "femnist", "shakespeare")
-SETUP = {"clients": 100, "clients_per_round": 10, "batch_size": 32, "local_epochs": 1, "rounds": 500, "seeds": 5,
-         "tuning_rounds": 100}
-"""The paper's setup (Section 6, Appendix C)."""
 
 TABLE1 = pd.DataFrame(
     [[86.02, 75.50, 81.42, 78.47, 82.15, 71.11, 84.28],
@@ -45,8 +29,7 @@ TABLE1 = pd.DataFrame(
      [84.79, 80.66, 80.35, 84.67, 80.24, 75.05, 82.51],
      [38.93, 39.71, 48.37, 40.10, 45.06, 34.86, 41.22]],
     index=list(TASKS), columns=list(METHODS))
-"""Table 1: top-1 test accuracy (%) after 500 rounds (CIFAR with ResNet-18, FEMNIST with a CNN, Shakespeare with an
-RNN)."""
+"""Table 1: top-1 test accuracy (%) after 500 rounds."""
 TABLE2 = pd.DataFrame(
     [[0.1053, 0.6103, 0.60832, 0.9425, 0.6252, 0.2914, 0.6147],
      [0.6312, 0.6582, 1.9463, 2.5270, 2.2937, 1.0642, 0.6203],
@@ -56,11 +39,6 @@ TABLE2 = pd.DataFrame(
 """Table 2: training loss after 500 rounds."""
 
 
-def ranks(table: pd.DataFrame, lower_is_better: bool = False) -> pd.DataFrame:
-    """Each method's rank per task (1 = best; ties share the better rank)."""
-    return table.rank(axis=1, ascending=lower_is_better, method="min").astype(int)
-
-
 def rank_text(row: pd.Series, method: str, lower_is_better: bool = False) -> str:
     """``method``'s rank in ``row`` as text, ties said: ``"2 of 7 (tied with 5)"``."""
     rank = int(row.rank(ascending=lower_is_better, method="min")[method])
@@ -68,15 +46,12 @@ def rank_text(row: pd.Series, method: str, lower_is_better: bool = False) -> str
     return f"{rank} of {len(row)}" + (f" (tied with {tied})" if tied else "")
 
 
-Tables = tuple[pd.DataFrame, pd.DataFrame]
-"""``(accuracy, training loss)``: tasks by methods, as :data:`TABLE1` and :data:`TABLE2`."""
-Reading = Callable[[Tables], tuple[str, str]]
-"""A summary sentence read on a pair of tables: ``(what they show, the verdict)``."""
+Tables = tuple[pd.DataFrame, pd.DataFrame]  # (accuracy, training loss): tasks by methods, as TABLE1 and TABLE2
+Reading = Callable[[Tables], tuple[str, str]]  # a summary sentence read on them: (what they show, the verdict)
 
 
 def _fedli_first(tables: Tables) -> tuple[str, str]:
-    accuracy = ranks(tables[0])
-    firsts = {task: accuracy.loc[task].idxmin() for task in accuracy.index}
+    firsts = tables[0].idxmax(axis=1).to_dict()  # the first of tied bests
     hits = sum(firsts[task] in FEDLI for task in firsts)
     return "best accuracy: " + ", ".join(f"{task} {method}" for task, method in firsts.items()), \
         verdict(hits, len(firsts))
@@ -86,7 +61,7 @@ def _lu_best_mostly(tables: Tables) -> tuple[str, str]:
     accuracy, loss = tables
     parts = [f"{task}: accuracy rank {rank_text(accuracy.loc[task], 'FedLi-LU')}, loss rank "
              f"{rank_text(loss.loc[task], 'FedLi-LU', lower_is_better=True)}" for task in accuracy.index]
-    hits = int((ranks(accuracy)["FedLi-LU"] == 1).sum())
+    hits = int((accuracy["FedLi-LU"] == accuracy.max(axis=1)).sum())  # first, or tied first
     return "FedLi-LU " + "; ".join(parts), verdict(hits, len(accuracy), most=True)
 
 
@@ -108,30 +83,24 @@ SUMMARY_SENTENCES: tuple[tuple[str, Reading], ...] = (
     ("Our check of 'outperform FedAvg', read against FedAvg alone: both FedLi methods above FedAvg on every "
      "task (Table 1)", _beat_fedavg),
 )
-"""The paper's summary sentences, each with how it is read on a pair of tables (the paper's Tables 1 and 2, or ours
-in the same layout): :func:`summary_against_tables`, :data:`SUMMARY_CLAIMS`."""
+"""The paper's summary sentences, each with how it is read on a pair of tables (the paper's, or ours alike)."""
 
 
 def summary_against_tables(tables: Tables = (TABLE1, TABLE2)) -> pd.DataFrame:
-    """One row per summary sentence (:data:`SUMMARY_SENTENCES`): what ``tables`` (the paper's, or ours in the same
-    layout) show and the verdict."""
-    rows = []
-    for sentence, read in SUMMARY_SENTENCES:
-        ours, judged = read(tables)
-        rows.append({"claim (paper)": sentence, "ours": ours, "verdict": judged})
-    return pd.DataFrame(rows)
+    """One row per summary sentence: what ``tables`` (the paper's, or ours alike) show and the verdict."""
+    return pd.DataFrame([{"claim (paper)": sentence, **dict(zip(("ours", "verdict"), read(tables)))}
+                         for sentence, read in SUMMARY_SENTENCES])
 
 
 def beside(ours: pd.DataFrame, paper: pd.DataFrame = TABLE1, label: Callable[[str], str] = str,
            missing: str = "not run") -> pd.DataFrame:
     """The paper's whole table and ours side by side: one row per method in the paper's order, columns ``(task
-    label, "paper" | "fedcore")`` for every task of the paper; ``ours`` is tasks by methods (numbers, or
-    ``"mean ± sd"`` cells), and a task it lacks shows ``missing`` (e.g. "paper scale only")."""
-    methods = list(METHODS)
-    columns = {}
+    label, "paper" | "fedcore")`` for every task of the paper; ``ours`` is methods by tasks (``Results.mean_sd``),
+    and a task it lacks shows ``missing`` (e.g. "paper scale only")."""
+    methods, columns = list(METHODS), {}
     for task in paper.index:
         columns[(label(task), "paper")] = paper.loc[task, methods].map(lambda v: f"{v:.4g}")
-        columns[(label(task), "fedcore")] = (ours.loc[task, methods].astype(str) if task in ours.index
+        columns[(label(task), "fedcore")] = (ours.loc[methods, task].astype(str) if task in ours.columns
                                              else pd.Series(missing, index=methods))
     return pd.DataFrame(columns)
 
@@ -142,12 +111,12 @@ def _spearman(a: pd.Series, b: pd.Series) -> float:
 
 
 def reading(accuracy: pd.DataFrame, loss: pd.DataFrame, label: Callable[[str], str] = str) -> pd.DataFrame:
-    """Tables 1 and 2 read side by side, ours over seeds (``accuracy``, ``loss``: one row per (task, method), one
-    column per seed, ``experiment.scores``): per task and source (columns: ``(task, "paper" | "fedcore")``), the
-    best method by accuracy, FedLi-LU's and FedLi-LS's accuracy rank among the seven (ours on the means; ties share
-    the better rank), their margin over FedAvg in points (ours: paired, ± 2 standard errors, and whether it lies
-    beyond the noise), FedLi-LU's training-loss rank, and how far our order of the seven methods agrees with the
-    paper's (Spearman's rank correlation on the means, and its range over the seeds)."""
+    """Tables 1 and 2 read side by side, ours over seeds (``accuracy``, ``loss``: ``Results.scores``): per task and
+    source (columns: ``(task, "paper" | "fedcore")``), the best method by accuracy, FedLi-LU's and FedLi-LS's
+    accuracy rank among the seven (ours on the means; ties share the better rank), their margin over FedAvg in
+    points (ours: paired, ± 2 standard errors, beyond the noise or not), FedLi-LU's training-loss rank, and how far
+    our order of the seven methods agrees with the paper's (Spearman's rank correlation on the means, and its range
+    over the seeds)."""
     columns = {}
     for task in [task for task in dict.fromkeys(accuracy.index.get_level_values("task")) if task in TABLE1.index]:
         ours_acc, ours_loss = accuracy.loc[task].loc[list(METHODS)], loss.loc[task].loc[list(METHODS)]
@@ -155,20 +124,13 @@ def reading(accuracy: pd.DataFrame, loss: pd.DataFrame, label: Callable[[str], s
             paper = source == "paper"
             row = TABLE1.loc[task] if paper else ours_acc.mean(axis=1)
             losses = TABLE2.loc[task] if paper else ours_loss.mean(axis=1)
-            margins = {}
-            for method in FEDLI:
-                if paper:
-                    margins[method] = f"{row[method] - row['FedAvg']:+.2f}"
-                else:
-                    outcome, text = compare(ours_acc.loc[method], ours_acc.loc["FedAvg"])
-                    margins[method] = f"{text} ({outcome})"
+            margins = {method: f"{row[method] - row['FedAvg']:+.2f}" if paper else
+                       "{1} ({0})".format(*compare(ours_acc.loc[method], ours_acc.loc["FedAvg"])) for method in FEDLI}
             per_seed = [_spearman(TABLE1.loc[task], ours_acc[seed]) for seed in ours_acc]
             columns[(label(task), source)] = {
                 "best accuracy": f"{row.idxmax()} ({row.max():.2f})",
-                "FedLi-LU accuracy rank": rank_text(row, "FedLi-LU"),
-                "FedLi-LS accuracy rank": rank_text(row, "FedLi-LS"),
-                "FedLi-LU - FedAvg (points)": margins["FedLi-LU"],
-                "FedLi-LS - FedAvg (points)": margins["FedLi-LS"],
+                **{f"{method} accuracy rank": rank_text(row, method) for method in FEDLI},
+                **{f"{method} - FedAvg (points)": margins[method] for method in FEDLI},
                 "FedLi-LU training-loss rank": rank_text(losses, "FedLi-LU", lower_is_better=True),
                 "order agrees with the paper's (Spearman: means; seeds)": "" if paper else
                     f"{_spearman(TABLE1.loc[task], row):+.2f}; {min(per_seed):+.2f} to {max(per_seed):+.2f}",
@@ -178,45 +140,29 @@ def reading(accuracy: pd.DataFrame, loss: pd.DataFrame, label: Callable[[str], s
 
 # ------------------------------------------------------------------ the paper's claims, judged on our evidence
 
-
 NEAR_BEST = 3.0
-"""A value of a rate or a constant is 'good' if its score lies within 3 points of the method's best (the tuning
-claims, :func:`fedcore.experiments.common.span_width`)."""
+"""A value of a rate or a constant is 'good' if its score lies within 3 points of the method's best."""
 RATE_SWEEP_TASK = "femnist"
 """The task whose sweeps judge the tuning claims (every scale runs it)."""
 RESOLUTION = 0.5
-"""The step of the client-rate grids in decades (half-decades): two good spans that differ by less cannot be told
-apart, so "at least as forgiving" asks that a span be not narrower by this much (a margin in
-:func:`fedcore.experiments.claims.compare`)."""
+"""The grids' step in decades: "at least as forgiving" asks that a span be not narrower by this much."""
 LONG = "long"
 """The key of the long horizon's sweeps and scope in :class:`Evidence` (``experiment.long_task``)."""
+BASELINE_RATES = ("FedAvg", "FedExP")
+RATE_METHODS = ("FedLi-LU", *BASELINE_RATES)
+"""The methods whose clients run SGD at a rate (``experiment.client_rate_sweep``)."""
 LEARNED_MARGIN = 5.0
-"""A task enters the summary claims only if most methods' mean accuracy beats its trivial baseline by more than
-this many points."""
+"""A task enters the summary claims if most methods beat its trivial baseline by more than this (points)."""
 X_STAR = convex_optimum()
-"""The global optimum of the two convex clients ``f_1(x) = 0.01 (x - 10)^2``, ``f_2(x) = 1.1 x^2``
-(``theory.CONVEX_CLIENTS``): 10 / 111."""
-LEMMA3_PROOF_STEP = ("Armijo line search is given as: [...] Summation over [...] and [...] and dividing by [...] Using "
-                     "[...] and taking expectations keeping [...] fixed")
-"""The step of Appendix B's proof of Lemma 3 (restated as Lemma 7) that goes from the clients' own Armijo
-conditions to the global objective, as our copy of the text has it ([...]: equations lost).  Summing client i's
-condition ``f_i(x_{i,k+1}) <= f_i(x_{i,k}) - c eta ||g||^2`` over the clients bounds ``sum_i w_i f_i`` at the
-clients' own points ``x_{i,k}``; that is the global objective ``f`` at one point only when those points coincide."""
+"""The optimum of the two convex clients (``theory.CONVEX_CLIENTS``): 10 / 111."""
 
 
 @dataclass(frozen=True)
 class Evidence:
-    """What the claims read.  Exact computations: the shared-row clients' gaps ``f(x_t) - f*`` and Lemma 3's
-    per-round bound (``theory.suboptimality``, ``theory.linear_rate_bound``), the two convex clients' run
-    (``theory.two_client_run``), Remark 2's instance (``theory.remark2_line_search``).  Trained runs, each a table
-    over seeds: our Tables 1 and 2 (``accuracy``, ``loss``: one row per (task, method), one column per seed,
-    ``experiment.scores``) with each task's trivial ``baselines`` (%); the client-rate sweeps ``rates``
-    (``{"tables": ..., "long": ...}``, ``experiment.client_rate_sweep`` on the tables' horizon and the long one)
-    with the baselines' ``tuned_rates`` at the tables' horizon; FedLi's ``constants`` (``{setting:
-    experiment.constant_sweep(...)}``, each with its ``default`` and ``horizon`` in ``constant_settings``); the
-    ``scale``, and per task (and for the long horizon, ``"long"``) the
-    :class:`~fedcore.experiments.claims.Scope` of its runs (``experiment.scopes``), which every trained table
-    needs."""
+    """What the claims read: the exact computations of :mod:`~fedcore.experiments.fedli.theory`; our Tables 1 and 2
+    (``Results.scores``) with each task's trivial ``baselines``; the client-rate sweeps ``rates`` (``{"tables":
+    ..., "long": ...}``) with the baselines' ``tuned_rates``; FedLi's ``constants`` (``{setting: sweep}``, described
+    by ``constant_settings``); the ``scale``, and per task (and :data:`LONG`) the ``Scope`` of its runs."""
 
     shared_gaps: Sequence[float]
     shared_bound: float
@@ -233,46 +179,39 @@ class Evidence:
     scopes: Mapping[str, Scope] | None = None
 
     def __post_init__(self) -> None:
-        trained = [] if self.accuracy is None else list(dict.fromkeys(self.accuracy.index.get_level_values("task")))
-        trained += [RATE_SWEEP_TASK] if self.rates is not None else []
-        trained += [LONG] if self.rates is not None and LONG in self.rates else []
+        trained = [] if self.accuracy is None else list(self.accuracy.index.get_level_values("task"))
+        trained += [] if self.rates is None else [RATE_SWEEP_TASK] + [LONG] * (LONG in self.rates)
         missing = [task for task in dict.fromkeys(trained) if task not in (self.scopes or {})]
         if missing:
             raise ValueError(f"scopes={self.scopes!r} has no Scope for the trained runs {missing}: give "
-                             "scopes={**experiment.scopes(tasks, SCALE, SEEDS), 'long': ...}")
+                             "scopes={task: common.scope(...), 'long': ...}")
         if self.accuracy is not None and (self.loss is None or self.baselines is None):
             raise ValueError("accuracy needs its loss table and each task's trivial baseline (baselines=)")
 
     def runs_scope(self, tasks: Sequence[str]) -> Scope:
-        """The scope of a verdict on the runs of ``tasks``: their scopes in one (each task's rounds), the models
-        that are not the paper's said (per task, for several tasks)."""
-        scopes = [self.scopes[task] for task in tasks]
-        if not scopes:
-            return Scope((), self.scale, None, ())
-        rounds = {scope.tasks[0] if scope.tasks else task: scope.rounds for task, scope in zip(tasks, scopes)}
-        seeds = {scope.seeds for scope in scopes}
-        if len(seeds) > 1:
-            raise ValueError(f"the tasks {list(tasks)} ran on different seeds {sorted(seeds)}: judge them apart")
-        names = tuple(rounds)
-        models = scopes[0].model if len({scope.model for scope in scopes}) == 1 else \
-            "; ".join(f"{name}: {scope.model}" for name, scope in zip(names, scopes) if scope.model)
-        return Scope(names, self.scale, rounds, scopes[0].seeds, models)
+        """The scope of a verdict on the runs of ``tasks``: their scopes in one (each task's rounds; the model one
+        label where they agree, else per task)."""
+        scopes = {self.scopes[task].tasks[0]: self.scopes[task] for task in tasks}
+        if len({scope.seeds for scope in scopes.values()}) > 1:
+            raise ValueError(f"the tasks {list(tasks)} ran on different seeds: judge them apart")
+        models = {scope.model for scope in scopes.values()}
+        return Scope(tuple(scopes), self.scale, {name: scope.rounds for name, scope in scopes.items()} or None,
+                     next(iter(scopes.values())).seeds if scopes else (), models.pop() if len(models) == 1 else
+                     {name: scope.model for name, scope in scopes.items() if scope.model})
 
     def exact_scope(self, *computations: str) -> Scope:
         """The scope of a verdict on exact computations (deterministic, no trained model)."""
         return Scope(computations, self.scale, None, ())
 
     def learned(self) -> list[str]:
-        """The tasks of our tables where most methods' mean accuracy beats the trivial baseline by more than
-        :data:`LEARNED_MARGIN` points (:func:`fedcore.experiments.claims.learned_something`)."""
+        """The tasks of our tables where most methods beat the trivial baseline by :data:`LEARNED_MARGIN` points."""
         tasks = list(dict.fromkeys(self.accuracy.index.get_level_values("task")))
         return [task for task in tasks if learned_something(self.accuracy.loc[task].mean(axis=1).to_dict(),
                                                             self.baselines[task], LEARNED_MARGIN)]
 
 
 def _universal(holds_when_alike: bool, holds_when_different: bool) -> str:
-    """Lemma 3 and the linear rate are stated for every convex federation: a counterexample that meets their
-    hypotheses refutes them, whatever the homogeneous case shows."""
+    """Stated for every convex federation: a counterexample refutes it, whatever the homogeneous case shows."""
     return verdict(int(holds_when_alike and holds_when_different), 1)
 
 
@@ -313,26 +252,18 @@ def _remark2(e: Evidence) -> Judgement:
                      e.exact_scope("our instance: two tilted quartics, one step each"))
 
 
-def _span(table: pd.DataFrame, around: float) -> list[float]:
+def span_widths(table: pd.DataFrame, around: float, within: float = NEAR_BEST) -> list[float]:
     """Per seed (the columns of ``table``, rows the values): the width in decades of the good span around
     ``around`` (:func:`fedcore.experiments.common.span_width`)."""
-    return [span_width(table[seed], NEAR_BEST, around) for seed in table]
+    return [span_width(table[seed], within, around) for seed in table]
 
 
 def _widths_against(ours: Sequence[float], others: Mapping[str, Sequence[float]]) -> tuple[list[str], list[str]]:
-    """``ours`` (one width per seed) paired against each of ``others``: "at least as forgiving" is confirmed when
-    ours is not narrower by :data:`RESOLUTION` or more beyond the noise (contradicted when it is); the outcomes
-    and their texts."""
-    outcomes, parts = [], []
-    for name, widths in others.items():
-        outcome, text = compare(ours, widths, margin=-RESOLUTION)
-        outcomes.append(outcome)
-        parts.append(f"minus {name} {text} ({outcome})")
-    return outcomes, parts
-
-
-def _mean_width(widths: Sequence[float]) -> str:
-    return f"{sum(widths) / len(widths):.2g}"
+    """``ours`` (one width per seed) paired against each of ``others``: "at least as forgiving" unless narrower by
+    :data:`RESOLUTION` or more beyond the noise; the outcomes and their texts."""
+    found = [compare(ours, widths, margin=-RESOLUTION) for widths in others.values()]
+    return [outcome for outcome, _ in found], [f"minus {name} {text} ({outcome})"
+                                               for name, (outcome, text) in zip(others, found)]
 
 
 def _free(e: Evidence) -> Judgement:
@@ -344,11 +275,11 @@ def _free(e: Evidence) -> Judgement:
         rates = e.rates["tables" if entry["horizon"] == "tables" else LONG]
         around = {m: e.tuned_rates[m] if entry["horizon"] == "tables" else best_value(rates[m])
                   for m in BASELINE_RATES}
-        ours = _span(table, entry["default"])
-        found, texts = _widths_against(ours, {f"{m}'s rate": _span(rates[m], around[m]) for m in BASELINE_RATES})
+        ours = span_widths(table, entry["default"])
+        found, texts = _widths_against(ours, {f"{m}'s rate": span_widths(rates[m], around[m]) for m in BASELINE_RATES})
         outcomes += found
         parts.append(f"{setting} (default {entry['default']:g}; {entry['horizon']} horizon): width "
-                     f"{_mean_width(ours)} decades, " + ", ".join(texts))
+                     f"{sum(ours) / len(ours):.2g} decades, " + ", ".join(texts))
     horizons = [RATE_SWEEP_TASK] + ([LONG] if LONG in e.rates else [])
     return Judgement(f"good span around the default (within {NEAR_BEST:g} points of the constant's best), against the "
                      "baselines' client rate around its tuned value, paired over seeds (decades, mean ± 2 SE; at "
@@ -360,11 +291,11 @@ def _least_tuning(e: Evidence) -> Judgement:
     if e.rates is None or LONG not in e.rates:
         return Judgement("no client-rate sweep on the long horizon", NOT_TESTABLE, e.runs_scope([]))
     table = e.rates[LONG]
-    widths = {m: _span(table[m], best_value(table[m])) for m in RATE_METHODS}
+    widths = {m: span_widths(table[m], best_value(table[m])) for m in RATE_METHODS}
     outcomes, texts = _widths_against(widths["FedLi-LU"], {m: widths[m] for m in BASELINE_RATES})
     return Judgement(f"decades of client SGD rates around each method's best within {NEAR_BEST:g} points of it "
                      f"(mean over seeds; at least as forgiving: not narrower by {RESOLUTION:g} decade beyond the "
-                     "noise): " + ", ".join(f"{m} {_mean_width(w)}" for m, w in widths.items()) + "; FedLi-LU "
+                     "noise): " + ", ".join(f"{m} {sum(w) / len(w):.2g}" for m, w in widths.items()) + "; FedLi-LU "
                      + ", ".join(texts), judge(outcomes), e.runs_scope([LONG]))
 
 
@@ -378,39 +309,34 @@ CLAIMS: tuple[Claim, ...] = (
     Claim("For FedLi-LU 'hyperparameter tuning is almost the least effort-taking' (Appendix C): its clients' SGD "
           "rate is at least as forgiving as FedAvg's and FedExP's", _least_tuning),
 )
-"""The paper's theory claims, judged exactly on the quadratics and quartics of the notebook's sections 1 and 2, and
-its tuning claims, judged on the sweeps of section 4 (not testable without them)."""
-BASELINE_RATES = ("FedAvg", "FedExP")
-RATE_METHODS = ("FedLi-LU", *BASELINE_RATES)
+"""The paper's theory claims, judged exactly (sections 1 and 2), and its tuning claims, on the sweeps (section 4)."""
 
 
-def _first_on_seeds(accuracy: pd.DataFrame, task: str) -> tuple[str, str]:
-    """The best FedLi method against the best baseline (by the means) on ``task``: paired over seeds."""
+def _minus(accuracy: pd.DataFrame, task: str, method: str, other: str, says: tuple = ("", "")) -> tuple[str, str]:
+    """``method`` minus ``other`` on ``task``, paired over seeds: ``(outcome, text)``, names followed by ``says``."""
+    outcome, text = compare(accuracy.loc[(task, method)], accuracy.loc[(task, other)])
+    return outcome, f"{task}: {method}{says[0]} - {other}{says[1]} {text} ({outcome})"
+
+
+def _first_on_seeds(accuracy: pd.DataFrame, task: str) -> list[tuple[str, str]]:
+    """The best FedLi method against the best baseline (by the means) on ``task``."""
     means = accuracy.loc[task].mean(axis=1)
-    ours = means[list(FEDLI)].idxmax()
-    other = means.drop(list(FEDLI)).idxmax()
-    outcome, text = compare(accuracy.loc[(task, ours)], accuracy.loc[(task, other)])
-    return outcome, f"{task}: {ours} (the better FedLi method) - {other} (the best baseline) {text} ({outcome})"
+    return [_minus(accuracy, task, means[list(FEDLI)].idxmax(), means.drop(list(FEDLI)).idxmax(),
+                   (" (the better FedLi method)", " (the best baseline)"))]
 
 
-def _lu_first_on_seeds(accuracy: pd.DataFrame, task: str) -> tuple[str, str]:
-    means = accuracy.loc[task].mean(axis=1)
-    other = means.drop("FedLi-LU").idxmax()
-    outcome, text = compare(accuracy.loc[(task, "FedLi-LU")], accuracy.loc[(task, other)])
-    return outcome, f"{task}: FedLi-LU - {other} (the best of the others) {text} ({outcome})"
+def _lu_first_on_seeds(accuracy: pd.DataFrame, task: str) -> list[tuple[str, str]]:
+    return [_minus(accuracy, task, "FedLi-LU", accuracy.loc[task].mean(axis=1).drop("FedLi-LU").idxmax(),
+                   ("", " (the best of the others)"))]
 
 
 def _above_fedavg_on_seeds(accuracy: pd.DataFrame, task: str) -> list[tuple[str, str]]:
-    found = []
-    for method in FEDLI:
-        outcome, text = compare(accuracy.loc[(task, method)], accuracy.loc[(task, "FedAvg")])
-        found.append((outcome, f"{task}: {method} - FedAvg {text} ({outcome})"))
-    return found
+    return [_minus(accuracy, task, method, "FedAvg") for method in FEDLI]
 
 
 def _on_our_tables(check: Callable[[pd.DataFrame, str], Any], most: bool = False) -> Callable[[Evidence], Judgement]:
-    """A summary sentence judged on our Tables 1 and 2 over seeds, on the tasks where the methods learned
-    (:meth:`Evidence.learned`), by ``check(accuracy, task)``: one or several ``(outcome, text)``."""
+    """A summary sentence judged by ``check(accuracy, task) -> [(outcome, text)]`` on our tasks where the methods
+    learned."""
     def assess(e: Evidence) -> Judgement:
         if e.accuracy is None:
             return Judgement("no tables", NOT_TESTABLE, e.runs_scope([]))
@@ -423,13 +349,9 @@ def _on_our_tables(check: Callable[[pd.DataFrame, str], Any], most: bool = False
         note += f"; not run at scale {e.scale!r}: {', '.join(unrun)}" if unrun else ""
         if not learned:
             return Judgement("no task where most methods learned" + note, NOT_TESTABLE, e.runs_scope(tasks))
-        found = []
-        for task in learned:
-            result = check(e.accuracy, task)
-            found += result if isinstance(result, list) else [result]
-        outcomes = [outcome for outcome, _ in found]
+        found = [pair for task in learned for pair in check(e.accuracy, task)]
         return Judgement("paired over seeds, points (mean ± 2 SE): " + "; ".join(t for _, t in found) + note,
-                         judge(outcomes, most=most), e.runs_scope(learned))
+                         judge([outcome for outcome, _ in found], most=most), e.runs_scope(learned))
     return assess
 
 
@@ -438,14 +360,12 @@ SUMMARY_CLAIMS: tuple[Claim, ...] = (
     Claim(SUMMARY_SENTENCES[1][0], _on_our_tables(_lu_first_on_seeds, most=True)),
     Claim(SUMMARY_SENTENCES[2][0], _on_our_tables(_above_fedavg_on_seeds)),
 )
-"""The paper's summary sentences (:data:`SUMMARY_SENTENCES`) judged on our Tables 1 and 2, each paired over seeds
-(a difference counts only beyond the noise) on the tasks where the methods learned."""
+"""The summary sentences judged on our Tables 1 and 2, paired over seeds, on the tasks where the methods learned."""
 
 
 def claims_table(evidence: Evidence) -> pd.DataFrame:
-    """The claims of :data:`CLAIMS`, then, where there are tables, the summary sentences judged on ours
-    (:data:`SUMMARY_CLAIMS`), each beside what the paper's own tables say of it (:func:`summary_against_tables`);
-    every row with its scope (:func:`fedcore.experiments.claims.claims_table`)."""
+    """:data:`CLAIMS`, then, where there are tables, :data:`SUMMARY_CLAIMS`, each beside what the paper's own tables
+    say of it; every row with its scope (:func:`fedcore.experiments.claims.claims_table`)."""
     theory = shared_claims_table(evidence, CLAIMS, source="paper")
     theory["the paper's own tables"] = "-"
     if evidence.accuracy is None:

@@ -1,17 +1,7 @@
-"""FedLi's descent claims put to the test (notebook ``03_fedli``, sections 1 and 2).
-
-Lemma 3 / Remark 1 of *Towards Hyper-parameter-free Federated Learning* say that for convex client objectives
-the clients' Armijo descent carries over to the server objective; Remark 2 that for non-convex ones it need not.
-Our copy of the text lost the equations and the numbers of Remark 2's example, so both are rebuilt here:
-
-- :func:`quadratic_clients` builds the two convex clients ``f_1(x) = 0.01 (x - 10)^2`` and ``f_2(x) = x^2``
-  (any ``a_i (x - b_i)^2``) as a federation of one sample each, on which FedLi-LS with K = 10 local Armijo steps
-  raises the global objective round after round while each client lowers its own (:func:`two_client_run`).
-- :data:`REMARK2` is **our** instance of Remark 2: two tilted quartics ``f_{1,2}(x) = (x^2 - 1)^2 +- a x``
-  (non-convex; with ``a = 3`` each has a single well), whose mean is the double well ``f(x) = (x^2 - 1)^2``; one
-  local gradient step on each client,
-  each with its own step size, lowers that client's objective while the average of the two steps climbs the
-  barrier of ``f`` (:func:`remark2_step`).
+"""FedLi's descent claims computed exactly (notebook ``03_fedli``, sections 1 and 2).  Lemma 3 / Remark 1: for convex
+clients their Armijo descent carries over to the server objective; Remark 2: for non-convex ones it need not.  Our
+copy lost the equations and Remark 2's numbers, so both are rebuilt: two convex clients on which FedLi-LS raises the
+global objective while each lowers its own (:func:`two_client_run`), and **our** Remark 2 (:data:`REMARK2`).
 """
 
 from __future__ import annotations
@@ -31,19 +21,14 @@ from fedcore.results import History
 from fedcore.run import simulate
 
 SHARED_LINE_SEARCH = {"init_step_size": 10.0}
-"""The line search of Lemma 3's homogeneous case (notebook 03, section 1): SLS's constants, with each round's first
-step started at the cap of 10 rather than at 1.  Then every accepted step is at least ``eta_lo = min(10, 2 beta_b
-(1 - c) / L)``, the assumption of :func:`linear_rate_bound`: a search stops at its start or after one backtrack past
-``2 (1 - c) / L``, and the reset growth never starts a step below the last accepted one."""
+"""The line search of Lemma 3's homogeneous case: SLS's constants, each round's first step started at the cap of
+10, so that every accepted step is at least ``eta_lo = min(10, 2 beta_b (1 - c) / L)`` (:func:`linear_rate_bound`)."""
 
 CONVEX_CLIENTS = {"a": (0.01, 1.1), "b": (10.0, 0.0), "x0": 0.0}
-"""Two convex clients (our instance of the paper's convex setting), off the Armijo tie: ``f_1(x) = 0.01 (x - 10)^2``,
-``f_2(x) = 1.1 x^2``, from ``x_0 = 0``; the global optimum of ``f = (f_1 + f_2) / 2`` is ``x* = 0.1 / 1.11 = 10 / 111``.
-(With ``f_2 = x^2`` client 2's Armijo condition ``eta <= (1 - c) / a`` is exactly the first backtrack 0.9: a tie that
-rounding decides, so two correct implementations print different digits.)"""
+"""Two convex clients, ``f_1(x) = 0.01 (x - 10)^2`` and ``f_2(x) = 1.1 x^2`` (off the Armijo tie of ``x^2``), from
+``x_0 = 0``; the optimum of their mean is ``x* = 10 / 111``."""
 TWO_CLIENT_LINE_SEARCH = {"eta_max": 1.0, "init_step_size": 1.0, "fallback_step_size": None}
-"""The line search of that instance (c = 0.1, backtrack 0.9, every step from 1, the growth of one full batch per
-epoch capped at 1): its numbers, computed by hand, are reproduced exactly (``tests/test_fedli.py``)."""
+"""Its line search: c = 0.1, backtrack 0.9, every step from 1 (its numbers are checked by hand in the tests)."""
 
 
 def convex_optimum(a: Sequence[float] = CONVEX_CLIENTS["a"], b: Sequence[float] = CONVEX_CLIENTS["b"]) -> float:
@@ -65,15 +50,14 @@ class TwoClientRun:
 
 def two_client_run(a: Sequence[float] = CONVEX_CLIENTS["a"], b: Sequence[float] = CONVEX_CLIENTS["b"],
                    x0: float = CONVEX_CLIENTS["x0"], local_steps: int = 10, rounds: int = 10) -> TwoClientRun:
-    """FedLi-LS (Armijo clients with :data:`TWO_CLIENT_LINE_SEARCH`, server step 1, the reset growth of one sample
-    per epoch) on :func:`quadratic_clients`, every client in every round with uniform weights, full-batch steps."""
+    """FedLi-LS (:data:`TWO_CLIENT_LINE_SEARCH`, server step 1) on :func:`quadratic_clients`, every client in every
+    round, uniform weights, full-batch steps."""
     data = quadratic_clients(a, b)
     xs = [float(check_number("x0", x0))]
     history = simulate(Problem(data, models.make("linear_regression", (1,), None).double()),
                        algorithms.fedli_ls(batches_per_epoch=1, **TWO_CLIENT_LINE_SEARCH), rounds, len(a),
-                       local_steps, 1,
-                       weighting="uniform", progress=False, trace=True, x0=torch.tensor([x0], dtype=torch.float64),
-                       callback=lambda t, state: xs.append(float(state["x"])))
+                       local_steps, 1, weighting="uniform", progress=False, trace=True,
+                       x0=torch.tensor([x0], dtype=torch.float64), callback=lambda t, st: xs.append(float(st["x"])))
     own = [lambda x, a_i=a_i, b_i=b_i: a_i * (x - b_i) ** 2 for a_i, b_i in zip(a, b)]
     before, after = [], []
     for t, (clients, trace) in enumerate(history.trace):
@@ -84,15 +68,13 @@ def two_client_run(a: Sequence[float] = CONVEX_CLIENTS["a"], b: Sequence[float] 
 
 
 REMARK2 = {"tilt": 3.0, "x0": 0.5, "eta1": 0.5, "eta2": 0.05}
-"""Our instance of Remark 2 (the paper's numbers were lost): tilt ``a`` of ``f_{1,2}(x) = (x^2 - 1)^2 +- a x``, the
-start and the two clients' step sizes at which both clients descend and the average ascends."""
+"""Our instance of Remark 2: the tilt ``a`` of ``f_{1,2}(x) = (x^2 - 1)^2 +- a x``, the start and the steps."""
 
 
 def remark2_step(eta1: float = REMARK2["eta1"], eta2: float = REMARK2["eta2"], x0: float = REMARK2["x0"],
                  tilt: float = REMARK2["tilt"], c: float = 0.1) -> dict[str, float | bool]:
-    """One local gradient step on each client, ``x_i = x_0 - eta_i f_i'(x_0)``, and their average ``x_bar``:
-    the points, the objectives, whether each client descends its own objective (and satisfies the Armijo
-    condition ``f_i(x_i) <= f_i(x_0) - c eta_i f_i'(x_0)^2``), and whether the average descends the global one."""
+    """One gradient step on each client, ``x_i = x_0 - eta_i f_i'(x_0)``, and their average ``x_bar``: the points,
+    the objectives, whether each client descends (and meets Armijo's condition) and whether the average does."""
     check_positive("eta1", eta1)
     check_positive("eta2", eta2)
     check_number("x0", x0)
@@ -126,21 +108,17 @@ def armijo_step_size(f: Callable[[float], float], slope: float, x0: float, start
 
 def remark2_line_search(x0: float = REMARK2["x0"], tilt: float = REMARK2["tilt"], start: float = 1.0,
                         c: float = 0.1, backtrack: float = 0.9) -> dict[str, float | bool]:
-    """Remark 2 with the steps the line search returns: each client's step is its own Armijo search from ``start``
-    (:func:`armijo_step_size`; SLS starts at 1) on its own objective, then :func:`remark2_step` with those steps
-    (its keys, and ``eta1``, ``eta2``)."""
-    check_number("x0", x0)
-    check_number("tilt", tilt)
+    """:func:`remark2_step` with each client's own Armijo search from ``start`` on its own objective (SLS starts at
+    1), and the steps it found, ``eta1`` and ``eta2``."""
     steps = [armijo_step_size(lambda x, t=t: double_well(x, t), double_well_slope(x0, t), x0, start, c, backtrack)
              for t in (tilt, -tilt)]
     return {**remark2_step(steps[0], steps[1], x0, tilt, c), "eta1": steps[0], "eta2": steps[1]}
 
 
 def linear_fit(xs: Sequence[float], tail: int = 5) -> tuple[float, float]:
-    """``(factor, limit)`` of iterates that converge linearly, ``x_{t+1} - x_inf = rho (x_t - x_inf)``: ``rho``, the
-    median ratio of successive differences over the last ``tail`` ratios, and ``x_inf = x_T + d_T rho / (1 - rho)``
-    with ``d_T = x_T - x_{T-1}`` (the geometric series of the steps still to come).  A rate can hold while the limit
-    misses the optimum: compare ``limit`` with ``x*``."""
+    """``(rho, x_inf)`` of iterates that converge linearly, ``x_{t+1} - x_inf = rho (x_t - x_inf)``: the median
+    ratio of the last ``tail`` successive differences, and ``x_inf = x_T + d_T rho / (1 - rho)`` (the steps still to
+    come).  A rate can hold while the limit misses the optimum."""
     values = [check_number("xs", x) for x in xs]
     if len(values) < 3:
         raise ValueError(f"xs has {len(values)} iterates: a rate needs at least 3")
@@ -155,9 +133,8 @@ def linear_fit(xs: Sequence[float], tail: int = 5) -> tuple[float, float]:
 
 
 def remark2_picture(step: dict[str, float | bool], tilt: float = REMARK2["tilt"]) -> tuple[dict, dict]:
-    """What :func:`fedcore.experiments.fedli.figures.remark2` draws for :func:`remark2_step`'s ``step``: the three
-    curves ``{label: (x, y)}`` on a grid that covers the points, and one move per curve ``{label: ((x, y), (x', y'))}``:
-    each client's step on its own curve, and the server's move from ``x_0`` to the average on the global one."""
+    """What ``figures.remark2`` draws for :func:`remark2_step`'s ``step``: the three curves ``{label: (x, y)}`` and
+    one move per curve ``{label: ((x, y), (x', y'))}`` (each client's step, the server's move to the average)."""
     xs = [float(step[key]) for key in ("x0", "x1", "x2", "x_bar")]
     grid = torch.linspace(min(-1.6, *xs) - 0.1, max(1.6, *xs) + 0.1, 400).tolist()
     curves = {label: (grid, [double_well(x, t) for x in grid])
@@ -188,10 +165,9 @@ def suboptimality(data: FederatedData, algorithm: object, local_steps: int, roun
 
 def linear_rate_bound(data: FederatedData, local_steps: int, c: float = 0.1, backtrack: float = 0.9,
                       eta_max: float = 1.0) -> float:
-    """The per-round factor for homogeneous least-squares clients with full-batch Armijo steps: every accepted step
-    has ``eta >= eta_lo = min(eta_max, 2 backtrack (1 - c) / L)``, so ``f(w - eta g) - f* <= (1 - 2 c mu eta_lo)
-    (f(w) - f*)`` (Polyak-Lojasiewicz with ``mu``, ``L`` the extreme eigenvalues of ``A^T A / n``) and one round of
-    K steps multiplies the gap by at most ``(1 - 2 c mu eta_lo)^K``."""
+    """The per-round factor ``(1 - 2 c mu eta_lo)^K`` for homogeneous least-squares clients with full-batch Armijo
+    steps, each at least ``eta_lo = min(eta_max, 2 backtrack (1 - c) / L)`` (Polyak-Lojasiewicz; ``mu``, ``L`` the
+    extreme eigenvalues of ``A^T A / n``)."""
     A = data.inputs
     mu, L = torch.linalg.eigvalsh(A.T @ A / A.shape[0])[[0, -1]].tolist()
     return (1 - 2 * c * mu * min(eta_max, 2 * backtrack * (1 - c) / L)) ** local_steps

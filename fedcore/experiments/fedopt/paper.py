@@ -1,24 +1,5 @@
-"""What Reddi et al. report: *Adaptive Federated Optimization*, ICLR 2021 (notebook ``01_fedopt``), as data.
-
-Transcribed from the paper, the authors' code and public reproductions:
-the per-task setting (:data:`PAPER_TASKS`, the paper's Section 5 and Appendix C), the best learning rates
-(:data:`BEST_HYPERPARAMETERS`, log10, Appendix D; CIFAR-10 from a public reproduction), Table 1
-(:data:`TABLE1`, with its metric per row in :data:`TABLE1_METRIC`) and Table 11 (:data:`TABLE11`,
-EMNIST CR centralized and federated, constant client learning rate and ExpDecay).
-:func:`hyperparameters` turns the log10 table into the values a builder takes.  Also as data: how the
-authors' code, Flower and TFF read "FedAdam" (:data:`VARIANTS`) and the options that make the server
-rules torch.optim's (:data:`TORCH_ADAM`, :data:`TORCH_ADAGRAD`).
-
-The main text's claims (:data:`CLAIMS`) are judged on our :class:`Evidence` (Table 1's and Table 11's rows as we
-ran them, the learning-rate grids, each run over several seeds) by the shared rules of
-:mod:`fedcore.experiments.claims`: each check is a paired comparison over the seeds that counts only beyond the
-noise (:func:`~fedcore.experiments.claims.compare`), a claim's verdict comes from its checks
-(:func:`~fedcore.experiments.claims.judge`), and each verdict carries its
-:class:`~fedcore.experiments.claims.Scope` (the tasks it judged, the scale, the rounds, the seeds).
-
-The Stack Overflow rows (``so_nwp``, ``so_lr``) are kept for the record: the data is not reachable here
-(:data:`UNREACHABLE`), so they are never run.
-"""
+"""What Reddi et al. report (*Adaptive Federated Optimization*, ICLR 2021; notebook ``01_fedopt``), as data, and
+its main text's claims (:data:`CLAIMS`) judged on our :class:`Evidence` by :mod:`fedcore.experiments.claims`."""
 
 from __future__ import annotations
 
@@ -44,13 +25,12 @@ from fedcore.experiments.claims import (
     learned_something,
 )
 from fedcore.experiments.claims import claims_table as shared_claims_table
-from fedcore.experiments.fedopt.tuning import good_shares, good_threshold, tuning_grid
+from fedcore.experiments.common import Tuning
+from fedcore.experiments.fedopt.tuning import good_shares, good_threshold, heatmaps
 
 METHODS = ("FedAdagrad", "FedAdam", "FedYogi", "FedAvgM", "FedAvg")
 """Table 1's columns, in the paper's order."""
 ADAPTIVE = ("FedAdagrad", "FedAdam", "FedYogi")
-LOCAL_EPOCHS = 1
-"""Every task of the paper runs one local epoch per round (E = 1)."""
 
 PAPER_TASKS: dict[str, dict[str, Any]] = {
     "cifar10": {"name": "CIFAR-10", "clients": 500, "clients_per_round": 10, "rounds": 4000, "batch_size": 20,
@@ -71,13 +51,10 @@ PAPER_TASKS: dict[str, dict[str, Any]] = {
     "so_lr": {"name": "SO LR", "clients": 342_477, "clients_per_round": 10, "rounds": 1500, "batch_size": 100,
               "model": "bag of 10k words -> 500 tags, Recall@5", "partition": "natural (users)"},
 }
-"""Per task: training clients, clients per round, rounds, client batch B, model, split (local epochs: 1)."""
+"""Per task: training clients, clients per round, rounds, client batch B, model, split; one local epoch each."""
 for _task in PAPER_TASKS.values():
-    _task["local_epochs"] = LOCAL_EPOCHS
-
-UNREACHABLE = {"so_nwp": "Stack Overflow is not reachable on these machines (no copy, no network)",
-               "so_lr": "Stack Overflow is not reachable on these machines (no copy, no network)"}
-"""Tasks kept for the record but never run here, and why."""
+    _task["local_epochs"] = 1
+UNREACHABLE = dict.fromkeys(("so_nwp", "so_lr"), "Stack Overflow is not reachable here (no copy, no network)")
 
 BEST_HYPERPARAMETERS: dict[str, dict[str, tuple[float, ...]]] = {
     "cifar10": {"FedAdagrad": (-1.5, -1, -2), "FedAdam": (-1.5, -2, -3), "FedYogi": (-1.5, -2, -3),
@@ -97,7 +74,6 @@ BEST_HYPERPARAMETERS: dict[str, dict[str, tuple[float, ...]]] = {
 }
 """log10 of (client lr, server lr, tau) per task and method (FedAvgM, FedAvg: no tau), tuned by the
 authors on the average training accuracy of the last 100 rounds (Appendix D; CIFAR-10: a reproduction)."""
-FEDAVGM_MOMENTUM = 0.9
 
 TABLE1: pd.DataFrame = pd.DataFrame(
     [[72.1, 77.4, 78.0, 77.4, 72.8], [47.9, 52.5, 52.4, 52.4, 44.7], [85.1, 85.6, 85.5, 85.2, 84.9],
@@ -134,41 +110,17 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "tau_inside": {"source": "TFF's Adagrad, the slides' rendering: sqrt(v + tau)", "methods": {
         "FedAdagrad": {"beta1": 0.9, "tau_inside_sqrt": True}}},
 }
-"""Four readings of the same names, as server-optimizer options (everything else: the paper's defaults,
-``bias_correction="none"``, ``initial_v="tau^2"``, tau outside the root).  Keras' Yogi ``beta2 = 0.999`` is
-TF-Addons' default (our choice: the source does not say); Flower's FedYogi has neither bias correction nor
-``v0 = tau^2`` (flwr ``strategy/fedyogi.py``: ``v`` starts at zeros)."""
-
-TORCH_ADAM = {"bias_correction": "keras", "initial_v": "zero"}
-"""Options that make FedAdam's server rule torch.optim.Adam's (with ``tau`` = torch's ``eps`` and the same
-``beta2``: torch's default is 0.999, the paper's 0.99).  The one
-difference left: torch adds eps to ``sqrt(v_hat)``, Keras' form to ``sqrt(v)``, i.e. fedcore's tau acts
-as ``eps sqrt(1 - beta2^t)`` in torch's units: the same iterates up to a relative ``O(eps / sqrt(v_hat))``."""
-TORCH_ADAGRAD = {"beta1": 0.0, "initial_v": "zero"}
-"""FedAdagrad without momentum and ``v0 = 0`` is torch.optim.Adagrad (``lr_decay = 0``, ``eps`` = tau) exactly."""
+"""Four readings of the names as server-optimizer options (the rest: the paper's).  Keras' Yogi ``beta2 = 0.999`` is
+TF-Addons' default (the source does not say); Flower's FedYogi starts ``v`` at zeros (flwr ``strategy/fedyogi.py``)."""
 
 
 def hyperparameters(task: str, method: str) -> dict[str, float]:
     """The paper's best values (``10**x`` of :data:`BEST_HYPERPARAMETERS`) as builder keywords:
-    ``client_lr``, ``server_lr`` and, for the adaptive methods, ``tau``; FedAvgM adds ``beta = 0.9``.
-
-    >>> hyperparameters("shakespeare", "FedAdam")
-    {'client_lr': 1.0, 'server_lr': 0.01, 'tau': 0.001}
-    """
-    check_choice("task", task, BEST_HYPERPARAMETERS)
+    ``client_lr``, ``server_lr`` and, for the adaptive methods, ``tau``; FedAvgM adds ``beta = 0.9``."""
     check_choice("method", method, METHODS)
-    values = dict(zip(("client_lr", "server_lr", "tau"), (10.0**x for x in BEST_HYPERPARAMETERS[task][method])))
-    if method == "FedAvgM":
-        values["beta"] = FEDAVGM_MOMENTUM
-    return values
-
-
-def paper_table() -> pd.DataFrame:
-    """Table 1 with its task names and metric column, for the notebook."""
-    table = TABLE1.copy()
-    table.insert(0, "metric", [TABLE1_METRIC[task] for task in table.index])
-    table.index = [PAPER_TASKS[task]["name"] for task in table.index]
-    return table
+    exponents = BEST_HYPERPARAMETERS[check_choice("task", task, BEST_HYPERPARAMETERS)][method]
+    values = dict(zip(("client_lr", "server_lr", "tau"), (10.0**x for x in exponents)))
+    return values | {"beta": 0.9} if method == "FedAvgM" else values
 
 
 # ------------------------------------------------------------------ the main text's claims, judged on our runs
@@ -176,28 +128,17 @@ def paper_table() -> pd.DataFrame:
 WITHIN = 0.5
 """'Within 0.5%' of the best: in Table 1's units (accuracy points; MSE x1000)."""
 LEARNED = 0.5
-"""A task enters the Table 1 claims only if most methods beat its trivial baseline by more than this, in Table 1's
-units (:func:`fedcore.experiments.claims.learned_something`)."""
+"""A task enters the Table 1 claims only if most methods beat its trivial baseline by more than this."""
 PLATEAU = 1.0
-"""ExpDecay is judged only where the constant-rate runs had plateaued when the schedule first cuts the client
-rate: their median gain from that round to the end of the run (:func:`fedcore.experiments.common.late_gain`, in
-accuracy points, mean over seeds) at most this.  Cutting the client rate of a run that is still climbing slows it,
-whatever the schedule would do at the paper's 1500 rounds."""
+"""ExpDecay is judged only where the constant-rate runs had plateaued at its cut: their median gain from there to the
+end (``common.late_gain``, accuracy points) at most this."""
 
 
 @dataclass(frozen=True)
 class Evidence:
-    """The tables the claims read, each with one column per seed (the same seeds: paired).
-
-    ``table1``: rows (task, method), Table 1's units (``experiment.score_table``); ``baselines``: per task, what
-    a model that learned nothing scores in those units (``Task.baseline``); ``convergence``: rows (task, method),
-    the rounds each run needed to reach its task's target (``experiment.convergence_table``); ``decay``: rows
-    (schedule ``"constant"`` or ``"ExpDecay"``, method) on ``decay_task``, with ``decay_gain`` per method what
-    its constant-rate runs still gained from ExpDecay's first cut to the end (accuracy points, mean over seeds),
-    the claim's gate (:data:`PLATEAU`); ``tuning``: per method, the grid's table of
-    :func:`fedcore.experiments.common.tune` (rows (client_lr, server_lr), a column per seed and their mean
-    ``"score"``, accuracy as a fraction).  ``scope`` is the :class:`Scope` of the Table 1 and Table 11 runs
-    (narrowed to the tasks each claim judged), ``tuning_scope`` the grids'."""
+    """What the claims read, one column per seed (paired): ``table1`` (``Results.scores()``) and its ``baselines``,
+    ``convergence``, ``decay`` (rows (schedule, method) on ``decay_task``; ``decay_gain``: :data:`PLATEAU`), the
+    grids' ``tuning``, and the ``scope`` of the Table 1 and 11 runs and the grids' ``tuning_scope``."""
 
     table1: pd.DataFrame | None = None
     baselines: Mapping[str, float] | None = None
@@ -205,17 +146,15 @@ class Evidence:
     decay: pd.DataFrame | None = None
     decay_task: str = "emnist_cr"
     decay_gain: Mapping[str, float] | None = None
-    tuning: Mapping[str, pd.DataFrame] | None = None
+    tuning: Tuning | None = None
     scope: Scope | None = None
     tuning_scope: Scope | None = None
 
 
-UNSTATED = Scope((), "?", None, ())
-"""The scope of evidence that gave none (a hand-made table)."""
+UNSTATED = Scope((), "?", None, ())  # the scope of evidence that gave none (a hand-made table)
 
 
 def _scope(scope: Scope | None, tasks: list[str] | tuple[str, ...]) -> Scope:
-    """``scope`` (:data:`UNSTATED` if None) narrowed to the ``tasks`` a claim judged."""
     return (scope or UNSTATED).narrowed(tasks)
 
 
@@ -224,9 +163,7 @@ def _higher(task: str) -> bool:
 
 
 def _informative(table: pd.DataFrame, baselines: Mapping[str, float] | None) -> list[str]:
-    """The tasks of ``table`` (rows (task, method), a column per seed) that say something about the methods'
-    order: most methods' mean beats the task's trivial baseline by more than :data:`LEARNED` (every task, where
-    no baseline is given)."""
+    """The tasks of ``table`` on which most methods' mean beats the trivial baseline by more than :data:`LEARNED`."""
     tasks = list(dict.fromkeys(table.index.get_level_values("task")))
     if baselines is None:
         return tasks
@@ -236,7 +173,6 @@ def _informative(table: pd.DataFrame, baselines: Mapping[str, float] | None) -> 
 
 
 def _best(table: pd.DataFrame, task: str, methods: Sequence[str]) -> str:
-    """The method of ``methods`` with the best mean over the seeds on ``task`` (a diverged seed never wins)."""
     means = table.loc[task].loc[[m for m in methods if m in table.loc[task].index]].mean(axis=1, skipna=False)
     return str(means.idxmax() if _higher(task) else means.idxmin())
 
@@ -248,21 +184,26 @@ def _untestable(e: Evidence, what: str) -> Judgement:
     return Judgement(what, NOT_TESTABLE, _scope(e.scope, []))
 
 
+def _per_task(e: Evidence, tasks: list[str], missing: str, check: Any, most: bool = False, end: str = "") -> Judgement:
+    """``check(task) -> (outcome, text)`` on each of ``tasks`` (none: not testable, for want of ``missing``)."""
+    if not tasks:
+        return _untestable(e, f"{NOTHING_LEARNED}, or {missing}")
+    checks = [check(task) for task in tasks]
+    return Judgement("; ".join(text for _, text in checks) + end, judge([outcome for outcome, _ in checks], most),
+                     _scope(e.scope, tasks))
+
+
 def _beat_fedavg(e: Evidence) -> Judgement:
-    """Per informative task, the best adaptive method (by mean) beats FedAvg on the same seeds by more than the
-    noise: every task must."""
+    """Per informative task, the best adaptive method beats FedAvg beyond the noise: every task must."""
     t = e.table1
     tasks = [] if t is None else [task for task in _informative(t, e.baselines)
                                   if "FedAvg" in t.loc[task].index and set(ADAPTIVE) & set(t.loc[task].index)]
-    if not tasks:
-        return _untestable(e, f"{NOTHING_LEARNED}, or no FedAvg and adaptive runs")
-    outcomes, shown = [], []
-    for task in tasks:
+
+    def check(task: str) -> tuple[str, str]:
         best = _best(t, task, ADAPTIVE)
         outcome, text = compare(t.loc[(task, best)], t.loc[(task, "FedAvg")], _higher(task))
-        outcomes.append(outcome)
-        shown.append(f"{task}: {best} - FedAvg {text} ({outcome})")
-    return Judgement("; ".join(shown), judge(outcomes), _scope(e.scope, tasks))
+        return outcome, f"{task}: {best} - FedAvg {text} ({outcome})"
+    return _per_task(e, tasks, "no FedAvg and adaptive runs", check)
 
 
 def within(task: str, best: float) -> float:
@@ -273,15 +214,13 @@ def within(task: str, best: float) -> float:
 
 
 def _near_best(e: Evidence) -> Judgement:
-    """Per informative task, FedAdam and FedYogi (each that ran) within 0.5% of the best method (by mean,
-    :func:`within`) beyond the noise; a task counts if both are; most tasks must."""
+    """Per informative task, FedAdam and FedYogi within 0.5% of the best (:func:`within`) beyond the noise; most
+    tasks must."""
     t = e.table1
     tasks = [] if t is None else [task for task in _informative(t, e.baselines)
                                   if {"FedAdam", "FedYogi"} & set(t.loc[task].index)]
-    if not tasks:
-        return _untestable(e, f"{NOTHING_LEARNED}, or no FedAdam/FedYogi runs")
-    outcomes, shown = [], []
-    for task in tasks:
+
+    def check(task: str) -> tuple[str, str]:
         best = _best(t, task, list(t.loc[task].index))
         margin = within(task, t.loc[(task, best)].mean())
         pair = [m for m in ("FedAdam", "FedYogi") if m in t.loc[task].index and m != best]
@@ -289,11 +228,9 @@ def _near_best(e: Evidence) -> Judgement:
         results = [outcome for outcome, _ in checks.values()]
         outcome = CONTRADICTED if CONTRADICTED in results else CONFIRMED if set(results) <= {CONFIRMED} \
             else WITHIN_NOISE
-        outcomes.append(outcome)
         others = ", ".join(f"{m} {text}" for m, (_, text) in checks.items())
-        shown.append(f"{task} (best {best}; {others or 'the pair is the best'}; within {_number(margin)}: "
-                     f"{outcome})")
-    return Judgement("; ".join(shown) + " (minus the best)", judge(outcomes, most=True), _scope(e.scope, tasks))
+        return outcome, f"{task} (best {best}; {others or 'the pair is the best'}; within {_number(margin)}: {outcome})"
+    return _per_task(e, tasks, "no FedAdam/FedYogi runs", check, most=True, end=" (minus the best)")
 
 
 def _number(value: float) -> str:
@@ -302,29 +239,23 @@ def _number(value: float) -> str:
 
 
 def _faster(e: Evidence) -> Judgement:
-    """Per informative task, the fastest adaptive method (fewest mean rounds to the task's target) reaches it in
-    fewer rounds than FedAvg on the same seeds, beyond the noise: every task must."""
+    """Per informative task, the fastest adaptive method needs fewer rounds to the target than FedAvg: every task."""
     c = e.convergence
     tasks = [] if c is None or e.table1 is None else [task for task in _informative(e.table1, e.baselines)
                                                       if task in c.index.get_level_values("task")]
-    if not tasks:
-        return _untestable(e, f"{NOTHING_LEARNED}, or no rounds to target")
-    outcomes, shown = [], []
-    for task in tasks:
+
+    def check(task: str) -> tuple[str, str]:
         rounds = c.loc[task]
         fastest = str(rounds.loc[[m for m in ADAPTIVE if m in rounds.index]].mean(axis=1).idxmin())
         outcome, text = compare(rounds.loc[fastest], rounds.loc["FedAvg"], higher_is_better=False, digits=0)
-        outcomes.append(outcome)
-        shown.append(f"{task}: {fastest} {rounds.loc[fastest].mean():.0f} vs FedAvg {rounds.loc['FedAvg'].mean():.0f} "
-                     f"rounds, fewer by {text} ({outcome})")
-    return Judgement("; ".join(shown), judge(outcomes), _scope(e.scope, tasks))
+        return outcome, (f"{task}: {fastest} {rounds.loc[fastest].mean():.0f} vs FedAvg "
+                         f"{rounds.loc['FedAvg'].mean():.0f} rounds, fewer by {text} ({outcome})")
+    return _per_task(e, tasks, "no rounds to target", check)
 
 
 def _decay_helps(e: Evidence) -> Judgement:
-    """Per method, ExpDecay's number beats the constant client rate's on ``decay_task`` on the same seeds (Table
-    11).  Where the constant-rate runs had not plateaued at the cut (median gain after it above :data:`PLATEAU`),
-    a cut that does not help every method beyond the noise is not held against the claim (the schedule cut a run
-    still climbing: not testable at this scale); one that does is evidence for it at any horizon."""
+    """Per method, ExpDecay beats the constant rate (Table 11).  Where the runs had not plateaued at the cut
+    (:data:`PLATEAU`), a cut that does not help every method is not held against the claim (not testable)."""
     d = e.decay
     if d is None or not {"constant", "ExpDecay"} <= set(d.index.get_level_values(0)):
         return _untestable(e, "no ExpDecay runs")
@@ -346,16 +277,14 @@ def _decay_helps(e: Evidence) -> Judgement:
 
 def _easier_to_tune(e: Evidence) -> Judgement:
     """Per pair of an adaptive and a non-adaptive method, the adaptive one has the larger share of good grid cells
-    on the same seeds, beyond the noise (Figures 2 and 6).  One threshold for every method and seed
-    (:func:`~fedcore.experiments.fedopt.tuning.good_threshold`: :data:`~fedcore.experiments.fedopt.tuning.NEAR_BEST`
-    below the best mean cell of all the grids)."""
-    tables = e.tuning or {}
+    (one threshold for all: ``tuning.good_threshold``) beyond the noise (Figures 2 and 6)."""
+    tables = {} if e.tuning is None else e.tuning.tables
     adaptive = [m for m in tables if m in ADAPTIVE]
     plain = [m for m in tables if m not in ADAPTIVE]
     if not adaptive or not plain:
         return Judgement("needs grids of an adaptive and a non-adaptive method", NOT_TESTABLE,
                          _scope(e.tuning_scope, []))
-    threshold = good_threshold({method: tuning_grid(table) for method, table in tables.items()})
+    threshold = good_threshold(heatmaps(e.tuning))
     shares = {m: good_shares(table, threshold) for m, table in tables.items()}
     checks = {(a, p): compare(shares[a], shares[p], scale=100, digits=0) for a in adaptive for p in plain}
     ours = (", ".join(f"{m} {100 * shares[m].mean():.0f}%" for m in tables) +
@@ -376,12 +305,11 @@ CLAIMS: tuple[Claim, ...] = (
     Claim("\"Easy to tune\" (slides, Summary; Figures 2 and 6): for the adaptive methods more learning-rate pairs "
           "do well", _easier_to_tune),
 )
-"""The claims, quoted from the slides with their source and how we read them, in the notebook's order."""
+"""The claims, quoted with their source and how we read them."""
 
 
 def claims_table(evidence: Evidence, claims: tuple[Claim, ...] = CLAIMS) -> pd.DataFrame:
-    """One row per claim: the claim, what our results show, the verdict, its scope and its number of seeds
-    (:func:`fedcore.experiments.claims.claims_table`)."""
+    """One row per claim: what our results show, the verdict, its scope and seeds (``claims.claims_table``)."""
     if not isinstance(evidence, Evidence):
         raise TypeError(f"evidence={type(evidence).__name__} must be a fedcore.experiments.fedopt.paper.Evidence")
     return shared_claims_table(evidence, claims)

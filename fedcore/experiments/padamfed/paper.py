@@ -1,15 +1,7 @@
 """What Yan, Zhang, Wang & Cao (*Problem-Parameter-Free Federated Learning*, ICLR 2025) report, and our verdicts on
-their claims, judged by the shared rules of :mod:`fedcore.experiments.claims`.
-
-We have the paper's slides and reviews, not its full text: a comparison of what each method's step sizes need
-(:data:`STEP_SIZE_TABLE`), two figures described in words (:data:`FIGURES`) and no table of results, so no number
-of the paper can be printed beside ours.  The claims (:data:`CLAIMS`) are judged on the notebook's
-:class:`Evidence`: the reparametrized and the heterogeneous quadratics (:mod:`~fedcore.experiments.padamfed.theory`),
-the untuned-against-tuned scores and the robustness tables (:mod:`~fedcore.experiments.padamfed.experiment`), each
-over three seeds.  Every check is a paired comparison over the seeds (:func:`fedcore.experiments.claims.compare`:
-it counts only beyond 2 standard errors), and the verdict comes from the checks' outcomes
-(:func:`fedcore.experiments.claims.judge`).  All claims are the slides' (the main text was not reachable).
-"""
+their claims (:data:`CLAIMS`) by the shared rules of :mod:`fedcore.experiments.claims`.  We have the slides, not the
+main text: what each method's step sizes need (:data:`STEP_SIZE_TABLE`), two figures described in words
+(:data:`FIGURES`) and no table of results, so no number of the paper can be printed beside ours."""
 
 from __future__ import annotations
 
@@ -22,8 +14,7 @@ import pandas as pd
 
 from fedcore.experiments.claims import CONFIRMED, NOT_TESTABLE, OUTCOMES, Claim, Judgement, Scope, compare, judge
 from fedcore.experiments.claims import claims_table as shared_claims_table
-from fedcore.experiments.common import mean_over_seeds, span_points
-from fedcore.experiments.padamfed.experiment import NEAR_BEST, PARAMETER_FREE
+from fedcore.experiments.padamfed.experiment import PARAMETER_FREE, good_points
 from fedcore.experiments.padamfed.theory import (
     HETEROGENEITY_NAME,
     REPARAMETRIZED_NAME,
@@ -58,46 +49,32 @@ STEP_SIZE_TABLE = pd.DataFrame(
 """The slides' "Comparisons with Prior Work" (BDH: bounded data heterogeneity, BHD: bounded Hessian
 dissimilarity, BG: bounded gradients).  The first five rows are without variance reduction, the last three with."""
 
-FIGURES = {
-    "untuned vs tuned": "Figure 1: test accuracy against rounds on CIFAR-10 (ResNet-18, Dir(0.5)); 'our approach "
-                        "achieves state-of-the-art performance while eliminating the tedious stepsize tuning'; "
-                        "baselines 'perfectly tuned by grid search'",
-    "robustness": "Figure 2: test accuracy against the learning rate on EMNIST (3-layer RNN, Dir(1)); 'superior "
-                  "robustness to stepsize selection, maintaining stable performance across a significantly wider "
-                  "range of learning rates'",
-}
-"""The slides' two experiment figures, as the slides describe them (no numbers are given)."""
-HERE = {
-    "untuned vs tuned": "section 3: Fashion-MNIST stand-in, MLP, Dir(1), two horizons, three seeds, baselines tuned "
-                        "on a stated grid; CIFAR-10 only at SCALE=paper, as a demonstration",
-    "robustness": "section 4: the same stand-in, multipliers 1/100 to 100 in decades, two readings, three seeds",
-}
-"""Where the notebook sets each figure's experiment, and how ours differs."""
-
-
-def figures_table() -> pd.DataFrame:
-    """The slides' figures (:data:`FIGURES`) beside where the notebook reproduces each (:data:`HERE`)."""
-    return pd.DataFrame({"the paper (slides)": list(FIGURES.values()), "here": [HERE[name] for name in FIGURES]},
-                        index=list(FIGURES))
+FIGURES = pd.DataFrame({
+    "the paper (slides)": {
+        "untuned vs tuned": "Figure 1: test accuracy against rounds on CIFAR-10 (ResNet-18, Dir(0.5)); 'our approach "
+                            "achieves state-of-the-art performance while eliminating the tedious stepsize tuning'; "
+                            "baselines 'perfectly tuned by grid search'",
+        "robustness": "Figure 2: test accuracy against the learning rate on EMNIST (3-layer RNN, Dir(1)); 'superior "
+                      "robustness to stepsize selection, maintaining stable performance across a significantly "
+                      "wider range of learning rates'"},
+    "here": {
+        "untuned vs tuned": "section 3: Fashion-MNIST stand-in, MLP, Dir(1), two horizons, three seeds, baselines "
+                            "tuned on a stated grid; CIFAR-10 only at SCALE=paper, as a demonstration",
+        "robustness": "section 4: the same stand-in, multipliers 1/100 to 100 in decades, two readings, three seeds"},
+})
+"""The slides' two experiment figures as they describe them (no numbers), beside where and how we run each."""
 
 
 # ------------------------------------------------------------------ the claims
 
 KEEPS_UP = 0.03
 """'State-of-the-art performance': a score within three points of the best tuned baseline."""
-THEOREM_1 = ("(1/T) sum_t E||grad f(theta^t)|| = O((Delta + L + sigma + sqrt(L sigma)) / (S K T)^(1/4) "
-             "+ (sqrt(S K sigma) + L) / sqrt(T))")
-"""Theorem 1's bound, as the slides print it (no heterogeneity constant appears)."""
 
 
 @dataclass(frozen=True)
 class Evidence:
-    """What the claims are judged on.  ``scores``: per stand-in task, the score of every method at multiplier 1
-    (rows methods, columns seeds); ``robustness``: per task, ``{reading: table}`` (rows multipliers, columns
-    (method, seed)); ``reparametrization`` and ``heterogeneity``: the quadratics' gradient ratios
-    (:mod:`~fedcore.experiments.padamfed.theory`: rows ``a`` or the level, columns (method, seed)); ``smoothness``:
-    the scaled-f table (one seed, invariant by construction).  ``scope`` is the stand-in runs'
-    :class:`~fedcore.experiments.claims.Scope`, ``quadratics_scope`` the quadratics'."""
+    """What the claims are judged on: per task, the ``scores`` at multiplier 1 (``Results.scores().loc[task]``) and
+    the ``robustness`` tables (``{reading: table}``); the quadratics' gradient ratios; what the runs rest on."""
 
     scores: Mapping[str, pd.DataFrame]
     robustness: Mapping[str, Mapping[str, pd.DataFrame]]
@@ -122,8 +99,7 @@ def _halves(ratios: pd.Series) -> str:
 
 
 def _ratio_text(table: pd.DataFrame, method: str) -> str:
-    means = mean_ratios(table)[method]
-    return ", ".join(f"{index:.3g}: {value:.2g}" for index, value in means.items())
+    return ", ".join(f"{index:.3g}: {value:.2g}" for index, value in mean_ratios(table)[method].items())
 
 
 def _quadratic_claim(table: pd.DataFrame | None, methods: Sequence[str], what: str, scope: Scope | None,
@@ -131,8 +107,8 @@ def _quadratic_claim(table: pd.DataFrame | None, methods: Sequence[str], what: s
     if table is None:
         return Judgement("no quadratic runs", NOT_TESTABLE, _scope(scope, []))
     outcomes = {(m, row): _halves(table.loc[row, m]) for m in methods for row in table.index}
-    passed = {m: [row for row in table.index if outcomes[(m, row)] == CONFIRMED] for m in methods}
-    parts = [f"{m} (ratio by {what}: {_ratio_text(table, m)}) at most {TARGET:g} at {len(passed[m])} of "
+    passed = {m: sum(outcomes[(m, row)] == CONFIRMED for row in table.index) for m in methods}
+    parts = [f"{m} (ratio by {what}: {_ratio_text(table, m)}) at most {TARGET:g} at {passed[m]} of "
              f"{len(table.index)}" for m in methods]
     parts += [f"{m}: {_ratio_text(table, m)}" for m in others if m in table.columns.get_level_values(0)]
     scope = _scope(scope)
@@ -179,9 +155,8 @@ def _wider(reading: str) -> Callable[[Evidence], Judgement]:
         for task, tables in e.robustness.items():
             if reading not in tables:
                 continue
-            table = tables[reading]
-            methods = list(mean_over_seeds(table).columns)
-            points = {m: [span_points(table[m][seed], NEAR_BEST) for seed in table[m]] for m in methods}
+            points = good_points(tables[reading])
+            methods = list(points)
             for ours in (m for m in PARAMETER_FREE if m in methods):
                 pairs = []
                 for other in (m for m in methods if m not in PARAMETER_FREE):
@@ -212,6 +187,5 @@ CLAIMS: tuple[Claim, ...] = (
 
 
 def claims_table(evidence: Evidence, claims: tuple[Claim, ...] = CLAIMS) -> pd.DataFrame:
-    """One row per claim: the claim (the slides': "claim (slides)"), what our results show, the verdict, its scope
-    and its number of seeds (:func:`fedcore.experiments.claims.claims_table`)."""
+    """One row per claim (:func:`fedcore.experiments.claims.claims_table`, the claims the slides')."""
     return shared_claims_table(evidence, claims, source="slides")
