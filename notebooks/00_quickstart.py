@@ -27,8 +27,8 @@
 # Every number and figure below comes from `fedcore`; the notebook defines no training loop and no algorithm.
 #
 # **Parameters.** The next cell holds everything a reader may want to change. `SCALE` picks the size of the
-# experiment: `smoke` (CI, well under a minute), `small` (a laptop CPU, minutes: what you see here) or `paper`
-# (a CNN and more rounds, for a GPU: pass `-p DEVICE cuda`). Rerun with other values with papermill, e.g.
+# experiment: `smoke` (CI, well under a minute), `small` (a laptop CPU, minutes: what you see here), `medium` (as
+# `small` here) or `paper` (a CNN and more rounds, for a GPU: pass `-p DEVICE cuda`). Rerun with papermill, e.g.
 # `papermill 00_quickstart.ipynb out.ipynb -p SCALE smoke -p SEED 1`. Finished training runs are kept in a results
 # store (`fedcore.store`), so a rerun with the same settings reads them back instead of training again;
 # `-p STORE off` recomputes.
@@ -190,8 +190,8 @@ plots.savefig(ax.figure, "00_label_distribution.png", FIGURES)
 # - **SCAFFOLD** (Karimireddy et al., ICML 2020): each client corrects its local gradient by control variates,
 #   $g_i(y) - c_i + c$, to cancel the drift of its local steps toward its own optimum; the server takes the FedAvg step.
 #
-# `smoke` and `small` train a logistic regression and a one-hidden-layer MLP on the CPU; `paper` trains Reddi et
-# al.'s CNN.
+# `smoke` trains a logistic regression, `small` and `medium` (the same) a one-hidden-layer MLP, on the CPU; `paper`
+# trains Reddi et al.'s CNN.
 
 # %%
 model = fedcore.models.make(model_name, (1, 28, 28), data.num_classes, seed=SEED, **model_options)

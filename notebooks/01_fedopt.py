@@ -167,7 +167,7 @@ by_method = {method: {theory.VARIED[name]: theory.scaling(task, name, values, se
 tables = by_method["FedAdam"]
 scaling = figures.ScalingDisplay.from_tables(by_method).plot()
 plots.savefig(scaling.figure_, "01_corollary_scaling.png", FIGURES)
-scaling.slopes.round(3).rename_axis("fitted exponent")
+scaling.slopes.round(3).rename_axis(index="method", columns="fitted exponent")
 
 # %% [markdown]
 # The rate's $-1/2$ is the exponent of an upper bound, and of its first two terms only; the other two (above)
@@ -282,7 +282,7 @@ readings = figures.VariantsDisplay.from_runs({
     variant: {method: fedcore.simulate(live, build(), **variant_options)
               for method, build in experiment.paper_builders("emnist_cr", variant=variant).items()}
     for variant in paper.VARIANTS})
-readings.scores.round(2)
+readings.scores.round(2).astype(object).fillna("")  # empty: a reading without that method
 
 # %%
 plots.savefig(readings.plot().figure_, "01_fedadam_variants.png", FIGURES)
@@ -353,14 +353,14 @@ experiment.hyperparameter_table(list(tasks))
 # Table 1 beside ours (columns `fedcore`), the methods in the paper's order, each row in Table 1's unit (% accuracy;
 # for the autoencoder the MSE x1000, lower is better): ours the mean ± standard deviation over the seeds, with
 # what a model that learned nothing scores on our test set (`trivial baseline`: the most frequent class or next
-# character; for the autoencoder, predicting the mean image). Medium's recorded numbers, with Shakespeare's row,
-# appear beside these once `make run SCALE=medium` has written them:
+# character; for the autoencoder, predicting the mean image); medium adds Shakespeare's row:
 
 # %%
 scores = results.scores()  # (task, method) x seed, Table 1's units
 baselines = {name: task.baseline for name, task in tasks.items()}  # in Table 1's units
-table1 = experiment.table1_beside(results)
-records.beside(table1, "01_fedopt", "table1")
+table1 = experiment.table1_beside(results)  # recorded as "table1" in section 7
+print(records.status("01_fedopt", "table1"))
+records.beside(table1, "01_fedopt", "table1", label=f"ours, {SCALE}")
 
 # %% [markdown]
 # Every seed's score (dots) and their mean (ticks): how far apart the methods are, beside how far one method
@@ -513,7 +513,7 @@ builders = {tau: experiment.grid_builders(tau) for tau in taus}  # FedAvg's and 
 tunings = {tau: experiment.tune(grid_task, builders[tau], {method: grid for method in builders[tau]}, grid_seeds,
                                 store=store) for tau in taus}  # a common.Tuning per tau
 grids_by_tau = {tau: tuning.heatmaps(tunings[tau]) for tau in taus}  # each method's mean scores as a heat map
-heatmaps = figures.HeatmapsDisplay.from_tuning(tunings[TAU]).plot()  # one threshold for every method
+heatmaps = figures.HeatmapsDisplay.from_grids(grids_by_tau[TAU]).plot()  # one threshold for every method
 grids, threshold = heatmaps.grids, heatmaps.threshold
 plots.savefig(heatmaps.figure_, "01_tuning_heatmaps.png", FIGURES)
 

@@ -39,16 +39,16 @@
 # 2. lets you move $S$, $K$, $T$ and the multiplier (on either reading) and see the step sizes and a live run;
 # 3. runs PAdaMFed and PAdaMFed-VR **untuned** against FedAvg, SCAFFOLD, SCAFFOLD-M and SCAFFOLD-M-VR **tuned** by
 #    a grid search, on Fashion-MNIST as the stand-in for the slides' EMNIST experiment, at two horizons (one with
-#    $T \gg SK$), three seeds each; and sets the readings of the algorithm the text leaves open beside each other;
+#    $T \gg SK$); and sets the readings of the algorithm the text leaves open beside each other;
 # 4. draws the robustness figure: accuracy against a learning-rate multiplier over four decades, both readings;
 # 5. says how CIFAR-10 runs at `paper` scale (a demonstration);
 # 6. sets the slides' claims beside our measurements, with verdicts that know the spread over seeds, and says
 #    what differs.
 #
 # **Parameters.** `SCALE` is `smoke` (CI, about a minute), `small` (a 2-core CPU, the time is printed at the end:
-# what you see here), `medium` (5 seeds, 200 and 1,000 rounds: about an hour; its tables are recorded under
-# `results/medium/` and shown beside small's) or `paper` (500 and 3,000 rounds, and CIFAR-10 where torchvision has
-# the files; for a GPU).
+# what you see here), `medium` (5 seeds, 200 and 1,000 rounds: about an hour; it records four tables under
+# `results/medium/`, and its accuracy table is shown beside small's) or `paper` (500 and 3,000 rounds, and CIFAR-10
+# where torchvision has the files; for a GPU).
 # Rerun with, e.g., `papermill 02_padamfed.ipynb out.ipynb -p SCALE small -y "SEEDS: [3, 4, 5]"`. Finished runs
 # are kept in the results store (`fedcore.store`), so a rerun recomputes only what changed; `-p STORE off`
 # recomputes everything.
@@ -59,7 +59,7 @@ import os
 SCALE = os.environ.get("FEDCORE_SCALE", "small")  # smoke | small | medium | paper
 DEVICE = "cpu"  # "cuda" on a GPU
 PARTITION_SEED = 0  # the data partition and the kept test samples: the same for every run
-SEEDS = None  # None: the scale's seeds (0, 1, 2); each seed draws a run's initial model, client sampling, minibatches
+SEEDS = None  # None: the seeds of the scale (0, 1, 2 at small); each draws the initial model, client sampling, minibatches
 FEDAVG_LR = 0.1  # the one client rate FedAvg and SCAFFOLD use on the scaled and reparametrized quadratics
 PROGRESS = False  # tqdm progress bars during training
 STORE = os.environ.get("FEDCORE_STORE", "")  # results store: "" build/store.sqlite, "off" none, or a file path
@@ -293,11 +293,11 @@ display(padamfed_explorer)
 #   theorems are written for. It runs the four methods without variance reduction (the claims are PAdaMFed's, and a
 #   variance-reduced step costs two gradients).
 #
-# Every run is repeated over three seeds (initial model, client sampling, minibatches), and a run's score is its mean
-# test accuracy over its last four evaluations (`common.window_score`). The test set is 2,000 of Fashion-MNIST's
-# test images, drawn once; its "trivial baseline" is the share of its most frequent class, what a model that
-# learned nothing scores. PAdaMFed and PAdaMFed-VR run at their theorems' step sizes for each horizon's $S$, $K$,
-# $T$:
+# At `small`, every run is repeated over three seeds (initial model, client sampling, minibatches) and the test set
+# is 2,000 of Fashion-MNIST's test images, drawn once; a run's score is its mean test accuracy over its last four
+# evaluations (`common.window_score`). The test set's "trivial baseline" is the share of its most frequent class,
+# what a model that learned nothing scores. PAdaMFed and PAdaMFed-VR run at their theorems' step sizes for each
+# horizon's $S$, $K$, $T$:
 
 # %%
 tasks = experiment.tasks(scale, partition_seed=PARTITION_SEED, device=DEVICE)  # {name: common.Task}
@@ -337,7 +337,7 @@ for name, tuning in tunings.items():
           + (", ".join(f"{m} ({', '.join(k)})" for m, k in edges.items()) or "none"))
 tuned = pd.DataFrame({(name, method): point for name, tuning in tunings.items()
                       for method, point in tuning.chosen.items()}).T
-tuned
+tuned.astype(object).fillna("")  # empty: a hyperparameter the method does not have
 
 # %%
 points = {name: experiment.points(task, tunings[name].chosen) for name, task in tasks.items()}  # theorems' or tuned
@@ -347,7 +347,8 @@ curves = common_figures.CurvesDisplay.from_results(results, "test_accuracy", sca
 plots.savefig(curves.plot(label="test accuracy (%)", order=experiment.METHODS).figure_,  # one style per method
               "02_accuracy_over_rounds.png", FIGURES)
 accuracy = results.mean_sd(scale=100).reindex(experiment.METHODS).rename_axis("score (%), mean ± sd over seeds")
-records.beside(accuracy, "02_padamfed", "accuracy")
+print(records.status("02_padamfed", "accuracy"))
+records.beside(accuracy.fillna("not run"), "02_padamfed", "accuracy", label=f"ours, {SCALE}")
 
 # %% [markdown]
 # The curves are the mean over the seeds with a band of one standard deviation. Section 6 sets each untuned method
@@ -379,12 +380,12 @@ with pd.option_context("display.max_colwidth", None):
 #
 # ## 4. Robustness to the learning rate (the slides' second figure)
 #
-# Each method's step sizes multiplied from its own default (the theorems' for PAdaMFed and PAdaMFed-VR, the tuned
-# values for the baselines) by decades from 1/100 to 100, on both horizons, three seeds each. The slides do not say
-# which rates their x-axis moves, so two readings, side by side: **every rate** multiplies every learning rate a
-# method has ($\eta$ and $\gamma$; FedAvg's and SCAFFOLD's one client rate), **local rate** multiplies $\eta$ alone.
-# Under the second, PAdaMFed's and SCAFFOLD-M's server step stays $\gamma$ (their $\bar g$ divides by $\eta$); only
-# how far the clients walk each round changes. FedAvg and SCAFFOLD have one rate and run the same in both.
+# Each method's step sizes multiplied from its own default (the theorems' for PAdaMFed and PAdaMFed-VR, the tuned values
+# for the baselines) by decades from 1/100 to 100, on both horizons, three seeds each at `small`. The slides do not say
+# which rates their x-axis moves, so two readings, side by side: **every rate** multiplies every learning rate a method
+# has ($\eta$ and $\gamma$; FedAvg's and SCAFFOLD's one client rate), **local rate** multiplies $\eta$ alone. Under the
+# second, PAdaMFed's and SCAFFOLD-M's server step stays $\gamma$ (their $\bar g$ divides by $\eta$); only how far the
+# clients walk each round changes. FedAvg and SCAFFOLD have one rate and run the same in both.
 #
 # **The good range** of a method is the contiguous run of multipliers around 1 (the default a user gets) whose mean
 # score over the seeds lies within three points of the method's best mean; "none" when 1 itself is not. The grid's
@@ -421,9 +422,9 @@ rows = {}
 for name, tables in robustness.items():
     means = common.mean_over_seeds(tables["every rate"])
     for method in (m for m in experiment.PARAMETER_FREE if m in means):
-        rows[(name, method)] = {"untuned (x1)": means.loc[1.0, method], "best multiplier": means[method].idxmax(),
-                                "at its best": means[method].max(),
-                                "gain": means[method].max() - means.loc[1.0, method]}
+        rows[(name, method)] = {"untuned x1 (%)": 100 * means.loc[1.0, method],
+                                "best multiplier": means[method].idxmax(), "at its best (%)": 100 * means[method].max(),
+                                "gain (points)": 100 * (means[method].max() - means.loc[1.0, method])}
 pd.DataFrame(rows).T.map(lambda v: f"{v:.3g}")
 
 # %% [markdown]
@@ -508,10 +509,10 @@ print(f"notebook ran in {(time.perf_counter() - started) / 60:.1f} min at SCALE=
 #   first round's clients instead); PAdaMFed-VR's server momentum is line 16, which the slides do not give for it
 #   (section 3 shows the clients' mean direction instead). SCAFFOLD-M and SCAFFOLD-M-VR are PAdaMFed's recursion
 #   without the normalization, as the slides' comparison describes them, not Cheng et al.'s code.
-# - **Tuning.** Our grids (five learning rates per baseline, three momenta for SCAFFOLD-M), each point over three
-#   seeds and scored on the test set: generous to the baselines. The paper's grids are unknown.
+# - **Tuning.** Our grids (five learning rates per baseline, three momenta for SCAFFOLD-M), each point over every
+#   seed and scored on the test set: generous to the baselines. The paper's grids are unknown.
 # - **The multiplier.** Which rates the slides multiplied is unknown; both readings are judged. Our grid has one
 #   point per decade.
 # - **The quadratics' pass rule** (a ratio of at most 0.5 after 200 rounds) is ours: the theorems bound an average
 #   gradient norm up to constants, not a ratio at a fixed $T$.
-# - **Seeds.** Three seeds per run; rerun with `-y "SEEDS: [3, 4, 5]"`.
+# - **Seeds.** Three seeds per run at `small`; rerun with `-y "SEEDS: [3, 4, 5]"`.

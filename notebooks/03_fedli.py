@@ -42,9 +42,10 @@
 #
 # **Parameters.** `SCALE` is `smoke` (CI, under a minute), `small` (a 2-core CPU; what you see here: 7 minutes or so
 # from an empty results store, printed at the end), `medium` (5 seeds, 100 rounds: about an hour; its tables are
-# recorded under `results/medium/` and shown beside small's) or `paper` (500 rounds, every task; for a GPU). Rerun with, e.g.,
-# `papermill 03_fedli.ipynb out.ipynb -p SCALE small -y "SEEDS: [3, 4, 5]"`. Finished runs are kept in the results
-# store (`fedcore.store`), so a rerun recomputes only what changed; `-p STORE off` recomputes everything.
+# recorded under `results/medium/`, and Table 1 is shown beside small's) or `paper` (500 rounds, every task; for a
+# GPU). Rerun with, e.g., `papermill 03_fedli.ipynb out.ipynb -p SCALE small -y "SEEDS: [3, 4, 5]"`. Finished
+# runs are kept in the results store (`fedcore.store`), so a rerun recomputes only what changed; `-p STORE off`
+# recomputes everything.
 
 # %% tags=["parameters"]
 import os
@@ -145,7 +146,7 @@ print(inspect.getsource(FedLiLS.server_round))
 # over [...] and [...] and dividing by [...] Using [...] and taking expectations keeping [...] fixed"*. Summing
 # client $i$'s condition $f_i(x_{i,k+1}) \le f_i(x_{i,k}) - c\,\eta\,\|g\|^2$ over the clients bounds
 # $\sum_i w_i f_i$ at the clients' **own** points $x_{i,k}$; that is the global objective $f$ at one point only when
-# those points coincide. The right panel below is where they do not.
+# those points coincide. The middle and right panels below are where they do not.
 
 # %%
 shared = objectives.shared_clients()
@@ -281,9 +282,10 @@ label = {"femnist": "FEMNIST (ours: Fashion-MNIST stand-in)", "shakespeare": "Sh
 missing = "—"  # runs at paper scale only
 cells1, cells2 = (table1.mean_sd(metric, digits=digits).loc[list(paper.METHODS)]  # methods by tasks, "mean ± sd"
                   for metric, digits in ((None, 2), ("train_loss", 3)))
-display(paper.beside(cells1, paper.TABLE1, label, missing).rename_axis("Table 1: test accuracy (%)"))
-display(paper.beside(cells2, paper.TABLE2, label, missing).rename_axis("Table 2: training loss"))
-records.beside(cells1, "03_fedli", "table1").rename_axis("Table 1 beside the medium run's record")
+shown1 = paper.beside(cells1, paper.TABLE1, label, missing).rename_axis("Table 1: test accuracy (%)")
+print(records.status("03_fedli", "table1"))
+display(records.beside(shown1, "03_fedli", "table1", label=f"ours, {SCALE}"))
+paper.beside(cells2, paper.TABLE2, label, missing).rename_axis("Table 2: training loss")
 
 # %%
 for name, task in tasks.items():
@@ -540,7 +542,7 @@ evidence = paper.Evidence(gaps, bound, convex, theory.remark2_line_search(), acc
                           rates={"tables": rates["tables"], paper.LONG: rates["long"]}, tuned_rates=tuned,
                           constants=constants, constant_settings=experiment.CONSTANTS, scale=SCALE, scopes=scopes)
 claims = paper.claims_table(evidence)
-records.record({"claims": claims, "table1": cells1, "table2": cells2, "spans": span_widths}, "03_fedli", SCALE)
+records.record({"claims": claims, "table1": shown1, "table2": cells2, "spans": span_widths}, "03_fedli", SCALE)
 with pd.option_context("display.max_colwidth", None):
     display(claims)
 print(f"notebook ran in {(time.perf_counter() - started) / 60:.1f} min at SCALE={SCALE}")

@@ -375,7 +375,7 @@ print(inspect.getsource(experiment.make_builders))
 experiment.grid_table()
 
 # %% [markdown]
-# The hyperparameters each algorithm runs with, per setting:
+# The hyperparameters each algorithm runs with, per setting (`*`: at an end of its grid):
 
 # %%
 seeds, grids = scale.seeds_or(), common.grids_at(SCALE, experiment.GRIDS)
@@ -400,8 +400,8 @@ results = functools.reduce(operator.or_, [
     experiment.run(task, common.bind(experiment.make_builders(task, scale), chosen[name]), seeds, store=store,
                    progress=PROGRESS) for name, task in tasks.items()])
 runs = [history for by_method in results.values() for histories in by_method.values() for history in histories]
-print(f"{sum(history.stored for history in runs)} of {len(runs)} runs read from the results store, the others "
-      "computed")
+print(f"{sum(history.stored for history in runs)} of {len(runs)} runs read from the results store, "
+      f"{sum(not history.stored for history in runs)} computed")
 
 # %%
 curves = MetricsDisplay.from_results(results, {
@@ -425,7 +425,9 @@ print(f"score window: {common.window_rounds(tasks['low'].settings)}")
 loss, accuracy = results.scores("train_loss"), results.scores()
 accuracy_table = results.mean_sd(scale=100, digits=1).rename(columns=lambda c: f"test accuracy %, {c} (mean ± sd)")
 loss_table = results.mean_sd("train_loss", digits=3).rename(columns=lambda c: f"train loss, {c} (mean ± sd)")
-display(records.beside(accuracy_table, "04_fafed", "accuracy"))
+accuracy_table.columns.name = loss_table.columns.name = "setting"
+print(records.status("04_fafed", "accuracy"))
+display(records.beside(accuracy_table, "04_fafed", "accuracy", label=f"ours, {SCALE}"))
 display(loss_table)
 diverged = results.diverged()
 print("no run diverged" if diverged.empty else diverged)

@@ -279,13 +279,17 @@ def test_a_recorded_table_reads_back_with_its_commit_and_date(tmp_path) -> None:
                          index=pd.MultiIndex.from_tuples([("cr", "a"), ("ae", "b")], names=["task", "row"]))
     assert records.record({"table1": table}, "01_fedopt", "small", root=tmp_path) == []  # small shows, not records
     assert records.recorded("01_fedopt", "table1", root=tmp_path) is None
+    assert records.beside(table, "01_fedopt", "table1", root=tmp_path) is table  # nothing beside it yet
+    assert records.status("01_fedopt", "table1", root=tmp_path).startswith("medium: not recorded yet")
     [path] = records.record({"table1": table}, "01_fedopt", "medium", root=tmp_path)
     assert path == tmp_path / "medium" / "01_fedopt" / "table1.csv"
     found = records.recorded("01_fedopt", "table1", root=tmp_path)
     pd.testing.assert_frame_equal(found.table, table, check_dtype=False)
     assert found.commit == records.commit() and found.label.startswith(f"ours, medium, commit {found.commit} (")
-    shown = records.beside(table, "01_fedopt", "table1", root=tmp_path)
-    assert list(shown.columns.get_level_values(0).unique()) == ["ours", found.label]
+    shown = records.beside(table, "01_fedopt", "table1", label="ours, small", root=tmp_path)
+    assert list(shown.columns.get_level_values(0).unique()) == ["ours, small", found.label]
+    assert records.status("01_fedopt", "table1", root=tmp_path) == \
+        f"medium: recorded at commit {found.commit} on {found.date}, shown beside ours"
     with pytest.raises(ValueError, match="notebook='../x' must be a plain file name"):
         records.record({"t": table}, "../x", "medium", root=tmp_path)
     with pytest.raises(ValueError, match="scale='huge'"):

@@ -169,7 +169,7 @@ def test_scores_tables_and_costs_by_hand(femnist) -> None:
     cost = experiment.line_search_cost(results["femnist"])
     assert cost.loc["FedLi-LS", "relative to FedAvg"] == pytest.approx(3.0)  # the median of 3, 1 and 5
     assert cost.loc["FedLi-LS", "seconds per round"] == 3.0 and cost.loc["FedAvg", "relative to FedAvg"] == 1.0
-    assert cost.loc["FedLi-LS", "loss evaluations per step"] == 2.0 and cost.loc["FedLi-LS", "max"] == 2.0
+    assert cost.loc["FedLi-LS", "loss evaluations per step"] == 2.0 and cost.loc["FedLi-LS", "client step max"] == 2.0
     assert math.isnan(cost.loc["FedAvg", "loss evaluations per step"])
     with pytest.raises(ValueError, match="needs FedAvg's runs"):
         experiment.line_search_cost({"FedLi-LS": ls})
@@ -250,7 +250,8 @@ def test_span_table_by_hand() -> None:
     rates = pd.concat({"FedAvg": default_good}, axis=1)
     assert common.best_value(rates, "FedAvg") == 0.1 == common.best_value(default_good)
     best = experiment.at_best({"a": default_good, "b": default_bad}, "a")
-    assert best.loc["b", "at its best value"] == 0.001 and best.loc["b", "accuracy (%, mean ± sd)"] == "80.00 ± 0.00"
+    assert best.loc["b", "best value (client lr; DFW eta in its row)"] == 0.001
+    assert best.loc["b", "accuracy (%, mean ± sd)"] == "80.00 ± 0.00"
     column = "minus a (points, mean ± 2 SE)"
     assert best.loc["b", column] == "+2.00 ± 0.00 (confirmed)" and best.loc["a", column] == "-"
     with pytest.raises(ValueError, match="reference='c' is not one of the tables"):

@@ -467,9 +467,11 @@ def test_settings_and_hyperparameters_shown_beside_the_papers():
     task = _smoke("emnist_cr")["emnist_cr"]
     beside = experiment.settings_beside(common.Results({"emnist_cr": {}}, (0,), {"emnist_cr": task}))
     row = beside.loc["EMNIST CR"]
-    assert row[("paper", "rounds")] == 1500 and row[("ours", "rounds")] == task.settings["rounds"]
-    assert row[("paper", "local_epochs")] == 1 and row[("ours", "batch_size")] == 20 == row[("paper", "batch_size")]
-    assert row[("ours", "local_steps")] == 2 and row[("ours", "model")] == task.model_label
+    assert row[("rounds", "paper")] == 1500 and row[("rounds", "ours")] == task.settings["rounds"]
+    assert row[("K", "paper")] == "1 epoch" and row[("B", "ours")] == 20 == row[("B", "paper")]
+    assert row[("K", "ours")] == 2 and row[("model", "ours")] == task.model_label
+    assert list(beside.columns)[:8:2] == [(label, "paper") for label in ("clients per round", "rounds", "K", "B")]
+    assert list(beside.columns)[8:] == [("eval every", "ours"), ("weighting", "ours"), ("model", "ours")]
     table = experiment.hyperparameter_table(["emnist_cr"])
     assert table.loc[("EMNIST CR", "FedAdam"), "server lr"] == "10^-2.5 = 0.00316"  # Table 1's best, log10 -2.5
     assert table.loc[("EMNIST CR", "FedAvg"), "tau"] == "" and len(table) == 5

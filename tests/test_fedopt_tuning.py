@@ -71,7 +71,7 @@ def test_tuning_grid_is_the_runs_metric_server_rates_on_top() -> None:
     evaluated = run.frame["test_accuracy"].dropna()
     assert task.score(run) == pytest.approx(evaluated[evaluated.index > 0].iloc[-4:].mean())
     assert tuned.chosen["FedAdam"] == dict(zip(("client_lr", "server_lr"), grid.stack().idxmax()[::-1]))
-    shown = figures.HeatmapsDisplay.from_tuning(tuned)
+    shown = figures.HeatmapsDisplay.from_grids(tuning.heatmaps(tuned))
     assert shown.grids["FedAdam"].equals(grid) and shown.threshold == pytest.approx(grid.max().max() - 0.02)
 
 

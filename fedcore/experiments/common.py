@@ -47,8 +47,7 @@ from fedcore.run import simulate, simulate_runs
 from fedcore.store import Store
 from fedcore.sweeps import sweep
 
-SCORE_EVALUATIONS = 4
-"""A run's score averages its metric over this many last evaluations (of the full test set)."""
+SCORE_EVALUATIONS = 4  # a run's score averages its metric over this many last evaluations (of the full test set)
 ROUND_SETTINGS = ("rounds", "clients_per_round", "local_steps", "batch_size", "eval_every", "weighting")
 
 Builder = Callable[..., Any]
@@ -100,8 +99,7 @@ class Scale:
 
 
 def scale_at(scales: Mapping[str, Scale], scale: str | Scale) -> Scale:
-    """A paper's :class:`Scale` named ``scale`` (a notebook's ``SCALE``, checked against ``scales``), or ``scale``
-    itself when it is one."""
+    """``scales[scale]`` (a notebook's ``SCALE``, checked), or ``scale`` itself when it is a :class:`Scale`."""
     return scale if isinstance(scale, Scale) else check_scale(scale, scales)
 
 

@@ -16,10 +16,8 @@ import pandas as pd
 
 from fedcore.checks import check_choice
 
-ROOT = Path(__file__).resolve().parents[2] / "results"
-"""``results/`` of the repository (pass ``root=`` to write or read elsewhere)."""
-RECORDED_SCALES = ("medium", "paper")
-"""The scales a run records: those ``small`` shows beside its own."""
+ROOT = Path(__file__).resolve().parents[2] / "results"  # the repository's (``root=`` writes or reads elsewhere)
+RECORDED_SCALES = ("medium", "paper")  # the scales a run records: those ``small`` shows beside its own
 
 
 @dataclass(frozen=True)
@@ -32,8 +30,7 @@ class Recorded:
     date: str
 
     @property
-    def label(self) -> str:
-        """``"ours, medium, commit 1a2b3c4 (2026-11-27)"``."""
+    def label(self) -> str:  # "ours, medium, commit 1a2b3c4 (2026-11-27)"
         return f"ours, {self.scale}, commit {self.commit} ({self.date})"
 
 
@@ -94,8 +91,15 @@ def recorded(notebook: str, name: str, scale: str = "medium", *, root: Path | st
 
 def beside(ours: pd.DataFrame, notebook: str, name: str, scale: str = "medium", *,
            label: str = "ours", root: Path | str = ROOT) -> pd.DataFrame:
-    """``ours`` and the table ``notebook`` recorded at ``scale`` side by side, as column groups named ``label``
-    and :attr:`Recorded.label` (rows the union of both: a task only the larger scale runs shows there alone);
-    ``ours`` alone, its columns under ``label``, when nothing is recorded yet."""
+    """``ours`` and the table ``notebook`` recorded at ``scale`` side by side, as column groups named ``label`` (say
+    the scale: ``"ours, small"``) and :attr:`Recorded.label`; ``ours`` as it is when nothing is recorded yet."""
     found = recorded(notebook, name, scale, root=root)
-    return pd.concat({label: ours} | ({} if found is None else {found.label: found.table}), axis=1)
+    return ours if found is None else pd.concat({label: ours, found.label: found.table}, axis=1)
+
+
+def status(notebook: str, name: str, scale: str = "medium", *, root: Path | str = ROOT) -> str:
+    """One line for the reader: where ``notebook``'s table ``name`` was recorded at ``scale``, or how to record it."""
+    if (found := recorded(notebook, name, scale, root=root)) is not None:
+        return f"{scale}: recorded at commit {found.commit} on {found.date}, shown beside ours"
+    return f"{scale}: not recorded yet (`make run SCALE={scale}` writes results/{scale}/{notebook}/; its {name} then " \
+        "shows beside this one)"

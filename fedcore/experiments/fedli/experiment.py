@@ -184,9 +184,9 @@ def line_search_cost(runs: Mapping[str, Sequence[History]]) -> pd.DataFrame:
         seconds = [float(h.frame["seconds"].mean()) for h in histories]
         rows[method] = {"seconds per round": float(np.median(seconds)),
                         "relative to FedAvg": float(np.median([s / b for s, b in zip(seconds, base)]))} | {
-            name: float(np.mean([h.frame[column].mean() for h in histories])) for column, name in (
-                ("loss_evaluations_per_step", "loss evaluations per step"), ("client_step_mean", "client step: mean"),
-                ("client_step_min", "min"), ("client_step_max", "max")) if column in histories[0].frame}
+            column.replace("_", " "): float(np.mean([h.frame[column].mean() for h in histories]))
+            for column in ("loss_evaluations_per_step", "client_step_mean", "client_step_min", "client_step_max")
+            if column in histories[0].frame}
     return pd.DataFrame(rows).T
 
 
@@ -236,7 +236,7 @@ def at_best(tables: Mapping[str, pd.DataFrame], reference: str) -> pd.DataFrame:
     if reference not in tables:
         raise ValueError(f"reference={reference!r} is not one of the tables {list(tables)}")
     best = {label: table.loc[best_value(table)] for label, table in tables.items()}
-    rows = {label: {"at its best value": best_value(tables[label]), "accuracy (%, mean ± sd)":
+    rows = {label: {"best value (client lr; DFW eta in its row)": best_value(tables[label]), "accuracy (%, mean ± sd)":
                     common.mean_sd_cell(scores), f"minus {reference} (points, mean ± 2 SE)": "-" if label == reference
                     else "{1} ({0})".format(*compare(list(scores), list(best[reference])))}
             for label, scores in best.items()}

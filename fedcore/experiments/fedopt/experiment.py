@@ -293,11 +293,15 @@ def centralized_builders() -> dict[str, Builder]:
 
 
 def settings_beside(results: Results) -> pd.DataFrame:
-    """Per task, the paper's round settings (one local epoch) beside ours (``Results.settings``) and our model."""
-    ours = results.settings()
-    theirs = pd.DataFrame(paper.PAPER_TASKS).T.loc[ours.index, ["clients_per_round", "rounds", "local_epochs",
-                                                                "batch_size"]]
-    return pd.concat({"paper": theirs, "ours": ours}, axis=1).rename(index=lambda t: paper.PAPER_TASKS[t]["name"])
+    """Per task and setting (the paper's order), the paper's value (K: one local epoch) beside ours
+    (``Results.settings``), then our other settings and model."""
+    ours, theirs = results.settings(), pd.DataFrame(paper.PAPER_TASKS).T
+    theirs = theirs.assign(local_steps=theirs["local_epochs"].map("{} epoch".format))
+    labels = {"clients_per_round": "clients per round", "rounds": "rounds", "local_steps": "K", "batch_size": "B"}
+    columns = {(label, source): table.loc[ours.index, name] for name, label in labels.items()
+               for source, table in (("paper", theirs), ("ours", ours))}
+    columns |= {(name.replace("_", " "), "ours"): ours[name] for name in ours if name not in labels}
+    return pd.DataFrame(columns).rename(index=lambda t: paper.PAPER_TASKS[t]["name"])
 
 
 def hyperparameter_table(tasks: Sequence[str]) -> pd.DataFrame:

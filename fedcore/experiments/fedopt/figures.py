@@ -14,10 +14,10 @@ from matplotlib.ticker import NullFormatter
 
 from fedcore import plots
 from fedcore.checks import check_number
-from fedcore.experiments.common import Results, Tuning, window_score
+from fedcore.experiments.common import Results, window_score
 from fedcore.experiments.fedopt.paper import PAPER_TASKS, TABLE1_METRIC
 from fedcore.experiments.fedopt.theory import PREDICTED_EXPONENT, fitted_exponent, largest_constant_below
-from fedcore.experiments.fedopt.tuning import good_threshold, heatmaps, is_good
+from fedcore.experiments.fedopt.tuning import good_threshold, is_good
 from fedcore.experiments.figures import CurvesDisplay, panels
 from fedcore.results import History
 
@@ -178,17 +178,13 @@ class TuningDisplay:
 
 @dataclass
 class HeatmapsDisplay:
-    """Figures 2 and 6 as we ran them: each method's heat map (``grids``), the one ``threshold`` of a good cell and
-    the colour range of all (``limits``: diverged cells left out)."""
+    """Figures 2 and 6 as we ran them: each method's heat map (``grids``: ``tuning.heatmaps``), the one ``threshold``
+    of a good cell and the colour range of all (``limits``: diverged cells left out)."""
 
     grids: dict[str, pd.DataFrame]
     threshold: float
     limits: tuple[float, float]
     figure_: Figure | None = field(default=None, repr=False)
-
-    @classmethod
-    def from_tuning(cls, tuning: Tuning) -> HeatmapsDisplay:
-        return cls.from_grids(heatmaps(tuning))
 
     @classmethod
     def from_grids(cls, grids: Mapping[str, pd.DataFrame]) -> HeatmapsDisplay:
