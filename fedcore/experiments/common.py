@@ -20,8 +20,8 @@ evaluations.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any
 
@@ -166,17 +166,22 @@ class Task:
             return self.unit * window_score(history, self.metric, evaluated=self.metric)
         return window_score(history, metric, evaluated=self.metric)
 
+    def rule(self, selection: Selection | None = None) -> Selection:
+        """``selection``, or the task's own; a rule on the task's own score wins at the task's end."""
+        rule = self.selection if selection is None else selection
+        return rule if rule.metric else replace(rule, higher_is_better=self.higher_is_better)
+
     def tuning_score(self, history: History, selection: Selection | None = None) -> float:
         """A tuning run's score by ``selection`` (the task's :class:`Selection` by default)."""
-        selection = self.selection if selection is None else selection
-        if not selection.metric:
+        rule = self.rule(selection)
+        if not rule.metric:
             return self.score(history)
-        return window_score(history, selection.metric, selection.evaluations, evaluated=selection.metric)
+        return window_score(history, rule.metric, rule.evaluations, evaluated=rule.metric)
 
     def tuning_settings(self, selection: Selection | None = None) -> dict[str, Any]:
         """The round settings of a tuning run: the task's, with ``selection``'s rounds and evaluation period."""
-        selection = self.selection if selection is None else selection
-        overrides = {"rounds": selection.rounds, "eval_every": selection.eval_every}
+        rule = self.rule(selection)
+        overrides = {"rounds": rule.rounds, "eval_every": rule.eval_every}
         return {**self.settings, **{key: value for key, value in overrides.items() if value is not None}}
 
 
@@ -235,14 +240,9 @@ class Results(Mapping):
     seeds: tuple[int, ...]
     tasks: Mapping[str, Task]
 
-    def __getitem__(self, task: str) -> Mapping[str, Sequence[History]]:
-        return self.runs[task]
-
-    def __iter__(self):
-        return iter(self.runs)
-
-    def __len__(self) -> int:
-        return len(self.runs)
+    def __getitem__(self, task: str) -> Mapping[str, Sequence[History]]: return self.runs[task]
+    def __iter__(self) -> Iterator[str]: return iter(self.runs)
+    def __len__(self) -> int: return len(self.runs)
 
     def __or__(self, other: Results) -> Results:
         if not isinstance(other, Results) or other.seeds != self.seeds:
@@ -447,9 +447,10 @@ def sweep_table(task: Task, builds: Mapping[str, Builder], name: str, values: Se
     ``values`` from every seed (:func:`grid_scores`), scored by :meth:`Task.score`: rows the values (named ``name``),
     columns ``(method, seed)``; NaN where a run diverged or was refused."""
     seeds = check_seeds("seeds", seeds)
-    return by_method_seed({(method, seed): column.reindex(list(values)) for method, build in builds.items()
-                           for seed, column in grid_scores(task, build, {name: list(values)}, seeds, Selection(),
-                                                           store=store, progress=progress).items()}, name)
+    starts = task.initial(seeds)
+    return by_method_seed({(method, seed): column.reindex(list(values)) for method, build in builds.items() for seed,
+                           column in grid_scores(task, build, {name: list(values)}, seeds, Selection(), starts=starts,
+                                                 store=store, progress=progress).items()}, name)
 
 
 def best_value(table: pd.DataFrame, method: str | None = None) -> float:
@@ -528,21 +529,20 @@ def on_edge(chosen: Mapping[str, Mapping[str, Any]],
 
 
 def grid_scores(task: Task, build: Builder, grid: Mapping[str, Sequence[Any]], seeds: Sequence[int],
-                selection: Selection | None = None, *, store: Store | None = None,
-                progress: bool = False) -> pd.DataFrame:
-    """Every point of ``grid`` (keywords of ``build``) on ``task`` from every seed's initial model (through
-    :func:`fedcore.sweep`: batched passes, the store), each run scored by :meth:`Task.tuning_score` with
-    ``selection``: one row per point, one column per seed (NaN where a run diverged or was refused)."""
+                selection: Selection | None = None, *, starts: Mapping[int, Tensor] | None = None,
+                store: Store | None = None, progress: bool = False) -> pd.DataFrame:
+    """Every point of ``grid`` (keywords of ``build``) on ``task`` from every seed's initial model (``starts``, else
+    drawn here) through :func:`fedcore.sweep`, each run scored by :meth:`Task.tuning_score` with ``selection``: one
+    row per point, one column per seed (NaN where a run diverged or was refused)."""
     seeds = check_seeds("seeds", seeds)
     runs = sweep(task.problem(seeds[0]), build, {key: list(values) for key, values in grid.items()}, seeds=seeds,
-                 x0=task.initial(seeds), summary=lambda history: {"score": task.tuning_score(history, selection)},
-                 store=store, progress=progress, **task.tuning_settings(selection))
+                 x0=task.initial(seeds) if starts is None else starts, store=store, progress=progress,
+                 summary=lambda history: {"score": task.tuning_score(history, selection)},
+                 **task.tuning_settings(selection))
     runs["seed"] = runs["seed"] if "seed" in runs else seeds[0]  # sweep drops the column for one seed
     runs["score"] = runs["score"] if "score" in runs else math.nan
     table = runs.pivot_table(index=list(grid), columns="seed", values="score", dropna=False)
-    table = table.reindex(columns=seeds)
-    table.columns.name = "seed"
-    return table
+    return table.reindex(columns=seeds).rename_axis(columns="seed")
 
 
 @dataclass(frozen=True)
@@ -590,11 +590,11 @@ def tune(task: Task, builders: Mapping[str, Builder], grids: Mapping[str, Mappin
     unknown = [method for method in grids if method not in builders]
     if unknown:
         raise ValueError(f"grids has {unknown}, which have no builder; builders has {list(builders)}")
-    rule = task.selection if selection is None else selection
-    higher = rule.higher_is_better if rule.metric else task.higher_is_better
+    higher, starts = task.rule(selection).higher_is_better, task.initial(seeds)
     chosen, tables = {}, {}
     for method, grid in grids.items():
-        table = grid_scores(task, builders[method], grid, seeds, selection, store=store, progress=progress)
+        table = grid_scores(task, builders[method], grid, seeds, selection, starts=starts, store=store,
+                            progress=progress)
         table["score"] = table[seeds].mean(axis=1, skipna=False)
         if table["score"].isna().all():
             raise ValueError(f"every point of the grid of {method!r} diverged on some seed or was refused")
