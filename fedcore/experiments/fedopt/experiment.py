@@ -4,9 +4,9 @@ contract (the notebook says why each choice)."""
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from functools import partial
+from functools import cache, partial
 from typing import Any
 
 import pandas as pd
@@ -103,20 +103,19 @@ def as_autoencoder(data: FederatedData) -> FederatedData:
                          f"{data.name} (autoencoder)", info)
 
 
-def _load(task: str, settings: FedoptScale, partition_seed: int, device: str) -> FederatedData:
+def _load(task: str, settings: FedoptScale, seed: int, device: str,
+          fashion: Callable[[], FederatedData]) -> FederatedData:
     if task == "shakespeare":
-        data = load_shakespeare(settings.shakespeare_roles, seed=partition_seed, device=device, targets="sequence")
+        data = load_shakespeare(settings.shakespeare_roles, seed=seed, device=device, targets="sequence")
     elif task == "cifar10":
-        data = load_torchvision(task, FASHION_CLIENTS, "lda", partition_seed, device=device, crop=CIFAR_CROP,
-                                alpha=0.1)
+        data = load_torchvision(task, FASHION_CLIENTS, "lda", seed, device=device, crop=CIFAR_CROP, alpha=0.1)
     elif task == "cifar100":
-        data = load_torchvision(task, FASHION_CLIENTS, "pachinko", partition_seed, device=device, crop=CIFAR_CROP,
+        data = load_torchvision(task, FASHION_CLIENTS, "pachinko", seed, device=device, crop=CIFAR_CROP,
                                 coarse=cifar100_coarse(), alpha=0.1, beta=10.0)
-    else:
-        data = load_fashion_mnist(FASHION_CLIENTS, seed=partition_seed, device=device, **FASHION_PARTITION)
-        data = as_autoencoder(data) if task == "emnist_ae" else data
+    else:  # one Fashion-MNIST partition serves both EMNIST stand-ins
+        data = as_autoencoder(fashion()) if task == "emnist_ae" else fashion()
     data.info.update(stands_for=paper.PAPER_TASKS[task]["name"], stand_in=STAND_INS[task]["data"])
-    return data.test_subset(settings.test_samples, partition_seed)
+    return data.test_subset(settings.test_samples, seed)
 
 
 def local_steps(data: FederatedData, batch_size: int, cap: int | None = None) -> int:
@@ -154,10 +153,11 @@ def tasks(scale: str | Scale, *, partition_seed: int = 0, device: str = "cpu") -
     paper's metric in Table 1's unit and, as ``baseline``, a model that learned nothing (``trivial_baseline``)."""
     check_seed("partition_seed", partition_seed)
     scale = scale_at(SCALES, scale)
-    built = {}
+    built, fashion = {}, cache(lambda: load_fashion_mnist(FASHION_CLIENTS, seed=partition_seed, device=device,
+                                                           **FASHION_PARTITION))
     for name in scale.tasks:
         model, options, label = model_of(name, scale)
-        data = _load(name, scale, partition_seed, device)
+        data = _load(name, scale, partition_seed, device, fashion)
         built[name] = Task(name, data, partial(models.make, model, tuple(data.inputs.shape[1:]), data.num_classes,
                                                **options), round_settings(name, data, scale),
                            baseline=trivial_baseline(data), metric=STAND_INS[name]["metric"],
