@@ -7,6 +7,7 @@ import math
 
 import pandas as pd
 import pytest
+from scipy import stats
 
 from fedcore.experiments import claims
 from fedcore.experiments.claims import (
@@ -17,6 +18,7 @@ from fedcore.experiments.claims import (
     INCONCLUSIVE,
     NOT_TESTABLE,
     PARTLY,
+    NOT_DECIDABLE,
     WITHIN_NOISE,
     Claim,
     Judgement,
@@ -27,7 +29,7 @@ from fedcore.experiments.claims import (
 )
 
 
-def test_paired_differences_and_their_noise_by_hand() -> None:
+def test_paired_differences_and_their_interval_by_hand() -> None:
     comparison = paired([0.80, 0.82, 0.78], [0.75, 0.80, 0.77])
     differences = [0.05, 0.02, 0.01]
     mean = sum(differences) / 3
@@ -36,29 +38,100 @@ def test_paired_differences_and_their_noise_by_hand() -> None:
     assert comparison.mean == pytest.approx(mean) and comparison.standard_error == pytest.approx(sd / math.sqrt(3))
     t = mean / (sd / math.sqrt(3))  # the paired t statistic, 2 degrees of freedom: p = 1 - |t| / sqrt(t^2 + 2)
     assert comparison.p_value == pytest.approx(1 - abs(t) / math.sqrt(t * t + 2))
+    # the 2-df t quantile at 97.5% in closed form: t = 2q / sqrt(1 - (2q - 1)^2 ... ) = sqrt(2) (2p - 1) / sqrt(
+    # 1 - (2p - 1)^2) with p = 0.975: 4.3027
+    quantile = math.sqrt(2) * 0.95 / math.sqrt(1 - 0.95**2)
+    assert claims.t_quantile(3) == pytest.approx(quantile) and claims.t_quantile(3) == pytest.approx(4.303, abs=1e-3)
+    half = quantile * sd / math.sqrt(3)
+    assert comparison.interval() == pytest.approx((mean - half, mean + half))
     # a: 0.80 0.82 0.78, b: 0.75 0.80 0.77; of the 9 pairs, a wins: 0.80 twice and ties 0.80 (half), 0.82 three
     # times, 0.78 twice: 7.5 of 9
     assert comparison.probability_of_improvement == pytest.approx(7.5 / 9)
-    assert comparison.describe(100) == f"{100 * mean:+.2f} ± {200 * sd / math.sqrt(3):.2f}"
+    p = 1 - abs(t) / math.sqrt(t * t + 2)
+    assert comparison.describe(100).startswith(
+        f"{100 * mean:+.2f} [{100 * (mean - half):+.2f}, {100 * (mean + half):+.2f}], p {p:.3f}")
 
 
-def test_a_loss_is_oriented_so_that_lower_is_better() -> None:
-    comparison = paired([0.3, 0.4], [0.5, 0.6], higher_is_better=False)
-    assert comparison.mean == pytest.approx(0.2) and comparison.probability_of_improvement == 1.0
+SCIPY_TABLES = [  # (a, b, margin): n = 3 and n = 5, each outcome reached
+    ([0.80, 0.82, 0.81], [0.70, 0.71, 0.72], 0.0),                          # +0.10, tight: confirmed
+    ([0.70, 0.71, 0.72], [0.80, 0.82, 0.81], 0.0),                          # contradicted
+    ([0.80, 0.70, 0.75], [0.74, 0.77, 0.73], 0.0),                          # within the noise
+    ([0.80, 0.84, 0.79, 0.81, 0.83], [0.78, 0.80, 0.79, 0.78, 0.80], 0.0),  # n = 5: +0.026, confirmed
+    ([0.80, 0.72, 0.79, 0.81, 0.76], [0.78, 0.80, 0.79, 0.78, 0.80], 0.0),  # n = 5: within the noise
+    ([0.80, 0.81, 0.80, 0.79, 0.80], [0.81, 0.81, 0.81, 0.80, 0.80], -0.02),  # within 2 points: margin inside
+    ([0.74, 0.75, 0.73, 0.74, 0.76], [0.80, 0.81, 0.79, 0.80, 0.81], -0.02),  # 6 points behind: outside
+    ([0.79, 0.80, 0.78], [0.80, 0.83, 0.79], -0.005),                       # interval wider than 0.5: not decidable
+]
+
+
+@pytest.mark.parametrize("a, b, margin", SCIPY_TABLES)
+def test_the_rule_is_scipys_paired_t_test_and_interval(a, b, margin) -> None:
+    comparison = paired(a, b)
+    n, differences = len(a), [x - y for x, y in zip(a, b)]
+    assert comparison.half_width() == pytest.approx(stats.t.ppf(0.975, n - 1) * stats.sem(differences))
+    interval = stats.t.interval(0.95, n - 1, loc=comparison.mean, scale=stats.sem(differences))
+    assert comparison.interval() == pytest.approx(interval)
+    shifted = [x - margin for x in a]  # H0: mean(a - b) = margin is ttest_rel of a - margin against b
+    p = stats.ttest_rel(shifted, b).pvalue
+    assert comparison.test(margin) == pytest.approx(p)
+    expected = (CONFIRMED if interval[0] > margin else CONTRADICTED) if p <= 0.05 else \
+        NOT_DECIDABLE if margin and (interval[1] - interval[0]) / 2 > abs(margin) else WITHIN_NOISE
+    assert (interval[0] > margin or interval[1] < margin) == (p <= 0.05)  # the interval and the test agree
+    assert comparison.outcome(margin) == expected
+
+
+def test_every_outcome_is_reached_by_the_tables() -> None:
+    reached = {paired(a, b).outcome(margin) for a, b, margin in SCIPY_TABLES}
+    assert reached == {CONFIRMED, CONTRADICTED, WITHIN_NOISE, NOT_DECIDABLE}
 
 
 @pytest.mark.parametrize("a, b, margin, expected", [
-    ([0.80, 0.82, 0.81], [0.70, 0.71, 0.72], 0.0, CONFIRMED),        # +0.10, tight
-    ([0.70, 0.71, 0.72], [0.80, 0.82, 0.81], 0.0, CONTRADICTED),
-    ([0.80, 0.70, 0.75], [0.74, 0.77, 0.73], 0.0, WITHIN_NOISE),     # mean +0.0033, sd 0.06
-    ([0.80], [0.10], 0.0, WITHIN_NOISE),                               # one seed never decides
-    ([0.79, 0.80, 0.78], [0.80, 0.81, 0.79], -0.02, CONFIRMED),       # within 2 points of b, clearly
-    ([0.74, 0.75, 0.73], [0.80, 0.81, 0.79], -0.02, CONTRADICTED),    # 6 points behind
+    ([0.80], [0.10], 0.0, NOT_DECIDABLE),                              # one seed never decides
     ([0.80, 0.81, 0.80], [0.80, 0.81, 0.80], 0.0, WITHIN_NOISE),      # identical: no difference to count
     ([0.81, 0.82, 0.81], [0.80, 0.81, 0.80], 0.0, CONFIRMED),         # the same +0.01 on every seed
+    ([0.80, 0.82, 0.81], [0.70, 0.71, 0.72], 0.0, CONFIRMED),
+    # +0.0267 with sd 0.0208: beyond 2 SE (t = 2.2, the old rule's "confirmed") but inside the 95% interval
+    ([0.80, 0.82, 0.78], [0.75, 0.80, 0.77], 0.0, WITHIN_NOISE),
 ])
-def test_a_difference_counts_only_beyond_twice_its_standard_error(a, b, margin, expected) -> None:
+def test_a_difference_counts_only_when_its_95_interval_clears_the_margin(a, b, margin, expected) -> None:
     assert paired(a, b).outcome(margin) == expected
+
+
+def test_the_seeds_it_would_take_at_the_measured_spread() -> None:
+    comparison = paired([0.80, 0.82, 0.78], [0.75, 0.80, 0.77])  # mean 0.0267, sd 0.0208
+    mean, sd = comparison.mean, comparison.sd
+    needed = comparison.seeds_needed()
+    fits = [stats.t.ppf(0.975, n - 1) * sd / math.sqrt(n) < mean for n in range(2, 20)]
+    assert needed == 2 + fits.index(True) == 5
+    assert "~5 seeds would decide" in comparison.describe(100)
+    narrow = paired([0.79, 0.80, 0.78], [0.80, 0.83, 0.79])  # within 0.5 points: needs the half-width under 0.005
+    sd = narrow.sd
+    first = next(n for n in range(2, 1000) if stats.t.ppf(0.975, n - 1) * sd / math.sqrt(n) < 0.005)
+    assert narrow.no_room(-0.005) and narrow.seeds_needed(-0.005) == first
+    assert paired([0.5, 0.5], [0.5, 0.5]).seeds_needed() is None  # no gap to clear
+
+
+def test_holm_step_down_by_hand() -> None:
+    # sorted 0.01, 0.02, 0.04 -> 3 x 0.01 = 0.03, 2 x 0.02 = 0.04, max(0.04, 1 x 0.04) = 0.04
+    assert claims.holm([0.04, 0.01, 0.02]) == pytest.approx([0.04, 0.03, 0.04])
+    # monotone: sorted 0.001, 0.02, 0.03 -> 0.003, 2 x 0.02 = 0.04, 1 x 0.03 = 0.03 raised to the 0.04 before it
+    assert claims.holm([0.001, 0.03, 0.02]) == pytest.approx([0.003, 0.04, 0.04])
+    assert claims.holm([0.5, math.nan])[1] != claims.holm([0.5, math.nan])[1] and claims.holm([0.5, math.nan])[0] == 1.0
+
+
+def test_a_family_corrects_its_comparisons_together() -> None:
+    strong = claims.compare([0.80, 0.84, 0.79, 0.81, 0.83], [0.70, 0.73, 0.70, 0.70, 0.72])
+    weak = claims.compare([0.80, 0.84, 0.79, 0.81, 0.83], [0.79, 0.80, 0.79, 0.78, 0.80])  # p 0.040
+    assert weak.p < 0.05 and weak.outcome() == CONFIRMED  # alone it counts ...
+    family = claims.Family({"strong": strong, "weak": weak, "none": claims.compare([0.5] * 5, [0.5] * 5)})
+    adjusted = claims.holm([strong.p, weak.p, 1.0])
+    assert list(family.p_values.values()) == pytest.approx(adjusted)
+    assert adjusted[1] > 0.05 and family.outcomes == {"strong": CONFIRMED, "weak": WITHIN_NOISE,
+                                                      "none": WITHIN_NOISE}  # ... corrected with two others, not
+    assert "p_Holm" in family.text("weak") and family.verdict() == PARTLY
+    scope = Scope(("t",), "small", 10, (0, 1, 2, 3, 4))
+    judged = family.judged("text", scope)
+    assert judged.scope.corrected == 3 and str(judged.scope).endswith("; Holm over 3 comparisons")
 
 
 @pytest.mark.parametrize("a, b, message", [
@@ -76,7 +149,10 @@ def test_bad_scores_are_named(a, b, message) -> None:
     ([CONTRADICTED, WITHIN_NOISE, WITHIN_NOISE], DOES_NOT_HOLD),
     ([WITHIN_NOISE, WITHIN_NOISE, WITHIN_NOISE], INCONCLUSIVE),
     ([CONFIRMED, WITHIN_NOISE, WITHIN_NOISE], PARTLY),
-    ([CONFIRMED, CONTRADICTED], PARTLY),
+    ([CONFIRMED, CONTRADICTED], DOES_NOT_HOLD + " (holds on 1 of 2)"),  # a claim over every task, failed on one
+    ({"cr": CONFIRMED, "ae": CONTRADICTED}, DOES_NOT_HOLD + " (holds on cr)"),
+    ([NOT_DECIDABLE, WITHIN_NOISE], claims.NOT_DECIDABLE_AT + " these seeds"),
+    ([CONFIRMED, NOT_DECIDABLE], PARTLY),
     ([], NOT_TESTABLE),
 ])
 def test_judge_gives_every_verdict(outcomes, expected) -> None:
@@ -90,10 +166,22 @@ def test_judge_gives_every_verdict(outcomes, expected) -> None:
     ([CONFIRMED, CONFIRMED, CONTRADICTED, CONTRADICTED], DOES_NOT_HOLD),  # half is not most
     ([WITHIN_NOISE, WITHIN_NOISE, CONTRADICTED], INCONCLUSIVE),  # 2 of 3 undecided: nothing confirmed yet
     ([WITHIN_NOISE, WITHIN_NOISE], INCONCLUSIVE),
+    ([NOT_DECIDABLE, NOT_DECIDABLE, CONFIRMED], claims.NOT_DECIDABLE_AT + " 3 seeds"),
     ([], NOT_TESTABLE),
 ])
 def test_judge_on_most_checks(outcomes, expected) -> None:
-    assert judge(outcomes, most=True) == expected
+    assert judge(outcomes, most=True, seeds=3) in (expected, PARTLY) and claims.verdict_kind(expected)
+    assert judge(outcomes, most=True, seeds=3) == (PARTLY if outcomes.count(CONFIRMED) == 1 and
+                                                    expected.startswith(claims.NOT_DECIDABLE_AT) else expected)
+
+
+def test_verdict_kinds_and_the_count_rule() -> None:
+    assert claims.verdict_kind("does not hold (holds on cr)") == DOES_NOT_HOLD
+    assert claims.verdict_kind("holds") == HOLDS and claims.verdict_kind("not decidable at 5 seeds")
+    with pytest.raises(ValueError, match="none of"):
+        claims.verdict_kind("probably")
+    assert claims.verdict(2, 3) == DOES_NOT_HOLD + " (holds on 2 of 3)" and claims.verdict(2, 3, most=True) == HOLDS
+    assert claims.verdict(0, 3) == DOES_NOT_HOLD and claims.verdict(3, 3) == HOLDS
 
 
 def test_judge_refuses_an_unknown_outcome() -> None:
@@ -131,12 +219,12 @@ def test_a_scope_with_rounds_per_task_names_them_and_narrows_with_its_tasks() ->
 
 def test_a_method_that_diverged_on_more_seeds_loses_the_comparison() -> None:
     nan = float("nan")
-    assert claims.compare([0.5, nan, 0.6], [0.7, 0.7, 0.7]) == (CONTRADICTED, "diverged on 1 vs 0 of 3 seeds")
+    assert tuple(claims.compare([0.5, nan, 0.6], [0.7, 0.7, 0.7])) == (CONTRADICTED, "diverged on 1 vs 0 of 3 seeds")
     assert claims.compare([0.5, 0.6, 0.6], [0.7, nan, nan])[0] == CONFIRMED
-    outcome, text = claims.compare([0.80, nan, 0.82], [0.70, nan, 0.71], scale=100)  # seeds 0 and 2 compared
-    assert outcome == CONFIRMED and text == paired([0.80, 0.82], [0.70, 0.71]).describe(100)
-    assert claims.compare([nan], [nan]) == (WITHIN_NOISE, "both diverged on all 1 seeds")
+    outcome, text = claims.compare([0.80, nan, 0.82, 0.81], [0.70, nan, 0.71, 0.72], scale=100)  # 0, 2, 3 compared
+    assert outcome == CONFIRMED and text == paired([0.80, 0.82, 0.81], [0.70, 0.71, 0.72]).describe(100)
+    assert tuple(claims.compare([nan], [nan])) == (WITHIN_NOISE, "both diverged on all 1 seeds")
 
 
 def test_a_mean_that_rounds_to_zero_shows_no_sign_of_its_own() -> None:
-    assert paired([0.5001, 0.5002], [0.5003, 0.5003]).describe(100, 1).startswith("0.0 ± ")
+    assert paired([0.5001, 0.5002], [0.5003, 0.5003]).describe(100, 1).startswith("0.0 [")

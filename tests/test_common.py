@@ -13,6 +13,7 @@ from conftest import blobs
 
 from fedcore import algorithms, models, simulate
 from fedcore.experiments import common
+from fedcore.experiments.claims import Scope
 from fedcore.experiments.common import Task
 from fedcore.results import History
 
@@ -67,7 +68,10 @@ def test_results_views_agree_with_hand_computations() -> None:
                               "B": [history({0: {"test_loss": 1.0}, 2: {"test_loss": 0.7}}),
                                     history({0: {"test_loss": 1.0}, 2: {"test_loss": 0.8}})]}}, (0, 1), {"u": u})
     joined = a | b
-    assert list(joined) == ["t", "u"] and joined.paired("B").loc["u", "A"].startswith("+0.25 ± 0.10")  # lower is better
+    # lower is better: differences 0.2, 0.3; t = 0.25 / 0.05 = 5 on 1 df: p = 1 - 2 atan(5) / pi, t quantile 12.71
+    half, p = 12.7062 * 0.05, 1 - 2 * math.atan(5) / math.pi
+    assert list(joined) == ["t", "u"] and joined.paired("B").loc["u", "A"].startswith(
+        f"+0.25 [{0.25 - half:+.2f}, {0.25 + half:+.2f}], p {p:.3f}")
     with pytest.raises(ValueError, match="same seeds"):
         a | common.Results({}, (0,), {})
     with pytest.raises(ValueError, match="reference='C' has no runs"):
@@ -172,6 +176,13 @@ def test_tune_chooses_the_best_mean_over_seeds_and_never_a_point_that_diverged()
     three = simulate(task().problem(0), algorithms.fedavg(0.3), seed=0, progress=False,
                      **{**SETTINGS, "rounds": 3, "eval_every": 0})
     assert found.tables["FedAvg"].loc[0.3, 0] == pytest.approx(three.frame["train_loss"].iloc[-2:].mean(), rel=1e-5)
+    assert tuning.seeds == (0, 1)  # a tuning keeps its seeds: judging on them is refused by name
+    with pytest.raises(ValueError, match=r"tuning_seeds=\[0, 1\] share seeds \[1\] with the judging seeds"):
+        common.bind({"FedAvg": algorithms.fedavg}, tuning, seeds=[1, 2, 3])
+    bound = common.bind({"FedAvg": algorithms.fedavg}, tuning, seeds=[2, 3])
+    assert bound["FedAvg"].keywords == {"client_lr": 0.3}
+    with pytest.raises(TypeError, match="give the judging seeds"):
+        common.bind({"FedAvg": algorithms.fedavg}, tuning)
     with pytest.raises(ValueError, match="which have no builder"):
         common.tune(task(), {}, grids, seeds=[0])
     with pytest.raises(ValueError, match="repeats a seed"):
@@ -242,6 +253,13 @@ def test_every_paper_fills_in_one_typed_scale_checked_once() -> None:
         common.Scale("small", seeds=(0, 1), rounds={"a": 10}, eval_every={"a": 0})
     with pytest.raises(TypeError, match=r"tasks='femnist' must be a sequence of task names"):
         common.Scale("small", seeds=(0, 1), rounds=10, eval_every=5, tasks="femnist")
+    with pytest.raises(ValueError, match=r"tuning_seeds=\[2, 3\] share seeds \[2\] with the judging seeds"):
+        common.Scale("small", seeds=(0, 1, 2), rounds=10, eval_every=5, tuning_seeds=(2, 3))
+    with pytest.raises(ValueError, match=r"tuning_seeds=\[5\] share seeds \[5\]"):
+        Scope(("t",), "small", 10, (4, 5), tuning_seeds=(5,))
+    for paper in (fedopt, padamfed, fedli, fafed):  # every scale that tunes, tunes apart
+        for scale in paper.SCALES.values():
+            assert not set(scale.tuning_seeds) & set(scale.seeds), (paper.__name__, scale.name)
     with pytest.raises(dataclasses.FrozenInstanceError):
         fafed.SCALES["small"].rounds = 3  # a scale is changed with dataclasses.replace, checked again
 

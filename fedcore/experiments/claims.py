@@ -2,19 +2,31 @@
 
 A :class:`Claim` pairs a sentence of the paper with ``assess(evidence)``, a function of the notebook's own
 evidence (result tables over seeds) that returns a :class:`Judgement`: what our results show in numbers, the
-verdict and its :class:`Scope` (tasks, scale, rounds, seeds).  :func:`claims_table` lays them out.  The rules:
+verdict and its :class:`Scope` (tasks, scale, rounds, judging seeds and, where a grid chose hyperparameters, the
+tuning seeds).  :func:`claims_table` lays them out.  The rules:
 
 - **A comparison over seeds** (:func:`paired`): the same seeds give both methods the same initial model, client
   sampling and minibatches, so the per-seed differences are paired (by seed label when the scores carry them).  A
-  difference counts only when the mean paired difference exceeds :data:`NOISE_FACTOR` = 2 times its standard error
-  (``scipy.stats.sem``); otherwise it is within the noise, a tie.  One seed has no standard error and never
-  decides.  Beside it, ``scipy.stats.ttest_rel``'s p-value and the probability of improvement (Agarwal et al.,
-  NeurIPS 2021, rliable: the chance that a run of one method beats a run of the other, ties half) are reported.
+  difference counts when its **95% paired t interval** (:data:`CONFIDENCE`), ``mean ± t(n - 1) sd / sqrt(n)``
+  with the two-sided t quantile for n - 1 degrees of freedom (4.30 at 3 seeds, 2.78 at 5), excludes the margin:
+  the paired t-test (``scipy.stats.ttest_rel``) against the margin at 5%.  Why t and not a bootstrap: with 3 to 5
+  seeds a bootstrap interval has too few distinct resamples (10 at n = 3) and is too narrow (it ignores that
+  the sd itself is estimated); the t interval is exact for normal differences and the usual choice at small n.
+  Every test is two-sided, also for a directional claim.  Beside it the probability of improvement (Agarwal et
+  al., NeurIPS 2021, rliable: the chance that a run of one method beats a run of the other, ties half).
 - **A margin** (:meth:`Paired.outcome`): "A is within 2 points of B" is the comparison of A - B with -2: it is
-  confirmed when A - B exceeds -2 by more than the noise, contradicted when it falls below -2 by more.
-- **A verdict** (:func:`judge`) from the outcomes of a claim's checks (each confirmed, contradicted or within the
-  noise): holds if every check is confirmed; does not hold if none is and at least one is contradicted;
-  inconclusive if every check lies within the noise; partly otherwise; not testable here if there is no check.
+  confirmed only when the whole interval lies above -2, contradicted when it lies below.
+- **What a comparison could detect**: an interval that straddles the margin is undecided.  For a margin claim
+  whose interval is wider than the room the margin leaves (its half-width beyond ``|margin|``: even no difference
+  at all could not be confirmed) it is :data:`NOT_DECIDABLE` at these seeds, else :data:`WITHIN_NOISE`; either
+  way the text gives the seeds it would take at the measured spread (:meth:`Paired.seeds_needed`).
+- **A family** (:class:`Family`): the comparisons behind one verdict are corrected together by Holm's step-down
+  (:func:`holm`): the k p-values sorted, the i-th smallest counts when it is at most ``0.05 / (k - i + 1)`` and all
+  smaller ones counted.  One comparison alone is its plain 95% test.
+- **A verdict** (:func:`judge`) from the outcomes of a claim's checks: holds if every check is confirmed; does not
+  hold if any is contradicted (with the checks it held on: "does not hold (holds on ...)"); partly if some are
+  confirmed and the rest undecided; not decidable at n seeds if none is decided and a margin left no room;
+  inconclusive if none is decided otherwise; not testable here if there is no check.
 - **A task that learned something** (:func:`learned_something`): a task enters a comparison only if most
   methods beat its trivial baseline (:func:`trivial_baseline`) by a stated margin; otherwise the claim says
   "not testable at this scale" for it, with the numbers.
@@ -22,8 +34,9 @@ verdict and its :class:`Scope` (tasks, scale, rounds, seeds).  :func:`claims_tab
 
 from __future__ import annotations
 
+import dataclasses
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,14 +48,35 @@ from scipy import stats
 from fedcore.checks import check_bool, check_int, check_number
 
 HOLDS, PARTLY, DOES_NOT_HOLD = "holds", "partly", "does not hold"
-INCONCLUSIVE, NOT_TESTABLE = "inconclusive", "not testable here"
-VERDICTS = (HOLDS, PARTLY, DOES_NOT_HOLD, INCONCLUSIVE, NOT_TESTABLE)
+INCONCLUSIVE, NOT_TESTABLE, NOT_DECIDABLE_AT = "inconclusive", "not testable here", "not decidable at"
+VERDICTS = (HOLDS, PARTLY, DOES_NOT_HOLD, INCONCLUSIVE, NOT_TESTABLE, NOT_DECIDABLE_AT)
+"""The kinds of verdict; a verdict may say more after its kind: "does not hold (holds on cr)", "not decidable at 3
+seeds" (:func:`verdict_kind`)."""
 CONFIRMED, CONTRADICTED, WITHIN_NOISE = "confirmed", "contradicted", "within the noise"
-OUTCOMES = (CONFIRMED, CONTRADICTED, WITHIN_NOISE)
-NOISE_FACTOR = 2.0
-"""A mean paired difference counts when it is larger than this many standard errors."""
+NOT_DECIDABLE = "not decidable"
+OUTCOMES = (CONFIRMED, CONTRADICTED, WITHIN_NOISE, NOT_DECIDABLE)
+UNDECIDED = (WITHIN_NOISE, NOT_DECIDABLE)
+CONFIDENCE = 0.95
+"""A difference counts when its paired t interval at this confidence excludes the margin (a test at 5%)."""
+MOST_SEEDS = 1000
+""":meth:`Paired.seeds_needed` looks this far."""
 Scores = Sequence[float] | Mapping[int, float]
 """One score per seed: a list or 1-d array (seeds by position), a ``pd.Series`` indexed by seed or ``{seed: score}``."""
+
+
+def t_quantile(seeds: int, confidence: float = CONFIDENCE) -> float:
+    """The two-sided t quantile of a paired interval over ``seeds`` seeds (``seeds - 1`` degrees of freedom):
+    4.303 at 3 seeds, 2.776 at 5 (``scipy.stats.t.ppf``)."""
+    return float(stats.t.ppf(0.5 + confidence / 2, check_int("seeds", seeds, 2) - 1))
+
+
+def verdict_kind(verdict: str) -> str:
+    """The kind (:data:`VERDICTS`) a verdict text starts with: ``"does not hold (holds on cr)"`` is
+    :data:`DOES_NOT_HOLD`; a text of no kind is a ``ValueError``."""
+    for kind in sorted(VERDICTS, key=len, reverse=True):  # "does not hold" before "holds"
+        if isinstance(verdict, str) and verdict.startswith(kind):
+            return kind
+    raise ValueError(f"verdict={verdict!r} is none of {list(VERDICTS)}")
 
 
 @dataclass(frozen=True)
@@ -64,16 +98,37 @@ class Paired:
         return float(np.mean(self.differences))
 
     @property
+    def sd(self) -> float:
+        """The differences' standard deviation (``ddof = 1``); NaN for one seed."""
+        return float(np.std(self.differences, ddof=1)) if self.seeds > 1 else math.nan
+
+    @property
     def standard_error(self) -> float:
         """``sd / sqrt(n)`` of the differences (``scipy.stats.sem``, ``ddof = 1``); NaN for one seed."""
         return float(stats.sem(self.differences)) if self.seeds > 1 else math.nan
 
+    def half_width(self, confidence: float = CONFIDENCE) -> float:
+        """``t(n - 1) sd / sqrt(n)``: the paired t interval's half-width (:func:`t_quantile`); NaN for one seed."""
+        return t_quantile(self.seeds, confidence) * self.standard_error if self.seeds > 1 else math.nan
+
+    def interval(self, confidence: float = CONFIDENCE) -> tuple[float, float]:
+        """The paired t interval ``mean ± t(n - 1) sd / sqrt(n)`` of the mean difference (``scipy.stats.t``)."""
+        return self.mean - self.half_width(confidence), self.mean + self.half_width(confidence)
+
+    def test(self, margin: float = 0.0) -> float:
+        """The two-sided p-value of the paired t-test of "the mean difference is ``margin``" (for ``margin = 0``,
+        ``scipy.stats.ttest_rel``'s); with no spread 0 (or 1 when every difference is the margin); NaN for one
+        seed."""
+        if self.seeds < 2:
+            return math.nan
+        if np.ptp(self.differences) == 0:
+            return 1.0 if self.mean == margin else 0.0
+        return float(stats.ttest_1samp(np.asarray(self.differences) - margin, 0.0).pvalue)
+
     @property
     def p_value(self) -> float:
-        """Two-sided paired t-test (``scipy.stats.ttest_rel``); NaN for one seed or identical differences."""
-        if self.seeds < 2 or np.ptp(self.differences) == 0:
-            return math.nan
-        return float(stats.ttest_rel(self.a, self.b).pvalue)
+        """:meth:`test` against no difference: ``scipy.stats.ttest_rel(a, b)``'s p."""
+        return self.test(0.0)
 
     @property
     def probability_of_improvement(self) -> float:
@@ -81,25 +136,72 @@ class Paired:
         statistic over ``n_a n_b`` (``scipy.stats.mannwhitneyu``), rliable's measure for few runs."""
         return float(stats.mannwhitneyu(self.a, self.b).statistic) / (len(self.a) * len(self.b))
 
-    def outcome(self, margin: float = 0.0) -> str:
-        """Is the mean difference above ``margin``?  :data:`CONFIRMED` when it exceeds ``margin`` by more than
-        :data:`NOISE_FACTOR` standard errors, :data:`CONTRADICTED` when it falls below by more, else
-        :data:`WITHIN_NOISE` (always, with one seed)."""
-        if self.seeds < 2:
-            return WITHIN_NOISE
-        noise = NOISE_FACTOR * self.standard_error
-        if self.mean - noise > margin:
-            return CONFIRMED
-        if self.mean + noise < margin:
-            return CONTRADICTED
-        return WITHIN_NOISE
+    def no_room(self, margin: float = 0.0) -> bool:
+        """Whether these seeds cannot decide a margin claim: one seed, or the interval wider than the room the
+        margin leaves (half-width beyond ``|margin|``, ``margin != 0``)."""
+        return self.seeds < 2 or (margin != 0 and self.half_width() > abs(margin))
 
-    def describe(self, scale: float = 1.0, digits: int = 2) -> str:
-        """``"+1.23 ± 0.45"``: the mean difference ± 2 standard errors, times ``scale`` (e.g. 100 for points)."""
-        noise = NOISE_FACTOR * self.standard_error * scale
-        spread = "" if math.isnan(noise) else f" ± {noise:.{digits}f}"
-        mean = round(self.mean * scale, digits)
-        return f"{abs(mean):.{digits}f}{spread}" if mean == 0 else f"{mean:+.{digits}f}{spread}"  # no "-0.0"
+    def outcome(self, margin: float = 0.0, p: float | None = None) -> str:
+        """Is the mean difference above ``margin``?  :data:`CONFIRMED` when the 95% interval lies above it,
+        :data:`CONTRADICTED` when below (``p``: a corrected p-value to use instead, :func:`holm`); undecided
+        otherwise: :data:`NOT_DECIDABLE` where :meth:`no_room`, else :data:`WITHIN_NOISE`."""
+        p = self.test(margin) if p is None else p
+        if not p <= 1 - CONFIDENCE:  # NaN too
+            return NOT_DECIDABLE if self.no_room(margin) else WITHIN_NOISE
+        return CONFIRMED if self.mean > margin else CONTRADICTED
+
+    def seeds_needed(self, margin: float = 0.0) -> int | None:
+        """The fewest seeds whose 95% interval, at the measured sd, would be narrower than the gap it must clear:
+        ``|margin|`` where :meth:`no_room` (so that no difference could be confirmed), else ``|mean - margin|``;
+        None beyond :data:`MOST_SEEDS` (or with one seed, or no gap)."""
+        gap = abs(margin) if self.no_room(margin) else abs(self.mean - margin)
+        if self.seeds < 2 or gap == 0:
+            return None
+        if self.sd == 0:
+            return 2
+        n = np.arange(2, MOST_SEEDS + 1)
+        fits = stats.t.ppf(0.5 + CONFIDENCE / 2, n - 1) * self.sd / np.sqrt(n) < gap
+        return int(n[fits.argmax()]) if fits.any() else None
+
+    def describe(self, scale: float = 1.0, digits: int = 2, margin: float = 0.0, p: float | None = None) -> str:
+        """``"+1.23 [+0.45, +2.01], p 0.012"``: the mean difference, its 95% interval (times ``scale``, e.g. 100
+        for points) and the p-value against ``margin`` (``p``: a corrected one, :func:`holm`); where undecided, the
+        seeds it would take at this spread."""
+        p = self.test(margin) if p is None else p
+        low, high = (scale * value for value in self.interval())
+        text = _signed(self.mean * scale, digits)
+        if self.seeds > 1:
+            text += f" [{_signed(low, digits)}, {_signed(high, digits)}], p {_p(p)}"
+        if self.outcome(margin, p) in UNDECIDED:
+            needed = self.seeds_needed(margin)
+            text += f"; ~{needed} seeds would decide" if needed and needed > self.seeds else \
+                f"; over {MOST_SEEDS} seeds would decide" if needed is None and self.seeds > 1 else ""
+        return text
+
+
+def _signed(value: float, digits: int) -> str:
+    """``+1.23`` (no "-0.00")."""
+    value = round(float(value), digits)
+    return f"{abs(value):.{digits}f}" if value == 0 else f"{value:+.{digits}f}"
+
+
+def _p(p: float) -> str:
+    return "n/a" if math.isnan(p) else "< 0.001" if p < 0.001 else f"{p:.3f}"
+
+
+def holm(p_values: Sequence[float]) -> list[float]:
+    """Holm's step-down adjusted p-values (Holm, 1979): sorted ascending, the i-th of k becomes
+    ``max over j <= i of min(1, (k - j + 1) p_(j))``; a comparison counts at 5% when its adjusted p is at most 0.05,
+    which is Holm's rule.  NaN (one seed) stays NaN and counts in k."""
+    values = [float(p) for p in p_values]
+    order = sorted(range(len(values)), key=lambda i: (math.isnan(values[i]), values[i]))
+    adjusted, running = [math.nan] * len(values), 0.0
+    for rank, index in enumerate(order):
+        if math.isnan(values[index]):
+            continue
+        running = max(running, min(1.0, (len(values) - rank) * values[index]))
+        adjusted[index] = running
+    return adjusted
 
 
 def _scores(name: str, values: Any) -> tuple[np.ndarray, list | None]:
@@ -150,62 +252,155 @@ def paired(a: Scores, b: Scores, higher_is_better: bool = True) -> Paired:
     return Paired(tuple(sign * (a - b)), tuple(sign * a), tuple(sign * b))
 
 
+@dataclass(frozen=True)
+class Check:
+    """One comparison of a claim (:func:`compare`): "``a`` beats ``b`` by more than ``margin``" as its paired
+    differences, or an outcome ``decided`` without a test (a method that diverged on more seeds than the other),
+    with the ``text`` that says why.  ``outcome, text = check`` reads it alone (uncorrected); a :class:`Family`
+    reads it with the others behind the same verdict."""
+
+    paired: Paired | None
+    margin: float = 0.0
+    scale: float = 1.0
+    digits: int = 2
+    decided: str = ""
+    text_if_decided: str = ""
+
+    @property
+    def p(self) -> float:
+        """The uncorrected two-sided p-value against the margin (NaN for a check decided without a test)."""
+        return math.nan if self.paired is None else self.paired.test(self.margin)
+
+    def outcome(self, p: float | None = None) -> str:
+        return self.decided or self.paired.outcome(self.margin, p)
+
+    def text(self, p: float | None = None) -> str:
+        return self.text_if_decided or self.paired.describe(self.scale, self.digits, self.margin, p)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter((self.outcome(), self.text()))
+
+    def __getitem__(self, index: int) -> str:
+        return tuple(self)[index]
+
+
 def compare(a: Scores, b: Scores, higher_is_better: bool = True, margin: float = 0.0,
-            scale: float = 1.0, digits: int = 2) -> tuple[str, str]:
-    """``(outcome, evidence)`` of "``a`` beats ``b`` by more than ``margin``" (:meth:`Paired.outcome`), one score
-    per seed each (paired by seed as :func:`paired` pairs them), NaN for a run that diverged.  A method that
-    diverged on more seeds than the other loses the comparison (:data:`CONTRADICTED` for ``a``, :data:`CONFIRMED`
-    against ``b``); on as many, the seeds where both finished are compared.  The evidence is the mean difference
-    ± 2 standard errors (times ``scale``)."""
+            scale: float = 1.0, digits: int = 2) -> Check:
+    """The :class:`Check` of "``a`` beats ``b`` by more than ``margin``" (:meth:`Paired.outcome`), one score per
+    seed each (paired by seed as :func:`paired` pairs them), NaN for a run that diverged; ``outcome, text =
+    compare(...)`` reads it alone.  A method that diverged on more seeds than the other loses the comparison
+    (:data:`CONTRADICTED` for ``a``, :data:`CONFIRMED` against ``b``); on as many, the seeds where both finished
+    are compared.  The text is the mean difference, its 95% interval (times ``scale``) and p."""
     a, b = _per_seed(a, b)
     margin, scale, digits = check_number("margin", margin), check_number("scale", scale), check_int("digits", digits, 0)
     failed_a, failed_b = int(np.isnan(a).sum()), int(np.isnan(b).sum())
     if failed_a != failed_b:
-        text = f"diverged on {failed_a} vs {failed_b} of {a.size} seeds"
-        return (CONTRADICTED if failed_a > failed_b else CONFIRMED), text
+        return Check(None, margin, scale, digits, CONTRADICTED if failed_a > failed_b else CONFIRMED,
+                     f"diverged on {failed_a} vs {failed_b} of {a.size} seeds")
     both = ~(np.isnan(a) | np.isnan(b))
     if not both.any():
-        return WITHIN_NOISE, f"both diverged on all {a.size} seeds"
-    comparison = paired(a[both], b[both], higher_is_better)
-    return comparison.outcome(margin), comparison.describe(scale, digits)
+        return Check(None, margin, scale, digits, WITHIN_NOISE, f"both diverged on all {a.size} seeds")
+    return Check(paired(a[both], b[both], higher_is_better), margin, scale, digits)
 
 
-def judge(outcomes: Sequence[str], most: bool = False) -> str:
-    """The verdict of a claim from its checks' outcomes (each one of :data:`OUTCOMES`): see the module's rules.
-    With ``most`` the claim asks more than half of its checks to pass: it holds when more than half are
-    confirmed, does not hold when the confirmed and the undecided together are at most half, is inconclusive when
-    none is confirmed otherwise, partly when some are."""
+@dataclass(frozen=True)
+class Family:
+    """The comparisons behind one verdict, ``{label: Check}``, corrected together by Holm's step-down
+    (:func:`holm`; the checks decided without a test stay as they are and do not count in k)."""
+
+    checks: Mapping[str, Check]
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.checks, Mapping) or not all(isinstance(c, Check) for c in self.checks.values()):
+            raise TypeError(f"checks={self.checks!r:.80} must be a {{label: Check}} (claims.compare gives a Check)")
+        object.__setattr__(self, "checks", dict(self.checks))
+
+    def __len__(self) -> int:
+        return len(self.tested)
+
+    @property
+    def tested(self) -> list[str]:
+        """The labels of the checks that take a test (and count in Holm's k)."""
+        return [label for label, check in self.checks.items() if check.paired is not None]
+
+    @property
+    def p_values(self) -> dict[str, float]:
+        """Holm-adjusted p-values of the tested checks."""
+        return dict(zip(self.tested, holm([self.checks[label].p for label in self.tested])))
+
+    @property
+    def outcomes(self) -> dict[str, str]:
+        p = self.p_values
+        return {label: check.outcome(p.get(label)) for label, check in self.checks.items()}
+
+    def text(self, label: str) -> str:
+        """The check's text with its corrected p (``"p_Holm"`` where the family has more than one test)."""
+        text = self.checks[label].text(self.p_values.get(label))
+        return text.replace(", p ", ", p_Holm ") if len(self) > 1 else text
+
+    @property
+    def seeds(self) -> int:
+        return max((check.paired.seeds for check in self.checks.values() if check.paired is not None), default=0)
+
+    def verdict(self, most: bool = False) -> str:
+        return judge(self.outcomes, most, self.seeds or None)
+
+    def judged(self, ours: str, scope: Scope, most: bool = False) -> Judgement:
+        """The :class:`Judgement` with :meth:`verdict`, its scope saying how many comparisons Holm corrected."""
+        return Judgement(ours, self.verdict(most), dataclasses.replace(scope, corrected=len(self)))
+
+
+def not_decidable(seeds: int | None) -> str:
+    """``"not decidable at 3 seeds"``."""
+    return f"{NOT_DECIDABLE_AT} {seeds} seed{'s' * (seeds != 1)}" if seeds else f"{NOT_DECIDABLE_AT} these seeds"
+
+
+def judge(outcomes: Sequence[str] | Mapping[str, str], most: bool = False, seeds: int | None = None) -> str:
+    """The verdict of a claim from its checks' outcomes (each one of :data:`OUTCOMES`; ``{label: outcome}`` names
+    where a contradicted claim still held): see the module's rules.  With ``most`` the claim asks more than half
+    of its checks to pass: it holds when more than half are confirmed, does not hold when the confirmed and the
+    undecided together are at most half, partly when some are confirmed otherwise.  ``seeds``: the seeds behind
+    the checks, for "not decidable at ``seeds`` seeds"."""
     if isinstance(outcomes, (str, bytes)) or not isinstance(outcomes, Iterable):
         raise TypeError(f"outcomes={outcomes!r} must be a list of outcomes, each one of {list(OUTCOMES)}, e.g. "
                         f"[{CONFIRMED!r}]")
-    outcomes, most = list(outcomes), check_bool("most", most)
+    labels = dict(outcomes) if isinstance(outcomes, Mapping) else {}
+    outcomes, most = list(labels.values() if labels else outcomes), check_bool("most", most)
     unknown = [o for o in outcomes if o not in OUTCOMES]
     if unknown:
         raise ValueError(f"outcomes {unknown} are not among {list(OUTCOMES)}")
     if not outcomes:
         return NOT_TESTABLE
     confirmed, contradicted = outcomes.count(CONFIRMED), outcomes.count(CONTRADICTED)
+    undecided = not_decidable(seeds) if NOT_DECIDABLE in outcomes else INCONCLUSIVE
     if most:
         if 2 * confirmed > len(outcomes):
             return HOLDS
         if 2 * (len(outcomes) - contradicted) <= len(outcomes):
             return DOES_NOT_HOLD
-        return PARTLY if confirmed else INCONCLUSIVE
+        return PARTLY if confirmed else undecided
     if confirmed == len(outcomes):
         return HOLDS
-    if confirmed == 0:
-        return DOES_NOT_HOLD if contradicted else INCONCLUSIVE
-    return PARTLY
+    if contradicted:
+        held = [label for label, outcome in labels.items() if outcome == CONFIRMED]
+        return DOES_NOT_HOLD + (f" (holds on {', '.join(held)})" if held else
+                                f" (holds on {confirmed} of {len(outcomes)})" if confirmed else "")
+    return PARTLY if confirmed else undecided
 
 
 def verdict(hits: int, total: int, most: bool = False) -> str:
     """The count rule of checks without noise (exact computations, one deterministic run): holds if all ``total``
-    checks pass (``most``: more than half), partly if some, does not hold if none; no checks: not testable."""
+    checks pass (``most``: more than half); otherwise does not hold (a claim over every check that failed one
+    says on how many it held), or, with ``most``, partly if some pass; no checks: not testable."""
     total = check_int("total", total, 0)
     hits, most = check_int("hits", hits, 0, total), check_bool("most", most)
     if total == 0:
         return NOT_TESTABLE
-    return HOLDS if (2 * hits > total if most else hits == total) else PARTLY if hits else DOES_NOT_HOLD
+    if hits == total or (most and 2 * hits > total):
+        return HOLDS
+    if most:
+        return PARTLY if hits else DOES_NOT_HOLD
+    return DOES_NOT_HOLD + (f" (holds on {hits} of {total})" if hits else "")
 
 
 def learned_something(scores: Mapping[str, float], baseline: float, margin: float,
@@ -224,6 +419,14 @@ def learned_something(scores: Mapping[str, float], baseline: float, margin: floa
     return 2 * beating > len(scores)
 
 
+def check_apart(tuning_seeds: Sequence[int], seeds: Sequence[int]) -> None:
+    """Refuse ``tuning_seeds`` that share a seed with the judging ``seeds``, by name."""
+    shared = sorted(set(tuning_seeds) & set(seeds))
+    if shared:
+        raise ValueError(f"tuning_seeds={list(tuning_seeds)} share seeds {shared} with the judging seeds="
+                         f"{list(seeds)}: hyperparameters are chosen on seeds apart from those that judge them")
+
+
 def seed_list(seeds: Sequence[int]) -> str:
     """``"0-2"`` for consecutive seeds, ``"0, 3, 7"`` otherwise."""
     seeds = sorted(int(s) for s in seeds)
@@ -237,15 +440,21 @@ class Scope:
     """What a verdict rests on: the tasks (settings) it judged, the scale, the rounds per run (one number, or
     ``{task: rounds}`` where the tasks run different horizons; None for an exact computation), the seeds and, where
     the scale trains another model than the paper's, which (one label, or ``{task: label}``, narrowed with the
-    tasks)."""
+    tasks); the ``tuning_seeds`` a grid search chose hyperparameters on (disjoint from the judging ``seeds``; empty
+    where nothing was tuned), and how many comparisons Holm's step-down ``corrected`` together (0: none)."""
 
     tasks: tuple[str, ...]
     scale: str
     rounds: int | Mapping[str, int] | None
     seeds: tuple[int, ...]
     model: str | Mapping[str, str] = ""
+    tuning_seeds: tuple[int, ...] = ()
+    corrected: int = 0
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "seeds", tuple(self.seeds))
+        object.__setattr__(self, "tuning_seeds", tuple(self.tuning_seeds))
+        check_apart(self.tuning_seeds, self.seeds)
         if isinstance(self.rounds, Mapping):  # one horizon for every task is one number
             counts = {task: int(rounds) for task, rounds in self.rounds.items()}
             object.__setattr__(self, "rounds", next(iter(counts.values())) if len(set(counts.values())) == 1
@@ -270,7 +479,9 @@ class Scope:
         seeds = f"{len(self.seeds)} seed{'s' * (len(self.seeds) != 1)} ({seed_list(self.seeds)})" if self.seeds \
             else "deterministic"
         model = f" ({self._model()})" if self._model() and self.rounds is not None else ""
-        return f"{tasks}; {self.scale}{model}; {self._rounds()}; {seeds}"
+        tuned = f"; tuned on seeds {seed_list(self.tuning_seeds)}" if self.tuning_seeds else ""
+        holm = f"; Holm over {self.corrected} comparisons" if self.corrected > 1 else ""
+        return f"{tasks}; {self.scale}{model}; {self._rounds()}; {seeds}{tuned}{holm}"
 
     def narrowed(self, tasks: Sequence[str]) -> Scope:
         """The same scope on ``tasks`` only (those a claim could judge)."""
@@ -278,7 +489,7 @@ class Scope:
             if isinstance(self.rounds, Mapping) else self.rounds
         model = {task: self.model[task] for task in tasks if task in self.model} \
             if isinstance(self.model, Mapping) else self.model
-        return Scope(tuple(tasks), self.scale, rounds, self.seeds, model)
+        return dataclasses.replace(self, tasks=tuple(tasks), rounds=rounds, model=model)
 
 
 @dataclass(frozen=True)
@@ -304,7 +515,7 @@ def claims_table(evidence: Any, claims: Sequence[Claim], source: str = "main tex
     rows = []
     for claim in claims:
         judged = claim.assess(evidence)
-        if not isinstance(judged, Judgement) or judged.verdict not in VERDICTS:
+        if not isinstance(judged, Judgement) or not any(judged.verdict.startswith(kind) for kind in VERDICTS):
             raise ValueError(f"claim {claim.text!r} gave {judged!r}: a Judgement with a verdict among "
                              f"{list(VERDICTS)}")
         rows.append({f"claim ({source})": claim.text, "ours": judged.ours, "verdict": judged.verdict,

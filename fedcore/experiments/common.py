@@ -40,7 +40,7 @@ from fedcore.checks import (
     check_seeds,
 )
 from fedcore.data.federated import FederatedData
-from fedcore.experiments.claims import Scope, compare
+from fedcore.experiments.claims import Scope, check_apart, compare
 from fedcore.problem import Problem
 from fedcore.results import History
 from fedcore.run import simulate, simulate_runs
@@ -62,8 +62,9 @@ class Scale:
     in, checked when the paper's ``SCALES`` is built; a paper adds its own fields in a subclass.  A misspelt field
     is a ``TypeError`` naming it (a dataclass takes no other keyword).
 
-    ``seeds``: the seeds every run is repeated over (each draws the initial model, the client sampling and the
-    minibatches); ``rounds``: per run, one number or ``{task: rounds}`` (None: the paper's, per task);
+    ``seeds``: the seeds every judged run is repeated over (each draws the initial model, the client sampling and
+    the minibatches); ``tuning_seeds``: the seeds grid searches run on, disjoint from ``seeds`` (hyperparameters
+    are chosen on seeds apart from those that judge them; empty: the scale tunes nothing); ``rounds``: per run, one number or ``{task: rounds}`` (None: the paper's, per task);
     ``eval_every``: the evaluation period, one number or per task; ``tasks``: the tasks that run (empty: the paper's
     module says); ``tune_rounds``: the rounds of a tuning run (None: no tuning run of its own);
     ``max_local_steps``: a cap on K (None: none); ``test_samples``: the test samples kept (None: all)."""
@@ -76,9 +77,13 @@ class Scale:
     tune_rounds: int | None = None
     max_local_steps: int | None = None
     test_samples: int | None = None
+    tuning_seeds: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "seeds", tuple(check_seeds("seeds", self.seeds)))
+        object.__setattr__(self, "tuning_seeds", tuple(check_seeds("tuning_seeds", self.tuning_seeds))
+                           if self.tuning_seeds else ())
+        check_apart(self.tuning_seeds, self.seeds)
         for name in ("rounds", "eval_every"):
             value = getattr(self, name)
             if isinstance(value, Mapping):
@@ -196,9 +201,17 @@ def scope(tasks: Mapping[str, Task], scale: str, seeds: Sequence[int],
     return Scope(tuple(tasks), scale, rounds, tuple(check_seeds("seeds", seeds)), model)
 
 
-def bind(builders: Mapping[str, Builder], points: Mapping[str, Mapping[str, Any]]) -> dict[str, Builder]:
-    """``{method: build()}``: each builder of ``builders`` with its point of ``points`` (``Tuning.chosen``, a
-    theorem's step sizes) bound; a method without a point keeps its defaults."""
+def bind(builders: Mapping[str, Builder], points: Mapping[str, Mapping[str, Any]] | Tuning,
+         seeds: Sequence[int] | None = None) -> dict[str, Builder]:
+    """``{method: build()}``: each builder of ``builders`` with its point of ``points`` (a :class:`Tuning`, its
+    ``chosen``, a theorem's step sizes) bound; a method without a point keeps its defaults.  A ``Tuning`` bound for
+    runs on the judging ``seeds`` must have tuned on other seeds (a ``ValueError`` names the shared ones)."""
+    if isinstance(points, Tuning):
+        if seeds is None:
+            raise TypeError("bind(builders, tuning, seeds): give the judging seeds, to check that the tuning ran "
+                            "on others")
+        check_apart(points.seeds, check_seeds("seeds", seeds))
+        points = points.chosen
     return {method: partial(build, **points.get(method, {})) for method, build in builders.items()}
 
 
@@ -549,12 +562,13 @@ def grid_scores(task: Task, build: Builder, grid: Mapping[str, Sequence[Any]], s
 class Tuning:
     """What :func:`tune` found: the ``grids`` searched, per method the ``chosen`` point, and ``tables``: every
     point's score per seed with their mean (``"score"``, NaN where a seed diverged); ``higher_is_better`` says
-    which end won."""
+    which end won; ``seeds``: the seeds it tuned on (:func:`bind` refuses to judge on them)."""
 
     chosen: dict[str, dict[str, Any]]
     tables: dict[str, pd.DataFrame]
     grids: Mapping[str, Mapping[str, Sequence[Any]]] = field(default_factory=dict)
     higher_is_better: bool = True
+    seeds: tuple[int, ...] = ()
 
     def on_edge(self) -> dict[str, list[str]]:
         """``{method: [hyperparameters]}`` chosen at an end of their axis (:func:`on_edge`)."""
@@ -603,4 +617,4 @@ def tune(task: Task, builders: Mapping[str, Builder], grids: Mapping[str, Mappin
         chosen[method] = {key: value.item() if hasattr(value, "item") else value for key, value in zip(grid, point)}
         tables[method] = table
     return Tuning(chosen, tables, {method: {key: list(values) for key, values in grid.items()}
-                                   for method, grid in grids.items()}, higher)
+                                   for method, grid in grids.items()}, higher, tuple(seeds))
