@@ -228,3 +228,11 @@ def test_a_method_that_diverged_on_more_seeds_loses_the_comparison() -> None:
 
 def test_a_mean_that_rounds_to_zero_shows_no_sign_of_its_own() -> None:
     assert paired([0.5001, 0.5002], [0.5003, 0.5003]).describe(100, 1).startswith("0.0 [")
+
+
+@pytest.mark.parametrize("outcomes, expected", [
+    ([CONFIRMED, CONFIRMED], CONFIRMED), ([CONFIRMED, CONTRADICTED, NOT_DECIDABLE], CONTRADICTED),
+    ([CONFIRMED, WITHIN_NOISE], WITHIN_NOISE), ([WITHIN_NOISE, NOT_DECIDABLE], NOT_DECIDABLE), ([], CONFIRMED),
+])
+def test_all_of_a_tasks_checks(outcomes, expected) -> None:
+    assert claims.all_of(outcomes) == expected

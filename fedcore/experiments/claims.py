@@ -350,6 +350,14 @@ class Family:
         return Judgement(ours, self.verdict(most), dataclasses.replace(scope, corrected=len(self)))
 
 
+def all_of(outcomes: Sequence[str]) -> str:
+    """One outcome from checks that must all pass (a task's several comparisons): contradicted if one is,
+    confirmed if all are (no check: confirmed, nothing to fail), else undecided (not decidable where one is)."""
+    outcomes = list(outcomes)
+    return CONTRADICTED if CONTRADICTED in outcomes else CONFIRMED if set(outcomes) <= {CONFIRMED} \
+        else NOT_DECIDABLE if NOT_DECIDABLE in outcomes else WITHIN_NOISE
+
+
 def not_decidable(seeds: int | None) -> str:
     """``"not decidable at 3 seeds"``."""
     return f"{NOT_DECIDABLE_AT} {seeds} seed{'s' * (seeds != 1)}" if seeds else f"{NOT_DECIDABLE_AT} these seeds"

@@ -73,9 +73,7 @@ def _family(table: pd.DataFrame, method: str, settings: list[str], higher_is_bet
 def per_setting(family: claims.Family, setting: str) -> str:
     """One setting's outcome from its corrected comparisons: contradicted if one is, confirmed if all are, else
     undecided (not decidable where one is)."""
-    found = [outcome for (s, _), outcome in family.outcomes.items() if s == setting]
-    return CONTRADICTED if CONTRADICTED in found else CONFIRMED if set(found) == {CONFIRMED} \
-        else NOT_DECIDABLE if NOT_DECIDABLE in found else WITHIN_NOISE
+    return claims.all_of(outcome for (s, _), outcome in family.outcomes.items() if s == setting)
 
 
 def _versus_all(e: Evidence, table: pd.DataFrame | None, higher_is_better: bool, margin: float, scale: float,
