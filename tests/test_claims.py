@@ -108,7 +108,8 @@ def test_the_seeds_it_would_take_at_the_measured_spread() -> None:
     sd = narrow.sd
     first = next(n for n in range(2, 1000) if stats.t.ppf(0.975, n - 1) * sd / math.sqrt(n) < 0.005)
     assert narrow.no_room(-0.005) and narrow.seeds_needed(-0.005) == first
-    assert paired([0.5, 0.5], [0.5, 0.5]).seeds_needed() is None  # no gap to clear
+    assert paired([0.5, 0.5], [0.5, 0.5]).seeds_needed() is None  # no gap to clear: no seeds named
+    assert paired([0.5, 0.5], [0.5, 0.5]).describe() == "0.00 [0.00, 0.00], p 1.000"
 
 
 def test_holm_step_down_by_hand() -> None:

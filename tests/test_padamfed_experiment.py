@@ -15,10 +15,12 @@ import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
 from conftest import cifar_like_loader  # noqa: E402
+from scipy import stats  # noqa: E402
 
 from fedcore import algorithms, explore, models, objectives  # noqa: E402
 from fedcore.data import load_fashion_mnist  # noqa: E402
 from fedcore.experiments import common  # noqa: E402
+from fedcore.experiments.claims import OUTCOMES  # noqa: E402
 from fedcore.experiments.common import ROUND_SETTINGS, Task, Tuning  # noqa: E402
 from fedcore.experiments.padamfed import experiment, theory  # noqa: E402
 from fedcore.problem import Problem  # noqa: E402
@@ -57,6 +59,11 @@ def test_scales_run_two_horizons_and_smoke_grids_keep_their_ends() -> None:
     long = experiment.HORIZONS["fashion_mnist_long"]
     assert small.rounds["fashion_mnist_long"] >= 30 * long["clients_per_round"] * long["local_steps"]
     assert common.grids_at("smoke", experiment.GRIDS)["SCAFFOLD-M"] == {"eta": [0.01, 1.0], "beta": [0.1, 1.0]}
+    # judged on five seeds, tuned on two others, the robustness sweep on the first three judging seeds
+    assert small.seeds == (0, 1, 2, 3, 4) and small.tuning_seeds == (100, 101) and small.sweep(small.seeds) == [0, 1, 2]
+    smoke = experiment.SCALES["smoke"]
+    assert smoke.seeds == (0, 1) and smoke.tuning_seeds == (100,) and smoke.sweep([0, 1]) == [0, 1]  # 0: all
+    assert all(scale.tuning_seeds for scale in experiment.SCALES.values())
 
 
 def test_multipliers_are_decades_over_four_decades() -> None:
@@ -213,6 +220,25 @@ def test_tune_scores_every_point_and_picks_the_best(tiny) -> None:
     assert tuning.on_edge() == {"FedAvg": ["client_lr"], "SCAFFOLD-M": ["beta"]}
 
 
+def test_points_refuse_a_tuning_on_the_judging_seeds_and_the_reference_is_the_best_tuned() -> None:
+    """points() binds a Tuning only for judging seeds apart from its own (as common.bind); best_tuned is the
+    baseline whose chosen point scored best on the tuning seeds."""
+    table = lambda scores: pd.DataFrame({"score": scores})  # noqa: E731
+    tuning = Tuning({m: p for m, p in BASELINES_CHOSEN.items()},
+                    {"FedAvg": table([0.70, 0.81]), "SCAFFOLD": table([0.80, np.nan]),
+                     "SCAFFOLD-M": table([0.83, 0.20]), "SCAFFOLD-M-VR": table([np.nan, np.nan])}, seeds=(100, 101))
+    assert experiment.best_tuned(tuning) == "SCAFFOLD-M"
+    task = Task("fashion_mnist", None, None, {**dict.fromkeys(ROUND_SETTINGS, 1), **SMALL}, 0.1)
+    assert experiment.points(task, tuning, [0, 1])["FedAvg"] == {"client_lr": 0.1}
+    assert experiment.points(task, tuning, [0, 1]) == experiment.points(task, BASELINES_CHOSEN)
+    with pytest.raises(ValueError, match=r"tuning_seeds=\[100, 101\] share seeds \[101\] with the judging seeds"):
+        experiment.points(task, tuning, [101, 102])
+    with pytest.raises(TypeError, match="give the judging seeds"):
+        experiment.points(task, tuning)
+    lower = dataclasses.replace(tuning, higher_is_better=False)
+    assert experiment.best_tuned(lower) == "SCAFFOLD-M"  # its lowest score, 0.20
+
+
 def test_robustness_scores_each_method_at_each_multiplier_and_seed(tiny) -> None:
     builders, points = experiment.make_builders(tiny, "smoke"), experiment.points(tiny, BASELINES_CHOSEN)
     tables = experiment.robustness(tiny, builders, points, [0.1, 1.0], [0, 1])
@@ -278,10 +304,20 @@ def test_variants_pair_each_reading_with_the_default(tiny) -> None:
     differences = 100 * np.array([common.window_score(a, "test_accuracy") - common.window_score(b, "test_accuracy")
                                   for a, b in zip(ours, before)])
     text = pairs.paired("default", scale=100, words=experiment.CHANGE).loc[first, "variant"]
-    mean, noise = (float(number) for number in text.split(" (")[0].split(" ± "))
-    assert mean == pytest.approx(differences.mean(), abs=0.006)
-    assert noise == pytest.approx(2 * differences.std(ddof=1) / math.sqrt(2), abs=0.006)
+    # "+1.23 [-4.56, +7.02], p 0.345; ~9 seeds would decide (within the noise)": the 95% paired t interval, t(1)
+    mean, rest = text.split(" [")
+    low, high = (float(number) for number in rest.split("]")[0].split(", "))
+    half = stats.t.ppf(0.975, 1) * differences.std(ddof=1) / math.sqrt(2)  # 12.706 sd / sqrt 2
+    assert float(mean) == pytest.approx(differences.mean(), abs=0.006)
+    assert (low, high) == pytest.approx((differences.mean() - half, differences.mean() + half), abs=0.006)
+    p = stats.ttest_rel(100 * np.array([common.window_score(a, "test_accuracy") for a in ours]),
+                        100 * np.array([common.window_score(b, "test_accuracy") for b in before])).pvalue
+    assert f"], p {p:.3f}" in text or p < 0.001
     assert text.endswith(("(higher)", "(lower)", "(within the noise)"))
+    assert set(experiment.CHANGE) == set(OUTCOMES)  # every outcome reads as a word, one seed's too
+    one = common.run(tiny, common.bind(builders, points), [0])
+    alone = experiment.variants(tiny, builders, points, one).paired("default", words=experiment.CHANGE)
+    assert alone.loc[first, "variant"].endswith("(undecided (one seed))")
 
 
 # ------------------------------------------------------------------ the quadratic with scaled constants

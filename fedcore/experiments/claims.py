@@ -172,7 +172,7 @@ class Paired:
         text = _signed(self.mean * scale, digits)
         if self.seeds > 1:
             text += f" [{_signed(low, digits)}, {_signed(high, digits)}], p {_p(p)}"
-        if self.outcome(margin, p) in UNDECIDED:
+        if self.outcome(margin, p) in UNDECIDED and (self.no_room(margin) or self.mean != margin):  # a gap to clear
             needed = self.seeds_needed(margin)
             text += f"; ~{needed} seeds would decide" if needed and needed > self.seeds else \
                 f"; over {MOST_SEEDS} seeds would decide" if needed is None and self.seeds > 1 else ""
