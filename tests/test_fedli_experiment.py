@@ -53,7 +53,13 @@ def test_femnist_stand_in_task(femnist) -> None:
     small = experiment.SCALES["small"]
     assert (small.rounds, small.tune_rounds, small.max_local_steps, small.test_samples) == (40, 10, 5, None)
     seeds = {scale: experiment.SCALES[scale].seeds_or() for scale in ("smoke", "small", "paper")}
-    assert seeds == {"smoke": [0, 1], "small": [0, 1, 2], "paper": [0, 1, 2, 3, 4]}
+    assert seeds == {"smoke": [0, 1], "small": [0, 1, 2, 3, 4], "paper": [0, 1, 2, 3, 4]}
+    tuning = {name: scale.tuning_seeds for name, scale in experiment.SCALES.items()}  # apart from the judging seeds
+    assert tuning == {"smoke": (100,), "small": (100, 101), "medium": (100, 101, 102), "paper": (100, 101, 102)}
+    assert small.sweep_seeds_or() == [0, 1, 2, 3] and small.sweep_seeds_or([4, 7]) == [4, 7]  # the budget
+    assert SMOKE.sweep_seeds_or() == [0, 1] and experiment.SCALES["paper"].sweep_seeds_or() == [0, 1, 2, 3, 4]
+    with pytest.raises(ValueError, match=r"tuning_seeds=\[100\] share seeds \[100\]"):
+        dataclasses.replace(SMOKE, sweep_seeds=(0, 100))
     assert small.seeds_or([4, 7]) == [4, 7]
     paper = dataclasses.replace(experiment.SCALES["paper"], tasks=("femnist",))  # another set: the caller's scale
     assert paper.rounds == 500 and paper.max_local_steps is None  # the full epoch
@@ -183,8 +189,10 @@ def test_server_rules_run_beside_table_1s_and_are_paired_against_it(femnist) -> 
     made = Results({"femnist": dict(zip(rules, (runs([50.0, 60.0, 70.0], 0.5), runs([49.0, 59.0, 69.0], 0.4),
                                                 runs([51.0, 59.0, 72.0], 1.0))))}, (0, 1, 2), {"femnist": femnist})
     paired = made.paired("FedLi-LS")
-    assert paired.loc["femnist", rules[1]] == "-1.00 ± 0.00 (contradicted)"  # the same on every seed
-    assert paired.loc["femnist", rules[2]].endswith("(within the noise)")  # +1, -1, +2
+    assert paired.loc["femnist", rules[1]] == "-1.00 [-1.00, -1.00], p < 0.001 (contradicted)"  # on every seed
+    # +1, -1, +2: mean 0.67, sd 1.53, ± 4.303 * 1.53 / sqrt(3) = ± 3.79, p 0.529 (t 0.76, 2 df); 23 seeds: 2.074 *
+    # 1.53 / sqrt(23) = 0.66 < 0.67
+    assert paired.loc["femnist", rules[2]] == "+0.67 [-3.13, +4.46], p 0.529; ~23 seeds would decide (within the noise)"
     assert experiment.server_steps(made)["mean"].tolist() == pytest.approx([0.5, 0.4, 1.0])
     assert made.mean_sd().loc["FedLi-LS", "femnist"] == "60.00 ± 10.00"
     one_round = dataclasses.replace(femnist, settings={**femnist.settings, "rounds": 1, "eval_every": 1})
@@ -252,8 +260,8 @@ def test_span_table_by_hand() -> None:
     best = experiment.at_best({"a": default_good, "b": default_bad}, "a")
     assert best.loc["b", "best value (client lr; DFW eta in its row)"] == 0.001
     assert best.loc["b", "accuracy (%, mean ± sd)"] == "80.00 ± 0.00"
-    column = "minus a (points, mean ± 2 SE)"
-    assert best.loc["b", column] == "+2.00 ± 0.00 (confirmed)" and best.loc["a", column] == "-"
+    column = "minus a (points, mean [95% interval], p)"
+    assert best.loc["b", column] == "+2.00 [+2.00, +2.00], p < 0.001 (confirmed)" and best.loc["a", column] == "-"
     with pytest.raises(ValueError, match="reference='c' is not one of the tables"):
         experiment.at_best({"a": default_good}, "c")
 

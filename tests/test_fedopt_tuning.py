@@ -94,7 +94,9 @@ def test_grid_task_is_the_live_run_of_the_explorer() -> None:
     assert torch.equal(task.problem(0).x0(), live.x0()) and not torch.equal(task.problem(1).x0(), live.x0())
     assert dict(task.settings) == {**explore.LIVE_RUN, "weighting": "samples", "rounds": 30, "eval_every": 3}
     assert common.window_rounds(task.settings) == "rounds 19-30, the last 4 evaluations"
-    assert tuning.GRIDS["small"].seeds == (0, 1, 2) and task.unit == 1.0  # a fraction: NEAR_BEST = 2 points
+    assert tuning.GRIDS["small"].seeds == (0, 1, 2, 3, 4) and task.unit == 1.0  # a fraction: NEAR_BEST = 2 points
+    assert tuning.GRIDS["small"].taus == (1e-3,) and tuning.GRIDS["medium"].taus == (1e-3, 1e-2, 1e-1)  # verdict: 1e-3
+    assert not any(grid.tuning_seeds for grid in tuning.GRIDS.values())  # the grids choose nothing: judging seeds
     assert task.name == "Fashion-MNIST on 20 clients" and task.model_label == "logistic regression"
     assert tuning.grid_task("smoke", live.data).data is live.data and tuning.grid_task("smoke").settings["rounds"] == 3
     assert task.baseline == pytest.approx(trivial_baseline(live.data))

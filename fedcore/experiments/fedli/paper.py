@@ -14,7 +14,20 @@ from typing import Any
 
 import pandas as pd
 
-from fedcore.experiments.claims import NOT_TESTABLE, Claim, Judgement, Scope, compare, judge, learned_something, verdict
+from fedcore.experiments.claims import (
+    CONFIRMED,
+    CONTRADICTED,
+    NOT_TESTABLE,
+    Check,
+    Claim,
+    Family,
+    Judgement,
+    Scope,
+    compare,
+    judge,
+    learned_something,
+    verdict,
+)
 from fedcore.experiments.claims import claims_table as shared_claims_table
 from fedcore.experiments.common import best_value, span_width
 from fedcore.experiments.fedli.theory import convex_optimum, linear_fit
@@ -114,7 +127,7 @@ def reading(accuracy: pd.DataFrame, loss: pd.DataFrame, label: Callable[[str], s
     """Tables 1 and 2 read side by side, ours over seeds (``accuracy``, ``loss``: ``Results.scores``): per task and
     source (columns: ``(task, "paper" | "fedcore")``), the best method by accuracy, FedLi-LU's and FedLi-LS's
     accuracy rank among the seven (ours on the means; ties share the better rank), their margin over FedAvg in
-    points (ours: paired, ± 2 standard errors, beyond the noise or not), FedLi-LU's training-loss rank, and how far
+    points (ours: paired, the mean, its 95% interval and p, each alone), FedLi-LU's training-loss rank, and how far
     our order of the seven methods agrees with the paper's (Spearman's rank correlation on the means, and its range
     over the seeds)."""
     columns = {}
@@ -142,12 +155,12 @@ def reading(accuracy: pd.DataFrame, loss: pd.DataFrame, label: Callable[[str], s
 
 NEAR_BEST = 3.0
 """A value of a rate or a constant is 'good' if its score lies within 3 points of the method's best."""
-RATE_SWEEP_TASK = "femnist"
-"""The task whose sweeps judge the tuning claims (every scale runs it)."""
 RESOLUTION = 0.5
-"""The grids' step in decades: "at least as forgiving" asks that a span be not narrower by this much."""
-LONG = "long"
-"""The key of the long horizon's sweeps and scope in :class:`Evidence` (``experiment.long_task``)."""
+"""The grids' step in decades: "at least as forgiving" asks that a span be not narrower by this much (a margin:
+confirmed when the whole 95% interval of the paired width differences lies above ``-RESOLUTION``)."""
+SWEEPS, LONG = "sweeps", "long"
+"""The keys in :class:`Evidence`'s scopes of the sweeps on Table 1's horizon and on the long one (``experiment.
+long_task``; also the key of its sweeps): the sweeps may judge on other seeds than Table 1 (the budget)."""
 BASELINE_RATES = ("FedAvg", "FedExP")
 RATE_METHODS = ("FedLi-LU", *BASELINE_RATES)
 """The methods whose clients run SGD at a rate (``experiment.client_rate_sweep``)."""
@@ -162,7 +175,8 @@ class Evidence:
     """What the claims read: the exact computations of :mod:`~fedcore.experiments.fedli.theory`; our Tables 1 and 2
     (``Results.scores``) with each task's trivial ``baselines``; the client-rate sweeps ``rates`` (``{"tables":
     ..., "long": ...}``) with the baselines' ``tuned_rates``; FedLi's ``constants`` (``{setting: sweep}``, described
-    by ``constant_settings``); the ``scale``, and per task (and :data:`LONG`) the ``Scope`` of its runs."""
+    by ``constant_settings``); the ``scale``, and per task (and :data:`SWEEPS`, :data:`LONG`) the ``Scope`` of its
+    runs."""
 
     shared_gaps: Sequence[float]
     shared_bound: float
@@ -180,24 +194,25 @@ class Evidence:
 
     def __post_init__(self) -> None:
         trained = [] if self.accuracy is None else list(self.accuracy.index.get_level_values("task"))
-        trained += [] if self.rates is None else [RATE_SWEEP_TASK] + [LONG] * (LONG in self.rates)
+        trained += [] if self.rates is None else [SWEEPS] + [LONG] * (LONG in self.rates)
         missing = [task for task in dict.fromkeys(trained) if task not in (self.scopes or {})]
         if missing:
             raise ValueError(f"scopes={self.scopes!r} has no Scope for the trained runs {missing}: give "
-                             "scopes={task: common.scope(...), 'long': ...}")
+                             "scopes={task: common.scope(...), 'sweeps': ..., 'long': ...}")
         if self.accuracy is not None and (self.loss is None or self.baselines is None):
             raise ValueError("accuracy needs its loss table and each task's trivial baseline (baselines=)")
 
     def runs_scope(self, tasks: Sequence[str]) -> Scope:
         """The scope of a verdict on the runs of ``tasks``: their scopes in one (each task's rounds; the model one
-        label where they agree, else per task)."""
+        label where they agree, else per task; their judging and tuning seeds, which must agree)."""
         scopes = {self.scopes[task].tasks[0]: self.scopes[task] for task in tasks}
-        if len({scope.seeds for scope in scopes.values()}) > 1:
-            raise ValueError(f"the tasks {list(tasks)} ran on different seeds: judge them apart")
-        models = {scope.model for scope in scopes.values()}
+        if len({(scope.seeds, scope.tuning_seeds) for scope in scopes.values()}) > 1:
+            raise ValueError(f"the tasks {list(tasks)} ran (or tuned) on different seeds: judge them apart")
+        models, first = {scope.model for scope in scopes.values()}, next(iter(scopes.values()), None)
         return Scope(tuple(scopes), self.scale, {name: scope.rounds for name, scope in scopes.items()} or None,
-                     next(iter(scopes.values())).seeds if scopes else (), models.pop() if len(models) == 1 else
-                     {name: scope.model for name, scope in scopes.items() if scope.model})
+                     first.seeds if first else (), models.pop() if len(models) == 1 else
+                     {name: scope.model for name, scope in scopes.items() if scope.model},
+                     first.tuning_seeds if first else ())
 
     def exact_scope(self, *computations: str) -> Scope:
         """The scope of a verdict on exact computations (deterministic, no trained model)."""
@@ -211,8 +226,10 @@ class Evidence:
 
 
 def _universal(holds_when_alike: bool, holds_when_different: bool) -> str:
-    """Stated for every convex federation: a counterexample refutes it, whatever the homogeneous case shows."""
-    return verdict(int(holds_when_alike and holds_when_different), 1)
+    """Stated for every convex federation: a counterexample refutes it, whatever the homogeneous case shows (the
+    verdict names the federation where it held)."""
+    return judge({"shared data": CONFIRMED if holds_when_alike else CONTRADICTED,
+                  "two convex clients": CONFIRMED if holds_when_different else CONTRADICTED})
 
 
 def _quadratics(e: Evidence) -> Scope:
@@ -258,33 +275,38 @@ def span_widths(table: pd.DataFrame, around: float, within: float = NEAR_BEST) -
     return [span_width(table[seed], within, around) for seed in table]
 
 
-def _widths_against(ours: Sequence[float], others: Mapping[str, Sequence[float]]) -> tuple[list[str], list[str]]:
-    """``ours`` (one width per seed) paired against each of ``others``: "at least as forgiving" unless narrower by
-    :data:`RESOLUTION` or more beyond the noise; the outcomes and their texts."""
-    found = [compare(ours, widths, margin=-RESOLUTION) for widths in others.values()]
-    return [outcome for outcome, _ in found], [f"minus {name} {text} ({outcome})"
-                                               for name, (outcome, text) in zip(others, found)]
+def _widths_against(ours: Sequence[float], others: Mapping[str, Sequence[float]]) -> dict[str, Check]:
+    """``ours`` (one width per seed) paired against each of ``others``: "at least as forgiving" is a margin claim,
+    confirmed when the 95% interval of the paired differences lies above ``-RESOLUTION``."""
+    return {name: compare(ours, widths, margin=-RESOLUTION) for name, widths in others.items()}
+
+
+def _said(family: Family, label: str) -> str:
+    """A check of ``family`` as the "ours" column shows it: its corrected text and outcome."""
+    return f"{family.text(label)} ({family.outcomes[label]})"
 
 
 def _free(e: Evidence) -> Judgement:
     if not e.constants or e.rates is None or e.tuned_rates is None:
         return Judgement("no sweeps of FedLi's constants", NOT_TESTABLE, e.runs_scope([]))
-    outcomes, parts = [], []
+    checks, parts = {}, []
     for setting, table in e.constants.items():
         entry = e.constant_settings[setting]
         rates = e.rates["tables" if entry["horizon"] == "tables" else LONG]
         around = {m: e.tuned_rates[m] if entry["horizon"] == "tables" else best_value(rates[m])
                   for m in BASELINE_RATES}
-        ours = span_widths(table, entry["default"])
-        found, texts = _widths_against(ours, {f"{m}'s rate": span_widths(rates[m], around[m]) for m in BASELINE_RATES})
-        outcomes += found
-        parts.append(f"{setting} (default {entry['default']:g}; {entry['horizon']} horizon): width "
-                     f"{sum(ours) / len(ours):.2g} decades, " + ", ".join(texts))
-    horizons = [RATE_SWEEP_TASK] + ([LONG] if LONG in e.rates else [])
-    return Judgement(f"good span around the default (within {NEAR_BEST:g} points of the constant's best), against the "
-                     "baselines' client rate around its tuned value, paired over seeds (decades, mean ± 2 SE; at "
-                     f"least as forgiving: not narrower by {RESOLUTION:g} decade beyond the noise): "
-                     + "; ".join(parts), judge(outcomes), e.runs_scope(horizons))
+        ours, labels = span_widths(table, entry["default"]), {m: f"{entry['name']} vs {m}" for m in BASELINE_RATES}
+        checks |= _widths_against(ours, {labels[m]: span_widths(rates[m], around[m]) for m in BASELINE_RATES})
+        parts.append((f"{setting} (default {entry['default']:g}; {entry['horizon']} horizon): width "
+                      f"{sum(ours) / len(ours):.2g} decades", labels))
+    family = Family(checks)
+    horizons = [SWEEPS] + ([LONG] if LONG in e.rates else [])
+    return family.judged(f"good span around the default (within {NEAR_BEST:g} points of the constant's best), against "
+                         "the baselines' client rate around its tuned value, paired over seeds (decades: mean [95% "
+                         f"interval], p against the margin; at least as forgiving: the interval above -{RESOLUTION:g} "
+                         "decade): " + "; ".join(head + "".join(f", minus {m}'s rate {_said(family, label)}"
+                                                               for m, label in labels.items())
+                                                 for head, labels in parts), e.runs_scope(horizons))
 
 
 def _least_tuning(e: Evidence) -> Judgement:
@@ -292,11 +314,12 @@ def _least_tuning(e: Evidence) -> Judgement:
         return Judgement("no client-rate sweep on the long horizon", NOT_TESTABLE, e.runs_scope([]))
     table = e.rates[LONG]
     widths = {m: span_widths(table[m], best_value(table[m])) for m in RATE_METHODS}
-    outcomes, texts = _widths_against(widths["FedLi-LU"], {m: widths[m] for m in BASELINE_RATES})
-    return Judgement(f"decades of client SGD rates around each method's best within {NEAR_BEST:g} points of it "
-                     f"(mean over seeds; at least as forgiving: not narrower by {RESOLUTION:g} decade beyond the "
-                     "noise): " + ", ".join(f"{m} {sum(w) / len(w):.2g}" for m, w in widths.items()) + "; FedLi-LU "
-                     + ", ".join(texts), judge(outcomes), e.runs_scope([LONG]))
+    family = Family(_widths_against(widths["FedLi-LU"], {m: widths[m] for m in BASELINE_RATES}))
+    return family.judged(f"decades of client SGD rates around each method's best within {NEAR_BEST:g} points of it "
+                         "(mean over seeds; at least as forgiving: the 95% interval of the paired differences above "
+                         f"-{RESOLUTION:g} decade, p against it): "
+                         + ", ".join(f"{m} {sum(w) / len(w):.2g}" for m, w in widths.items()) + "; FedLi-LU "
+                         + ", ".join(f"minus {m} {_said(family, m)}" for m in BASELINE_RATES), e.runs_scope([LONG]))
 
 
 CLAIMS: tuple[Claim, ...] = (
@@ -312,31 +335,37 @@ CLAIMS: tuple[Claim, ...] = (
 """The paper's theory claims, judged exactly (sections 1 and 2), and its tuning claims, on the sweeps (section 4)."""
 
 
-def _minus(accuracy: pd.DataFrame, task: str, method: str, other: str, says: tuple = ("", "")) -> tuple[str, str]:
-    """``method`` minus ``other`` on ``task``, paired over seeds: ``(outcome, text)``, names followed by ``says``."""
-    outcome, text = compare(accuracy.loc[(task, method)], accuracy.loc[(task, other)])
-    return outcome, f"{task}: {method}{says[0]} - {other}{says[1]} {text} ({outcome})"
+Found = list[tuple[str, str, Check]]
+"""A summary sentence's comparisons on one task: ``(label, what is compared, Check)``."""
 
 
-def _first_on_seeds(accuracy: pd.DataFrame, task: str) -> list[tuple[str, str]]:
+def _minus(accuracy: pd.DataFrame, task: str, method: str, other: str, says: tuple = ("", ""),
+           label: str = "") -> tuple[str, str, Check]:
+    """``method`` minus ``other`` on ``task``, paired over seeds, names followed by ``says``; labelled ``label``
+    (else the task) where the verdict says what it held on."""
+    return label or task, f"{task}: {method}{says[0]} - {other}{says[1]}", \
+        compare(accuracy.loc[(task, method)], accuracy.loc[(task, other)])
+
+
+def _first_on_seeds(accuracy: pd.DataFrame, task: str) -> Found:
     """The best FedLi method against the best baseline (by the means) on ``task``."""
     means = accuracy.loc[task].mean(axis=1)
     return [_minus(accuracy, task, means[list(FEDLI)].idxmax(), means.drop(list(FEDLI)).idxmax(),
                    (" (the better FedLi method)", " (the best baseline)"))]
 
 
-def _lu_first_on_seeds(accuracy: pd.DataFrame, task: str) -> list[tuple[str, str]]:
+def _lu_first_on_seeds(accuracy: pd.DataFrame, task: str) -> Found:
     return [_minus(accuracy, task, "FedLi-LU", accuracy.loc[task].mean(axis=1).drop("FedLi-LU").idxmax(),
                    ("", " (the best of the others)"))]
 
 
-def _above_fedavg_on_seeds(accuracy: pd.DataFrame, task: str) -> list[tuple[str, str]]:
-    return [_minus(accuracy, task, method, "FedAvg") for method in FEDLI]
+def _above_fedavg_on_seeds(accuracy: pd.DataFrame, task: str) -> Found:
+    return [_minus(accuracy, task, method, "FedAvg", label=f"{task} {method}") for method in FEDLI]
 
 
-def _on_our_tables(check: Callable[[pd.DataFrame, str], Any], most: bool = False) -> Callable[[Evidence], Judgement]:
-    """A summary sentence judged by ``check(accuracy, task) -> [(outcome, text)]`` on our tasks where the methods
-    learned."""
+def _on_our_tables(check: Callable[[pd.DataFrame, str], Found], most: bool = False) -> Callable[[Evidence], Judgement]:
+    """A summary sentence judged by ``check(accuracy, task)`` on our tasks where the methods learned, its
+    comparisons Holm-corrected together."""
     def assess(e: Evidence) -> Judgement:
         if e.accuracy is None:
             return Judgement("no tables", NOT_TESTABLE, e.runs_scope([]))
@@ -349,9 +378,10 @@ def _on_our_tables(check: Callable[[pd.DataFrame, str], Any], most: bool = False
         note += f"; not run at scale {e.scale!r}: {', '.join(unrun)}" if unrun else ""
         if not learned:
             return Judgement("no task where most methods learned" + note, NOT_TESTABLE, e.runs_scope(tasks))
-        found = [pair for task in learned for pair in check(e.accuracy, task)]
-        return Judgement("paired over seeds, points (mean ± 2 SE): " + "; ".join(t for _, t in found) + note,
-                         judge([outcome for outcome, _ in found], most=most), e.runs_scope(learned))
+        found = [entry for task in learned for entry in check(e.accuracy, task)]
+        family = Family({label: comparison for label, _, comparison in found})
+        return family.judged("paired over seeds, points (mean [95% interval], p): " + "; ".join(
+            f"{compared} {_said(family, label)}" for label, compared, _ in found) + note, e.runs_scope(learned), most)
     return assess
 
 
