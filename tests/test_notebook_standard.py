@@ -236,7 +236,8 @@ def test_every_trained_verdict_shows_its_95_interval(ipynb: Path):
     for row in rows:
         if claims.verdict_kind(row["verdict"]) != claims.NOT_TESTABLE and not row["scope"].endswith("deterministic"):
             claim = next(value for key, value in row.items() if key.startswith("claim"))
-            assert re.search(r"\[[+-]?\d[\d.]*, [+-]?\d[\d.]*\], p", row["ours"]), f"{ipynb.name}: {claim!r}: {row['ours']}"
+            interval = re.search(r"\[[+-]?\d[\d.]*, [+-]?\d[\d.]*\], p", row["ours"])
+            assert interval, f"{ipynb.name}: {claim!r}: {row['ours']}"
             assert "2 SE" not in row["ours"] and "standard error" not in row["ours"], f"{ipynb.name}: {claim!r}"
 
 

@@ -64,7 +64,8 @@ class Scale:
 
     ``seeds``: the seeds every judged run is repeated over (each draws the initial model, the client sampling and
     the minibatches); ``tuning_seeds``: the seeds grid searches run on, disjoint from ``seeds`` (hyperparameters
-    are chosen on seeds apart from those that judge them; empty: the scale tunes nothing); ``rounds``: per run, one number or ``{task: rounds}`` (None: the paper's, per task);
+    are chosen on seeds apart from those that judge them; empty: the scale tunes nothing);
+    ``rounds``: per run, one number or ``{task: rounds}`` (None: the paper's, per task);
     ``eval_every``: the evaluation period, one number or per task; ``tasks``: the tasks that run (empty: the paper's
     module says); ``tune_rounds``: the rounds of a tuning run (None: no tuning run of its own);
     ``max_local_steps``: a cap on K (None: none); ``test_samples``: the test samples kept (None: all)."""
