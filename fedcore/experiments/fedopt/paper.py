@@ -12,15 +12,12 @@ import pandas as pd
 
 from fedcore.checks import check_choice
 from fedcore.experiments.claims import (
-    CONFIRMED,
-    CONTRADICTED,
-    NOT_DECIDABLE,
     NOT_TESTABLE,
-    WITHIN_NOISE,
     Claim,
     Family,
     Judgement,
     Scope,
+    all_of,
     compare,
     judge,
     learned_something,
@@ -206,13 +203,6 @@ def within(task: str, best: float) -> float:
     return WITHIN * abs(float(best)) / 100 if task in LOWER_IS_BETTER else WITHIN
 
 
-def _combined(outcomes: Sequence[str]) -> str:
-    """A task's outcome from its checks: contradicted if one is, confirmed if all are, else undecided (not decidable
-    where one is)."""
-    return CONTRADICTED if CONTRADICTED in outcomes else CONFIRMED if set(outcomes) <= {CONFIRMED} \
-        else NOT_DECIDABLE if NOT_DECIDABLE in outcomes else WITHIN_NOISE
-
-
 def _near_best(e: Evidence) -> Judgement:
     """Per informative task, FedAdam and FedYogi each within 0.5% of the best (:func:`within`: the whole interval
     inside the margin), every pair in one Holm family; a task counts when both are; most tasks must."""
@@ -229,7 +219,7 @@ def _near_best(e: Evidence) -> Judgement:
     outcomes, texts = {}, []
     for task in tasks:
         pair = [m for m in ("FedAdam", "FedYogi") if (task, m) in family.checks]
-        outcomes[task] = _combined([family.outcomes[(task, m)] for m in pair])
+        outcomes[task] = all_of([family.outcomes[(task, m)] for m in pair])
         others = ", ".join(f"{m} {family.text((task, m))}" for m in pair)
         texts.append(f"{task} (best {best[task]}; {others or 'the pair is the best'}; within "
                      f"{_number(margins[task])}: {outcomes[task]})")
