@@ -342,12 +342,15 @@ class Family:
     def seeds(self) -> int:
         return max((check.paired.seeds for check in self.checks.values() if check.paired is not None), default=0)
 
-    def verdict(self, most: bool = False) -> str:
-        return judge(self.outcomes, most, self.seeds or None)
+    def verdict(self, most: bool = False, outcomes: Sequence[str] | Mapping[str, str] | None = None) -> str:
+        """:func:`judge` of the corrected :attr:`outcomes`, or of ``outcomes`` derived from them (one per task of
+        several checks, :func:`all_of`; a list where a contradicted claim should count, not name, where it held)."""
+        return judge(self.outcomes if outcomes is None else outcomes, most, self.seeds or None)
 
-    def judged(self, ours: str, scope: Scope, most: bool = False) -> Judgement:
+    def judged(self, ours: str, scope: Scope, most: bool = False,
+               outcomes: Sequence[str] | Mapping[str, str] | None = None) -> Judgement:
         """The :class:`Judgement` with :meth:`verdict`, its scope saying how many comparisons Holm corrected."""
-        return Judgement(ours, self.verdict(most), dataclasses.replace(scope, corrected=len(self)))
+        return Judgement(ours, self.verdict(most, outcomes), dataclasses.replace(scope, corrected=len(self)))
 
 
 def all_of(outcomes: Sequence[str]) -> str:

@@ -207,13 +207,20 @@ def bind(builders: Mapping[str, Builder], points: Mapping[str, Mapping[str, Any]
     """``{method: build()}``: each builder of ``builders`` with its point of ``points`` (a :class:`Tuning`, its
     ``chosen``, a theorem's step sizes) bound; a method without a point keeps its defaults.  A ``Tuning`` bound for
     runs on the judging ``seeds`` must have tuned on other seeds (a ``ValueError`` names the shared ones)."""
-    if isinstance(points, Tuning):
-        if seeds is None:
-            raise TypeError("bind(builders, tuning, seeds): give the judging seeds, to check that the tuning ran "
-                            "on others")
-        check_apart(points.seeds, check_seeds("seeds", seeds))
-        points = points.chosen
+    points = chosen_apart(points, seeds, "bind(builders, tuning, seeds)")
     return {method: partial(build, **points.get(method, {})) for method, build in builders.items()}
+
+
+def chosen_apart(points: Mapping[str, Mapping[str, Any]] | Tuning, seeds: Sequence[int] | None,
+                 call: str = "bind(builders, tuning, seeds)") -> Mapping[str, Mapping[str, Any]]:
+    """``points`` as ``{method: point}``: a :class:`Tuning`'s ``chosen``, once its seeds are checked apart from the
+    judging ``seeds`` (which ``call``, named in the error, must then give); any other mapping as it is."""
+    if not isinstance(points, Tuning):
+        return points
+    if seeds is None:
+        raise TypeError(f"{call}: give the judging seeds, to check that the tuning ran on others")
+    check_apart(points.seeds, check_seeds("seeds", seeds))
+    return points.chosen
 
 
 def run(task: Task, builders: Mapping[str, Builder], seeds: Sequence[int], *, store: Store | None = None,

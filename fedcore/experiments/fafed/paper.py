@@ -4,7 +4,6 @@ the counterexample's first step (:data:`PAPER_FIRST_STEP`) stands beside ours.""
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -96,9 +95,7 @@ def _versus_all(e: Evidence, table: pd.DataFrame | None, higher_is_better: bool,
         texts.append(f"{setting}: FAFED ranks {rank} of {len(means)}; FAFED - {best} (the best other) "
                      f"{family.text((setting, best))}: {said[outcome]}" + f" ({', '.join(beaten)})" * bool(beaten)
                      + f" (so do {', '.join(also)})" * bool(also))
-    scope = dataclasses.replace(e.narrowed(settings), corrected=len(family))
-    return Judgement("; ".join(texts + [untested] * bool(untested)), claims.judge(outcomes, seeds=family.seeds or None),
-                     scope)
+    return family.judged("; ".join(texts + [untested] * bool(untested)), e.narrowed(settings), outcomes=outcomes)
 
 
 def _ranked_first(e: Evidence) -> Judgement:
@@ -134,7 +131,7 @@ def _harder(e: Evidence) -> Judgement:
     ours = "mean test accuracy over the methods, in points: " + ", ".join(
         f"{s} {100 * difficulty[s].mean():.1f}" for s in settings) + "; from one setting to the next (drop): " + \
         ", ".join(f"{pair} {family.text(pair)} ({said[outcome]})" for pair, outcome in family.outcomes.items())
-    return Judgement(ours, family.verdict(), dataclasses.replace(e.narrowed(settings), corrected=len(family)))
+    return family.judged(ours, e.narrowed(settings))
 
 
 def _diverges(e: Evidence) -> Judgement:

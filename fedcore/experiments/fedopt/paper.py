@@ -19,7 +19,6 @@ from fedcore.experiments.claims import (
     Scope,
     all_of,
     compare,
-    judge,
     learned_something,
 )
 from fedcore.experiments.claims import claims_table as shared_claims_table
@@ -223,8 +222,7 @@ def _near_best(e: Evidence) -> Judgement:
         others = ", ".join(f"{m} {family.text((task, m))}" for m in pair)
         texts.append(f"{task} (best {best[task]}; {others or 'the pair is the best'}; within "
                      f"{_number(margins[task])}: {outcomes[task]})")
-    return Judgement("; ".join(texts) + " (minus the best)", judge(outcomes, most=True, seeds=family.seeds or None),
-                     replace(_scope(e.scope, tasks), corrected=len(family)))
+    return family.judged("; ".join(texts) + " (minus the best)", _scope(e.scope, tasks), most=True, outcomes=outcomes)
 
 
 def _number(value: float) -> str:

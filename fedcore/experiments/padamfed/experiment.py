@@ -30,7 +30,6 @@ from fedcore.experiments.claims import (
     CONTRADICTED,
     NOT_DECIDABLE,
     WITHIN_NOISE,
-    check_apart,
     trivial_baseline,
 )
 from fedcore.experiments.common import Builder, Results, Scale, Task, Tuning
@@ -182,12 +181,7 @@ def points(task: Task, chosen: Mapping[str, Mapping[str, float]] | Tuning,
     (:func:`theorem_step_sizes`), the ``chosen`` (tuned) ones for the baselines.  ``chosen`` a
     :class:`~fedcore.experiments.common.Tuning` for runs on the judging ``seeds``: it must have tuned on other seeds
     (a ``ValueError`` names the shared ones, as :func:`~fedcore.experiments.common.bind` does)."""
-    if isinstance(chosen, Tuning):
-        if seeds is None:
-            raise TypeError("points(task, tuning, seeds): give the judging seeds, to check that the tuning ran on "
-                            "others")
-        check_apart(chosen.seeds, seeds)
-        chosen = chosen.chosen
+    chosen = common.chosen_apart(chosen, seeds, "points(task, tuning, seeds)")
     missing = [m for m in METHODS_AT[task.name] if m not in PARAMETER_FREE and m not in chosen]
     if missing:
         raise ValueError(f"chosen has no hyperparameters for {missing}: give the tuned point of every baseline")

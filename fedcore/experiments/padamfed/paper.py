@@ -21,7 +21,6 @@ from fedcore.experiments.claims import (
     Judgement,
     Scope,
     compare,
-    judge,
 )
 from fedcore.experiments.claims import claims_table as shared_claims_table
 from fedcore.experiments.padamfed.experiment import PARAMETER_FREE, good_points
@@ -111,10 +110,7 @@ def _scope(scope: Scope | None, tasks: Sequence[str] | None = None) -> Scope:
 def _judged(family: Family, ours: str, scope: Scope, labels: bool = True) -> Judgement:
     """The family's :class:`Judgement` (Holm-corrected); ``labels=False``: a contradicted claim says on how many
     checks it held ("holds on 9 of 10") instead of naming them."""
-    if labels:
-        return family.judged(ours, scope)
-    return Judgement(ours, judge(list(family.outcomes.values()), seeds=family.seeds or None),
-                     dataclasses.replace(scope, corrected=len(family)))
+    return family.judged(ours, scope, outcomes=None if labels else list(family.outcomes.values()))
 
 
 def _cell(family: Family, label: str) -> str:
