@@ -130,6 +130,7 @@ def test_a_family_corrects_its_comparisons_together() -> None:
     assert adjusted[1] > 0.05 and family.outcomes == {"strong": CONFIRMED, "weak": WITHIN_NOISE,
                                                       "none": WITHIN_NOISE}  # ... corrected with two others, not
     assert "p_Holm" in family.text("weak") and family.verdict() == PARTLY
+    assert family.said("weak") == f"{family.text('weak')} (within the noise)"
     scope = Scope(("t",), "small", 10, (0, 1, 2, 3, 4))
     judged = family.judged("text", scope)
     assert judged.scope.corrected == 3 and str(judged.scope).endswith("; Holm over 3 comparisons")

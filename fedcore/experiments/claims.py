@@ -338,6 +338,10 @@ class Family:
         text = self.checks[label].text(self.p_values.get(label))
         return text.replace(", p ", ", p_Holm ") if len(self) > 1 else text
 
+    def said(self, label: str) -> str:
+        """``"+1.23 [+0.45, +2.01], p_Holm 0.012 (confirmed)"``: the check's corrected :meth:`text` and outcome."""
+        return f"{self.text(label)} ({self.outcomes[label]})"
+
     @property
     def seeds(self) -> int:
         return max((check.paired.seeds for check in self.checks.values() if check.paired is not None), default=0)

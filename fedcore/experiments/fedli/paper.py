@@ -281,11 +281,6 @@ def _widths_against(ours: Sequence[float], others: Mapping[str, Sequence[float]]
     return {name: compare(ours, widths, margin=-RESOLUTION) for name, widths in others.items()}
 
 
-def _said(family: Family, label: str) -> str:
-    """A check of ``family`` as the "ours" column shows it: its corrected text and outcome."""
-    return f"{family.text(label)} ({family.outcomes[label]})"
-
-
 def _free(e: Evidence) -> Judgement:
     if not e.constants or e.rates is None or e.tuned_rates is None:
         return Judgement("no sweeps of FedLi's constants", NOT_TESTABLE, e.runs_scope([]))
@@ -304,7 +299,7 @@ def _free(e: Evidence) -> Judgement:
     return family.judged(f"good span around the default (within {NEAR_BEST:g} points of the constant's best), against "
                          "the baselines' client rate around its tuned value, paired over seeds (decades: mean [95% "
                          f"interval], p against the margin; at least as forgiving: the interval above -{RESOLUTION:g} "
-                         "decade): " + "; ".join(head + "".join(f", minus {m}'s rate {_said(family, label)}"
+                         "decade): " + "; ".join(head + "".join(f", minus {m}'s rate {family.said(label)}"
                                                                for m, label in labels.items())
                                                  for head, labels in parts), e.runs_scope(horizons))
 
@@ -319,7 +314,7 @@ def _least_tuning(e: Evidence) -> Judgement:
                          "(mean over seeds; at least as forgiving: the 95% interval of the paired differences above "
                          f"-{RESOLUTION:g} decade, p against it): "
                          + ", ".join(f"{m} {sum(w) / len(w):.2g}" for m, w in widths.items()) + "; FedLi-LU "
-                         + ", ".join(f"minus {m} {_said(family, m)}" for m in BASELINE_RATES), e.runs_scope([LONG]))
+                         + ", ".join(f"minus {m} {family.said(m)}" for m in BASELINE_RATES), e.runs_scope([LONG]))
 
 
 CLAIMS: tuple[Claim, ...] = (
@@ -381,7 +376,7 @@ def _on_our_tables(check: Callable[[pd.DataFrame, str], Found], most: bool = Fal
         found = [entry for task in learned for entry in check(e.accuracy, task)]
         family = Family({label: comparison for label, _, comparison in found})
         return family.judged("paired over seeds, points (mean [95% interval], p): " + "; ".join(
-            f"{compared} {_said(family, label)}" for label, compared, _ in found) + note, e.runs_scope(learned), most)
+            f"{compared} {family.said(label)}" for label, compared, _ in found) + note, e.runs_scope(learned), most)
     return assess
 
 

@@ -191,7 +191,7 @@ def _beat_fedavg(e: Evidence) -> Judgement:
     best = {task: _best(t, task, ADAPTIVE) for task in tasks}
     family = Family({task: compare(t.loc[(task, best[task])], t.loc[(task, "FedAvg")], _higher(task))
                      for task in tasks})
-    return family.judged("; ".join(f"{task}: {best[task]} - FedAvg {family.text(task)} ({family.outcomes[task]})"
+    return family.judged("; ".join(f"{task}: {best[task]} - FedAvg {family.said(task)}"
                                    for task in tasks), _scope(e.scope, tasks))
 
 

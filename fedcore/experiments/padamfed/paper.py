@@ -113,11 +113,6 @@ def _judged(family: Family, ours: str, scope: Scope, labels: bool = True) -> Jud
     return family.judged(ours, scope, outcomes=None if labels else list(family.outcomes.values()))
 
 
-def _cell(family: Family, label: str) -> str:
-    """``"+1.23 [+0.45, +2.01], p_Holm 0.012 (confirmed)"``: a check's corrected text and outcome."""
-    return f"{family.text(label)} ({family.outcomes[label]})"
-
-
 def _halves(ratios: pd.Series) -> Check:
     """The check of "the run ends with at most TARGET of its initial gradient norm", over the seeds of ``ratios``:
     the paired comparison of log10(1/ratio), the decades the gradient fell, with log10(1/TARGET) (a diverged run,
@@ -135,7 +130,7 @@ def _quadratic_claim(table: pd.DataFrame | None, methods: Sequence[str], what: s
     if table is None:
         return Judgement("no quadratic runs", NOT_TESTABLE, _scope(scope, []))
     family = Family({f"{m} at {what} {row:.3g}": _halves(table.loc[row, m]) for m in methods for row in table.index})
-    parts = [f"{label} {_cell(family, label)}" for label in family.checks]
+    parts = [f"{label} {family.said(label)}" for label in family.checks]
     shown = [f"{m}: {_ratio_text(table, m)}" for m in others if m in table.columns.get_level_values(0)]
     ours = (f"decades the gradient norm fell, log10(initial / final), 95% interval (the rule: above "
             f"{math.log10(1 / TARGET):.2f}, a ratio of at most {TARGET:g}): " + "; ".join(parts)
@@ -175,7 +170,7 @@ def _keeps_up(e: Evidence) -> Judgement:
         for method in (m for m in PARAMETER_FREE if m in table.index):
             checks[f"{task} {method}"] = compare(table.loc[method], table.loc[best], margin=-KEEPS_UP, scale=100)
     family = Family(checks)
-    parts = [f"{label} - {references[label.split(' ')[0]]} {_cell(family, label)}" for label in checks]
+    parts = [f"{label} - {references[label.split(' ')[0]]} {family.said(label)}" for label in checks]
     how = "chosen on the tuning seeds" if e.best else "the best mean"
     return _judged(family, f"points, untuned minus the best tuned baseline ({how}), 95% interval, margin "
                            f"-{100 * KEEPS_UP:g}: " + "; ".join(parts), _scope(e.scope))
@@ -201,7 +196,7 @@ def _wider(reading: str) -> Callable[[Evidence], Judgement]:
         family = Family(checks)
         outcomes = list(family.outcomes.values())
         counts = ", ".join(f"{outcomes.count(o)} {o}" for o in OUTCOMES if outcomes.count(o))
-        text = "; ".join(f"{task} {ours} minus " + ", ".join(f"{other} {_cell(family, label)}"
+        text = "; ".join(f"{task} {ours} minus " + ", ".join(f"{other} {family.said(label)}"
                                                              for other, label in labels)
                          for task, ours, labels in parts)
         return _judged(family, f"good range around 1 in grid points (one decade each), paired over seeds, 95% "
