@@ -34,8 +34,8 @@
 # 6. lets you move the learning rates of a live run;
 # 7. sets the paper's claims beside our results, with verdicts, and says what differs.
 #
-# **Parameters.** `SCALE` is `smoke` (CI, about a minute), `small` (a 2-core CPU, at most 15 minutes: what you
-# see here, with lighter models than the paper's for Table 1), `medium` (`small` and Shakespeare's row: about 1.5
+# **Parameters.** `SCALE` is `smoke` (CI, about a minute), `small` (a 2-core CPU, about 13 minutes from an empty results
+# store: what you see here, with lighter models than the paper's for Table 1), `medium` (`small` and Shakespeare's row: about 1.5
 # hours more on a CPU) or `paper` (the paper's models and settings, for a GPU and the original data). Every
 # trained result is repeated over five seeds (the centralized runs, which feed no verdict: one) and judged on the
 # paired differences. Rerun with, e.g., `papermill 01_fedopt.ipynb out.ipynb -p SCALE small -y "SEEDS: [5, 6, 7,

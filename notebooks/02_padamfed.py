@@ -44,10 +44,11 @@
 # 5. says how CIFAR-10 runs at `paper` scale (a demonstration);
 # 6. sets the slides' claims beside our measurements, with verdicts at 95% over seeds, and says what differs.
 #
-# **Parameters.** `SCALE` is `smoke` (CI, about a minute), `small` (a 2-core CPU, the time is printed at the end:
-# what you see here), `medium` (5 seeds, 200 and 1,000 rounds: about an hour; it records four tables under
-# `results/medium/`, and its accuracy table is shown beside small's) or `paper` (500 and 3,000 rounds, and CIFAR-10
-# where torchvision has the files; for a GPU).
+# **Parameters.** `SCALE` is `smoke` (CI, about a minute), `small` (what you see here: about 9 minutes on a 2-core
+# CPU from an empty results store; the time printed at the end is this run's, which read finished runs back),
+# `medium` (5 seeds, 200 and 1,000 rounds: about an hour; it records four tables under `results/medium/`, and its
+# accuracy table is shown beside small's) or `paper` (500 and 3,000 rounds, and CIFAR-10 where torchvision has the
+# files; for a GPU).
 # Rerun with, e.g., `papermill 02_padamfed.ipynb out.ipynb -p SCALE small -y "SEEDS: [5, 6, 7, 8, 9]"`. Finished runs
 # are kept in the results store (`fedcore.store`), so a rerun recomputes only what changed; `-p STORE off`
 # recomputes everything.

@@ -40,10 +40,10 @@
 # 6. lets you move the baselines' learning rate and watch which methods move;
 # 7. sets the paper's claims beside our measurements, with verdicts, and says what differs.
 #
-# **Parameters.** `SCALE` is `smoke` (CI, under a minute), `small` (a 2-core CPU; what you see here: about 10 minutes
-# from an empty results store, printed at the end), `medium` (5 seeds, 100 rounds: about an hour; its tables are
-# recorded under `results/medium/`, and Table 1 is shown beside small's) or `paper` (500 rounds, every task; for a
-# GPU). Rerun with, e.g., `papermill 03_fedli.ipynb out.ipynb -p SCALE small -y "SEEDS: [3, 4, 5]"`. Finished
+# **Parameters.** `SCALE` is `smoke` (CI, under a minute), `small` (what you see here: about 8 minutes on a 2-core
+# CPU from an empty results store; the time printed at the end is this run's, which read finished runs back),
+# `medium` (5 seeds, 100 rounds: about an hour; its tables are recorded under `results/medium/`, and Table 1 is
+# shown beside small's) or `paper` (500 rounds, every task; for a GPU). Rerun with, e.g., `papermill 03_fedli.ipynb out.ipynb -p SCALE small -y "SEEDS: [3, 4, 5]"`. Finished
 # runs are kept in the results store (`fedcore.store`), so a rerun recomputes only what changed; `-p STORE off`
 # recomputes everything.
 

@@ -36,8 +36,8 @@
 # No official code exists for FAFED: `fedcore.algorithms.fafed` is a reconstruction from the paper's text, and its
 # docstring names every choice the paper leaves open.
 #
-# **Parameters.** `SCALE` is `smoke` (CI, about a minute), `small` (a 2-core CPU, about 10 minutes: what you see
-# here; a stand-in model, see section 4), `medium` (the paper's CNN, 3 seeds of 40 rounds: about half an hour on
+# **Parameters.** `SCALE` is `smoke` (CI, about a minute), `small` (a 2-core CPU, about 7 minutes from an empty results
+# store: what you see here; a stand-in model, see section 4), `medium` (the paper's CNN, 3 seeds of 40 rounds: about half an hour on
 # 2 CPU cores) or `paper` (300 rounds and 5 seeds, for a GPU). Rerun with, e.g.,
 # `papermill 04_fafed.ipynb out.ipynb -p SCALE small -y "SEEDS: [3, 4, 5]" -p ROUNDS 100`. Finished training runs are kept
 # in a results store (`fedcore.store`, keyed by everything that determines a run: data, model, every
