@@ -120,8 +120,14 @@ def _adaptive(
     bias_correction: str,
     tau_inside_sqrt: bool,
     initial_v: str,
+    report: bool = False,
 ) -> ServerOptimizer:
-    """The shared FedAdagrad/FedAdam/FedYogi step: ``x + eta m_t / (sqrt(v_t) + tau)``."""
+    """The shared FedAdagrad/FedAdam/FedYogi step: ``x + eta m_t / (sqrt(v_t) + tau)``.  With ``report``, each round
+    also reports how adaptive the step was: ``sqrt_v_over_tau``, the geometric mean over the coordinates of
+    ``sqrt(v_t) / tau`` (a typical coordinate; far below 1, ``tau`` sets the denominator), and
+    ``denominator_spread``, the geometric standard deviation of the denominator over the coordinates (near 1, every
+    coordinate takes the same rate and the step is server momentum SGD, whatever sets the denominator; the larger,
+    the more the step adapts per coordinate).  Both are O(d) (a median would sort)."""
     check_positive("lr", lr)
     check_range("beta1", beta1, 0, 1)
     check_range("beta2", beta2, 0, 1)
@@ -129,48 +135,63 @@ def _adaptive(
     check_choice("bias_correction", bias_correction, ("none", "keras", "flower"))
     check_choice("initial_v", initial_v, ("tau^2", "zero"))
     tau_inside_sqrt = check_bool("tau_inside_sqrt", tau_inside_sqrt)
+    report = check_bool("report", report)
     next_v = second_moment(beta2)
     v0 = tau**2 if initial_v == "tau^2" else 0.0
 
+    def denominator(v: Tensor) -> Tensor:
+        return (v + tau).sqrt() if tau_inside_sqrt else v.sqrt() + tau
+
+    def reported(v: Tensor) -> State:  # numbers per run, [R, 1, 1] beside v [R, 1, d]
+        if not report:
+            return {}
+        return {"sqrt_v_over_tau": (v.log().mean(dim=-1, keepdim=True) / 2).exp() / tau,
+                "denominator_spread": denominator(v).log().std(dim=-1, keepdim=True).exp()}
+
     def init(x: Tensor) -> State:
-        return {"m": torch.zeros_like(x), "v": torch.zeros_like(x) + v0, "t": torch.zeros((), dtype=torch.long)}
+        v = torch.zeros_like(x) + v0
+        return {"m": torch.zeros_like(x), "v": v, "t": torch.zeros((), dtype=torch.long), **reported(v)}
 
     def update(delta: Tensor, state: State, **extras: Tensor) -> tuple[Tensor, State]:
         t = state["t"] + 1
         m = beta1 * state["m"] + (1 - beta1) * delta
         v = next_v(state["v"], delta * delta)
-        denominator = (v + tau).sqrt() if tau_inside_sqrt else v.sqrt() + tau
         eta_t = lr * _bias_factor(bias_correction, int(t), beta1, beta2)
-        return eta_t * m / denominator, {"m": m, "v": v, "t": t}
+        return eta_t * m / denominator(v), {"m": m, "v": v, "t": t, **reported(v)}
 
     options = f"lr={shown(lr)}, beta1={shown(beta1)}, beta2={shown(beta2)}, tau={shown(tau)}"
     every = (("rule", name), ("lr", lr), ("beta1", beta1), ("beta2", beta2), ("tau", tau),
              ("bias_correction", bias_correction), ("tau_inside_sqrt", tau_inside_sqrt), ("initial_v", initial_v))
-    return ServerOptimizer(init, update, f"{name}({options})", every)
+    every += (("report", True),) if report else ()  # a run that reports is another run; one that does not is unchanged
+    reports = ("sqrt_v_over_tau", "denominator_spread") if report else ()
+    return ServerOptimizer(init, update, f"{name}({options})", every, reports=reports)
 
 
 def adagrad(
     lr: float = 0.1, beta1: float = 0.9, tau: float = 1e-3, *, bias_correction: str = "none",
-    tau_inside_sqrt: bool = False, initial_v: str = "tau^2",
+    tau_inside_sqrt: bool = False, initial_v: str = "tau^2", report: bool = False,
 ) -> ServerOptimizer:
-    """FedAdagrad (Reddi et al. 2021, Alg. 2): ``v_t = v_{t-1} + Delta_t^2``; ``beta1=0`` drops momentum."""
-    return _adaptive("adagrad", _adagrad_v, lr, beta1, 0.0, tau, bias_correction, tau_inside_sqrt, initial_v)
+    """FedAdagrad (Reddi et al. 2021, Alg. 2): ``v_t = v_{t-1} + Delta_t^2``; ``beta1=0`` drops momentum.  ``report``:
+    each round's ``sqrt_v_over_tau`` and ``denominator_spread`` (:func:`_adaptive`)."""
+    return _adaptive("adagrad", _adagrad_v, lr, beta1, 0.0, tau, bias_correction, tau_inside_sqrt, initial_v, report)
 
 
 def adam(
     lr: float = 0.01, beta1: float = 0.9, beta2: float = 0.99, tau: float = 1e-3, *,
-    bias_correction: str = "none", tau_inside_sqrt: bool = False, initial_v: str = "tau^2",
+    bias_correction: str = "none", tau_inside_sqrt: bool = False, initial_v: str = "tau^2", report: bool = False,
 ) -> ServerOptimizer:
-    """FedAdam (Reddi et al. 2021, Alg. 2): ``v_t = beta2 v_{t-1} + (1 - beta2) Delta_t^2``."""
-    return _adaptive("adam", _adam_v, lr, beta1, beta2, tau, bias_correction, tau_inside_sqrt, initial_v)
+    """FedAdam (Reddi et al. 2021, Alg. 2): ``v_t = beta2 v_{t-1} + (1 - beta2) Delta_t^2``.  ``report``: each
+    round's ``sqrt_v_over_tau`` and ``denominator_spread`` (:func:`_adaptive`)."""
+    return _adaptive("adam", _adam_v, lr, beta1, beta2, tau, bias_correction, tau_inside_sqrt, initial_v, report)
 
 
 def yogi(
     lr: float = 0.01, beta1: float = 0.9, beta2: float = 0.99, tau: float = 1e-3, *,
-    bias_correction: str = "none", tau_inside_sqrt: bool = False, initial_v: str = "tau^2",
+    bias_correction: str = "none", tau_inside_sqrt: bool = False, initial_v: str = "tau^2", report: bool = False,
 ) -> ServerOptimizer:
-    """FedYogi (Reddi et al. 2021, Alg. 2): ``v_t = v_{t-1} - (1 - beta2) Delta_t^2 sign(v_{t-1} - Delta_t^2)``."""
-    return _adaptive("yogi", _yogi_v, lr, beta1, beta2, tau, bias_correction, tau_inside_sqrt, initial_v)
+    """FedYogi (Reddi et al. 2021, Alg. 2): ``v_t = v_{t-1} - (1 - beta2) Delta_t^2 sign(v_{t-1} - Delta_t^2)``.
+    ``report``: each round's ``sqrt_v_over_tau`` and ``denominator_spread`` (:func:`_adaptive`)."""
+    return _adaptive("yogi", _yogi_v, lr, beta1, beta2, tau, bias_correction, tau_inside_sqrt, initial_v, report)
 
 
 def amsgrad(lr: float = 0.01, beta1: float = 0.9, beta2: float = 0.99, eps: float = 1e-6) -> ServerOptimizer:

@@ -238,3 +238,12 @@ def test_a_mean_that_rounds_to_zero_shows_no_sign_of_its_own() -> None:
 ])
 def test_all_of_a_tasks_checks(outcomes, expected) -> None:
     assert claims.all_of(outcomes) == expected
+
+
+@pytest.mark.parametrize("outcomes, expected", [
+    ([CONTRADICTED, CONFIRMED], CONFIRMED), ([CONTRADICTED, CONTRADICTED], CONTRADICTED),
+    ([CONTRADICTED, WITHIN_NOISE, NOT_DECIDABLE], WITHIN_NOISE), ([CONTRADICTED, NOT_DECIDABLE], NOT_DECIDABLE),
+    ([], CONTRADICTED),
+])
+def test_any_of_alternatives_one_of_which_must_pass(outcomes, expected) -> None:
+    assert claims.any_of(outcomes) == expected

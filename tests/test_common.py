@@ -98,6 +98,13 @@ def test_late_gain_is_the_last_evaluation_minus_the_one_a_fraction_earlier() -> 
     assert common.late_gain(history) == pytest.approx(0.65 - 0.5)  # at or before round 16.7 of 25: round 15
     assert common.late_gain(history, fraction=0.5) == pytest.approx(0.65 - 0.3)  # last evaluated 25: at or before 12.5
     assert common.late_gain(history, fraction=0.9) == pytest.approx(0.65 - 0.1)
+    # windows of 2: the last two (0.6, 0.65) against the two ending at round 15 (0.3, 0.5)
+    assert common.late_gain(history, evaluations=2) == pytest.approx((0.6 + 0.65) / 2 - (0.3 + 0.5) / 2)
+    # a window longer than the evaluations before the cut takes those there are: round 5 only at fraction 0.8
+    assert common.late_gain(history, fraction=0.8, evaluations=3) == \
+        pytest.approx((0.5 + 0.6 + 0.65) / 3 - (0.1 + 0.3) / 2)
+    with pytest.raises(ValueError, match="evaluations=0"):
+        common.late_gain(history, evaluations=0)
     assert math.isnan(common.late_gain(History(frame, "FedAvg", "loop", {}, diverged_round=30)))
     with pytest.raises(ValueError, match="fraction=0"):
         common.late_gain(history, fraction=0)

@@ -105,3 +105,51 @@ def test_state_is_tensors_only() -> None:
         state = optimizer.init(torch.zeros(3))
         _, state = optimizer.update(torch.ones(3), state)
         assert all(isinstance(v, torch.Tensor) for v in state.values()), name
+
+
+@pytest.mark.parametrize("rule", ["adagrad", "adam", "yogi"])
+def test_reported_ratio_is_the_median_of_sqrt_v_over_tau_and_changes_no_step(rule: str) -> None:
+    """``report=True``: each round's state holds the geometric mean over j of ``sqrt(v_t,j) / tau`` and the geometric
+    sd of the denominators, v_t by the numpy rule above; the steps are those of the rule without them, and the
+    options (a run's identity) name the report only when it is on."""
+    tau, x = 1e-2, torch.zeros(DELTAS.shape[1], dtype=torch.float64)
+    plain, reporting = server_opt.make(rule, lr=0.1, tau=tau), server_opt.make(rule, lr=0.1, tau=tau, report=True)
+    assert reporting.reports == ("sqrt_v_over_tau", "denominator_spread") and plain.reports == ()
+    assert dict(reporting.options)["report"] is True and "report" not in dict(plain.options)
+    v = np.full(DELTAS.shape[1], tau**2)
+    state_plain, state = plain.init(x), reporting.init(x)
+    assert float(state["sqrt_v_over_tau"]) == pytest.approx(1.0)  # v_{-1} = tau^2: every denominator 2 tau
+    assert float(state["denominator_spread"]) == pytest.approx(1.0)
+    for d in DELTAS:
+        v = {"adagrad": v + d**2, "adam": 0.99 * v + 0.01 * d**2, "yogi": v - 0.01 * d**2 * np.sign(v - d**2)}[rule]
+        step_plain, state_plain = plain.update(torch.from_numpy(d), state_plain)
+        step, state = reporting.update(torch.from_numpy(d), state)
+        assert torch.equal(step, step_plain)
+        assert float(state["sqrt_v_over_tau"]) == pytest.approx(np.prod(np.sqrt(v) / tau) ** (1 / len(v)), rel=1e-10)
+        # the geometric sd (n - 1 in the sd, torch's default) of sqrt(v) + tau
+        assert float(state["denominator_spread"]) == pytest.approx(np.exp(np.log(np.sqrt(v) + tau).std(ddof=1)),
+                                                                   rel=1e-10)
+    with pytest.raises(TypeError, match="report='yes' must be True or False"):
+        server_opt.adam(report="yes")
+
+
+def test_a_reporting_run_records_the_ratio_alone_and_in_a_pass() -> None:
+    """``fedadam(..., report=True)``: the history gains the column, the model's path is the run without it; a pass of
+    two server rates reports each run's own ratio, as each run alone does."""
+    from fedcore import algorithms, objectives
+    from fedcore.run import simulate, simulate_runs
+
+    problem = objectives.quadratic_task(num_clients=6, dim=4, samples_per_client=10).problem
+    settings = dict(rounds=4, clients_per_round=3, local_steps=2, batch_size=4, progress=False)
+    plain = simulate(problem, algorithms.fedadam(0.1, server_lr=0.03), seed=1, **settings)
+    alone = simulate(problem, algorithms.fedadam(0.1, server_lr=0.03, report=True), seed=1, **settings)
+    assert {"sqrt_v_over_tau", "denominator_spread"} <= set(alone.frame) and "sqrt_v_over_tau" not in plain.frame
+    assert torch.equal(alone.final_state["x"], plain.final_state["x"])
+    ratios = alone.frame["sqrt_v_over_tau"].dropna()
+    assert len(ratios) == 4 and (ratios > 0).all()
+    pair = simulate_runs(problem, [algorithms.fedadam(0.1, server_lr=lr, report=True) for lr in (0.03, 0.3)],
+                         seeds=(1, 1), batch=2, **settings)
+    other = simulate(problem, algorithms.fedadam(0.1, server_lr=0.3, report=True), seed=1, **settings)
+    np.testing.assert_allclose(pair[0].frame["sqrt_v_over_tau"].dropna(), ratios, rtol=1e-5)
+    np.testing.assert_allclose(pair[1].frame["sqrt_v_over_tau"].dropna(), other.frame["sqrt_v_over_tau"].dropna(),
+                               rtol=1e-5)

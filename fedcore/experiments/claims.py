@@ -365,6 +365,17 @@ def all_of(outcomes: Sequence[str]) -> str:
         else NOT_DECIDABLE if NOT_DECIDABLE in outcomes else WITHIN_NOISE
 
 
+def any_of(outcomes: Sequence[str]) -> str:
+    """One outcome from alternatives of which one must pass (some adaptive method beats the baselines): confirmed
+    if one is, contradicted if all are (no alternative: contradicted, nothing passed), else undecided (not
+    decidable where every undecided one is)."""
+    outcomes = list(outcomes)
+    if CONFIRMED in outcomes:
+        return CONFIRMED
+    undecided = [o for o in outcomes if o != CONTRADICTED]
+    return CONTRADICTED if not undecided else NOT_DECIDABLE if set(undecided) == {NOT_DECIDABLE} else WITHIN_NOISE
+
+
 def not_decidable(seeds: int | None) -> str:
     """``"not decidable at 3 seeds"``."""
     return f"{NOT_DECIDABLE_AT} {seeds} seed{'s' * (seeds != 1)}" if seeds else f"{NOT_DECIDABLE_AT} these seeds"

@@ -375,12 +375,15 @@ def half_decades(low: float, high: float) -> list[float]:
     return [float(10 ** (k / 2)) for k in range(int(2 * low), int(2 * high) + 1)]
 
 
-def late_gain(history: History, metric: str = "test_accuracy", fraction: float = 1 / 3) -> float:
-    """How much a run still gained at its end: ``metric`` at its last evaluation minus its value at the last
-    evaluation at or before round ``(1 - fraction) T`` (a run that has plateaued gains about 0; NaN if it
-    diverged).  For a loss, a negative gain is progress."""
+def late_gain(history: History, metric: str = "test_accuracy", fraction: float = 1 / 3, evaluations: int = 1) -> float:
+    """How much a run still gained at its end: the mean of ``metric``'s last ``evaluations`` evaluations minus the
+    mean of the ``evaluations`` ending at the last one at or before round ``(1 - fraction) T`` (with
+    ``SCORE_EVALUATIONS``: the score's window at the end against the same window at the cut, less noisy than one
+    evaluation each).  A run that has plateaued gains about 0; NaN if it diverged; for a loss, a negative gain is
+    progress."""
     _columns(history, metric)
     check_range("fraction", fraction, 0, 1, low_closed=False)
+    evaluations = check_int("evaluations", evaluations, 1)
     if history.diverged:
         return math.nan
     column = history.frame[metric].dropna()
@@ -389,7 +392,7 @@ def late_gain(history: History, metric: str = "test_accuracy", fraction: float =
     if before.empty:
         raise ValueError(f"fraction={fraction!r}: no evaluation of {metric!r} at or before round "
                          f"{last - fraction * last:g} of {last}; give a larger run or a smaller fraction in (0, 1)")
-    return float(column.iloc[-1] - before.iloc[-1])
+    return float(column.iloc[-evaluations:].mean() - before.iloc[-evaluations:].mean())
 
 
 def window_rounds(settings: Mapping[str, Any], evaluations: int = SCORE_EVALUATIONS) -> str:

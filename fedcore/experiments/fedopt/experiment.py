@@ -17,8 +17,8 @@ from fedcore.checks import check_choice, check_int, check_positive, check_seed
 from fedcore.data import FederatedData, load_fashion_mnist, load_shakespeare, load_torchvision
 from fedcore.data.sources import cifar100_coarse
 from fedcore.experiments import common
-from fedcore.experiments.claims import Scope, trivial_baseline
-from fedcore.experiments.common import Builder, Results, Scale, Task, scale_at
+from fedcore.experiments.claims import Scope, compare, trivial_baseline
+from fedcore.experiments.common import Builder, Results, Scale, Task, Tuning, scale_at
 from fedcore.experiments.fedopt import paper
 from fedcore.results import History
 from fedcore.schedules import exp_decay
@@ -31,36 +31,47 @@ tune = common.tune
 class FedoptScale(Scale):
     """A ``Scale`` with the clients per round and Shakespeare roles (None: the paper's, all 705), the models
     (``"light"``: :data:`LIGHT_MODELS`, or ``"paper"``), ExpDecay's schedule (:func:`decay_every`) and how many of
-    the seeds the centralized runs take (:meth:`centralized_seeds`; None: all)."""
+    the seeds the centralized runs take (:meth:`centralized_seeds`; None: all) and the ExpDecay runs
+    (:meth:`decayed_seeds`)."""
 
     clients_per_round: int | None = None
     shakespeare_roles: int | None = None
     models: str = "light"
     decay: str = "once_late"
     centralized: int | None = None
+    decayed: int | None = None
+    paper_schedule: bool = False  # also the paper's ExpDecay cuts beside the scale's (recorded; small shows medium's)
 
     def centralized_seeds(self, seeds: Sequence[int] | None = None) -> list[int]:
         """The first :attr:`centralized` of ``seeds`` (the scale's by default): Table 11's centralized column feeds
         no verdict."""
         return self.seeds_or(seeds)[:self.centralized]
 
+    def decayed_seeds(self, seeds: Sequence[int] | None = None) -> list[int]:
+        """The first :attr:`decayed` of ``seeds``: Table 11's ExpDecay runs (both schedules), paired with Table 1's
+        constant-rate runs of the same seeds."""
+        return self.seeds_or(seeds)[:self.decayed]
+
 
 SCALES: dict[str, FedoptScale] = {
     "smoke": FedoptScale("smoke", seeds=(0, 1), rounds=2, eval_every=1,
                          tasks=("shakespeare", "emnist_cr", "emnist_ae"), max_local_steps=2, test_samples=200,
-                         clients_per_round=2, shakespeare_roles=20),
+                         clients_per_round=2, shakespeare_roles=20, tuning_seeds=(100,)),
     "small": FedoptScale("small", seeds=(0, 1, 2, 3, 4), rounds=300, eval_every=25, tasks=("emnist_cr", "emnist_ae"),
-                         clients_per_round=10, shakespeare_roles=100, centralized=1),
+                         clients_per_round=10, shakespeare_roles=100, centralized=1, decayed=3, tuning_seeds=(100,)),
     "medium": FedoptScale("medium", seeds=(0, 1, 2, 3, 4), rounds=300, eval_every=25,
                           tasks=("shakespeare", "emnist_cr", "emnist_ae"), clients_per_round=10, shakespeare_roles=100,
-                          centralized=1),
+                          centralized=1, tuning_seeds=(100,), paper_schedule=True),
     "paper": FedoptScale("paper", seeds=(0, 1, 2, 3, 4), rounds=None, eval_every=25,
                          tasks=("shakespeare", "emnist_cr", "emnist_ae", "cifar10", "cifar100"), models="paper",
-                         decay="paper"),
+                         decay="paper", tuning_seeds=(100,)),
 }
 """Evaluated every 25 rounds, a run's score (its last 4 evaluations) is the paper's window, the last 100 rounds.  Five
-judging seeds; at small and medium the centralized runs (no verdict) take the first only, within small's 15
-minutes.  Nothing is tuned (no ``tuning_seeds``): every run takes the paper's best values; the grids choose nothing."""
+judging seeds; at small and medium the centralized runs (no verdict) take the first only, and at small the ExpDecay
+runs (a claim that the plateau gate leaves untestable at 300 rounds) the first three; the paper's ExpDecay schedule
+beside the late cut runs at medium, whose record small shows: within small's 15 minutes.  Table 1's runs take the
+paper's best values; the client-rate check around them (:func:`rate_grids`) runs on the tuning seed 100, apart from
+the judging seeds, and its best points are judged again beside them; the grids choose nothing."""
 LIGHT_MODELS: dict[str, tuple[str, dict[str, Any], str]] = {
     "emnist_cr": ("mlp", {"hidden": (200,)}, "an MLP 784-200-10"),
     "emnist_ae": ("autoencoder", {"hidden": (), "bottleneck": 30}, "a one-layer autoencoder 784-30-784"),
@@ -176,11 +187,12 @@ def tasks(scale: str | Scale, *, partition_seed: int = 0, device: str = "cpu") -
     return built
 
 
-def scope(tasks: Mapping[str, Task], scale: str, seeds: Sequence[int]) -> Scope:
-    """``common.scope`` of runs on ``tasks``, with our models (:data:`LIGHT_MODELS`) at the light scales."""
+def scope(tasks: Mapping[str, Task], scale: str, seeds: Sequence[int], rates: str = "the paper's rates") -> Scope:
+    """``common.scope`` of runs on ``tasks``: our models (:data:`LIGHT_MODELS`) at the light scales, and which
+    learning ``rates`` the runs took."""
     light = scale_at(SCALES, scale).models == "light"
-    return common.scope(tasks, scale, seeds, {name: f"ours, {LIGHT_MODELS[name][2]}" for name in tasks
-                                              if name in LIGHT_MODELS} if light else "")
+    return common.scope(tasks, scale, seeds, {name: ", ".join(
+        ([f"ours, {LIGHT_MODELS[name][2]}"] if light and name in LIGHT_MODELS else []) + [rates]) for name in tasks})
 
 
 EXP_DECAY_FACTOR, EXP_DECAY_EVERY = 0.1, 500
@@ -203,7 +215,8 @@ RULES = {"FedAdagrad": algorithms.fedadagrad, "FedAdam": algorithms.fedadam, "Fe
 def paper_builders(task: str, *, every: int | None = None, variant: str | None = None) -> dict[str, Builder]:
     """``{method: build(client_lr, server_lr, **options)}`` at ``task``'s best values (``paper.hyperparameters``):
     the paper's rule, or ``variant``'s reading of it (its methods, named ``"FedAdam [variant]"``); with ``every``, the
-    client rate's ExpDecay (x0.1 every ``every`` rounds, Table 11), named ``"FedAdam+ExpDecay"``."""
+    client rate's ExpDecay (x0.1 every ``every`` rounds, Table 11), named ``"FedAdam+ExpDecay"``.  The adaptive
+    methods report each round's ``sqrt_v_over_tau`` (``server_opt.adam(report=True)``): the regime they ran in."""
     readings = paper.VARIANTS[check_choice("variant", variant or "paper", paper.VARIANTS)]["methods"]
     every = None if every is None else check_int("decay", every)
 
@@ -214,8 +227,9 @@ def paper_builders(task: str, *, every: int | None = None, variant: str | None =
 
         def build(client_lr: float = client, server_lr: float = server, **options: Any) -> Any:
             lr = client_lr if every is None else exp_decay(client_lr, EXP_DECAY_FACTOR, every)
-            return replace(RULES[method](lr, server_lr=server_lr, **readings.get(method, {}) | best | options),
-                           name=name)
+            reported = {"report": True} if method in paper.ADAPTIVE else {}
+            return replace(RULES[method](lr, server_lr=server_lr, **reported | readings.get(method, {}) | best
+                                         | options), name=name)
         return build
 
     return {method: builder(method) for method in (paper.METHODS if variant is None else readings)}
@@ -228,10 +242,89 @@ def make_builders(task: Task | str, scale: str | Scale) -> dict[str, Builder]:
     return paper_builders(task.name if isinstance(task, Task) else task)
 
 
-def decay_builders(task: Task, scale: str | Scale) -> dict[str, Builder]:
-    """:func:`make_builders` with the client rate's ExpDecay (Table 11) by ``scale``'s :func:`decay_every`."""
-    every = decay_every(task.name, task.settings["rounds"], scale_at(SCALES, scale).decay)
+def decay_builders(task: Task, scale: str | Scale, schedule: str | None = None) -> dict[str, Builder]:
+    """:func:`make_builders` with the client rate's ExpDecay (Table 11) by :func:`decay_every` of ``schedule``
+    (None: ``scale``'s; ``"paper"``, the paper's proportional cuts; ``"once_late"``)."""
+    every = decay_every(task.name, task.settings["rounds"], schedule or scale_at(SCALES, scale).decay)
     return paper_builders(task.name, every=every)
+
+
+def schedules_table(by_schedule: Mapping[str, pd.DataFrame], reference: str = "constant") -> pd.DataFrame:
+    """Methods by schedules (Table 11's ExpDecay): each schedule's scores (methods x seeds) as "mean ± sd" over the
+    seeds of the first schedule that is not ``reference``, and its paired difference from ``reference`` on those
+    seeds (``claims.compare``: mean [95% interval], p; positive: the schedule scores higher)."""
+    if reference not in by_schedule:
+        raise ValueError(f"reference={reference!r} is not among the schedules {list(by_schedule)}")
+    seeds = next((list(t.columns) for name, t in by_schedule.items() if name != reference), None)
+    base, columns = by_schedule[reference][seeds], {}
+    for name, table in by_schedule.items():
+        table = table[seeds]
+        columns[(name, "mean ± sd")] = {m: common.mean_sd_cell(table.loc[m]) for m in table.index}
+        if name != reference:
+            columns[(name, f"minus {reference}")] = {m: compare(table.loc[m], base.loc[m]).text() for m in table.index}
+    return pd.DataFrame(columns)
+
+
+RATE_STEPS = (-0.5, 0.0, 0.5)
+"""The client-rate check: the paper's rate times ``10**step`` (a half-decade each way)."""
+RATE_CHECKS: dict[str, tuple[str, ...]] = {"emnist_ae": paper.METHODS, "emnist_cr": ("FedAvgM", "FedAvg")}
+"""Which methods' client rates are checked on each stand-in: every method on the AE (whose paper rates were tuned for a
+deep sigmoid network, not ours); on CR the non-adaptive ones (FedAvgM ranks last there, unlike the paper)."""
+
+
+def rate_grids(task: str) -> dict[str, dict[str, list[float]]]:
+    """``{method: {"client_lr": [...]}}``: the paper's client rate ``10**x`` for ``task`` times ``10**step`` for each
+    of :data:`RATE_STEPS`, for the methods :data:`RATE_CHECKS` names (none for another task); the middle value is the
+    paper's own, bit for bit (so its runs are Table 1's)."""
+    check_choice("task", task, paper.BEST_HYPERPARAMETERS)
+    return {method: {"client_lr": [10.0 ** (paper.BEST_HYPERPARAMETERS[task][method][0] + step) for step in RATE_STEPS]}
+            for method in RATE_CHECKS.get(task, ())}
+
+
+def rate_table(tunings: Mapping[str, Tuning]) -> pd.DataFrame:
+    """Per (task, method) of the client-rate checks (``{task: Tuning}``): the score at each rate (the mean over the
+    tuning seeds, in Table 1's units), the paper's rate and the best one."""
+    rows = {}
+    for task, tuning in tunings.items():
+        for method, table in tuning.tables.items():
+            rates = list(tuning.grids[method]["client_lr"])
+            scores = table["score"].reindex(rates)
+            rows[(task, method)] = {**{f"x10^{step:+g}": float(v) for step, v in zip(RATE_STEPS, scores)},
+                                    "paper's client lr": rates[RATE_STEPS.index(0.0)],
+                                    "best client lr": tuning.chosen[method]["client_lr"]}
+    return pd.DataFrame(rows).T.rename_axis(["task", "method"])
+
+
+RATIO, SPREAD = "sqrt_v_over_tau", "denominator_spread"
+"""The columns an adaptive run reports (``server_opt.adam(report=True)``) each round: the geometric mean over the
+coordinates of ``sqrt(v_t) / tau``, and the geometric sd of the denominator ``sqrt(v_t) + tau`` over them."""
+ADAPTIVE_SPREAD = 2.0
+"""A run adapts per coordinate when its denominators' geometric sd exceeds this (a factor 4 over +-1 sd); below, every
+coordinate takes about the same rate: server momentum SGD, however large ``v_t`` is."""
+
+
+def regime(spread: float) -> str:
+    """What an adaptive step ``eta m_t / (sqrt(v_t) + tau)`` was with a denominator spread (geometric sd over the
+    coordinates) of ``spread``: one rate for all coordinates (momentum SGD) up to :data:`ADAPTIVE_SPREAD`, else
+    per-coordinate rates."""
+    return "per-coordinate rates" if spread > ADAPTIVE_SPREAD else "one rate: momentum SGD"
+
+
+def regime_table(runs: Mapping[str, Mapping[str, Sequence[History]]]) -> pd.DataFrame:
+    """Per (task, method) of ``runs`` (``Results`` or ``{label: {method: [History per seed]}}``) whose runs report
+    :data:`RATIO` and :data:`SPREAD`: their values at the last round (means over the seeds), the spread's largest over
+    every round and seed, and the :func:`regime` of the last round's spread."""
+    rows = {}
+    for task, by_method in runs.items():
+        for method, histories in by_method.items():
+            frames = [h.frame[[RATIO, SPREAD]].dropna() for h in histories if SPREAD in h.frame]
+            if not frames:
+                continue
+            ratio, spread = (float(pd.Series([f[c].iloc[-1] for f in frames]).mean()) for c in (RATIO, SPREAD))
+            rows[(task, method)] = {"sqrt(v)/tau, typical": round(ratio, 3), "spread at the end": round(spread, 2),
+                                    "largest spread": round(float(max(f[SPREAD].max() for f in frames)), 2),
+                                    "the step": regime(spread)}
+    return pd.DataFrame(rows).T.rename_axis(["task", "method"])
 
 
 def grid_builders(tau: float = 1e-3) -> dict[str, Builder]:
@@ -346,13 +439,29 @@ def rounds_to_target(history: History, metric: str, target: float, higher_is_bet
     return float(reached.idxmax()) if reached.any() else float(history.frame.index.max() + every)
 
 
-def convergence_table(results: Results) -> tuple[pd.DataFrame, dict[str, float]]:
+def value_at(history: History, metric: str, round_: float) -> float:
+    """``metric`` at the first evaluation at or after ``round_`` (the last one if none is)."""
+    evaluated = history.frame[metric].dropna()
+    later = evaluated[evaluated.index >= round_]
+    return float(later.iloc[0] if not later.empty else evaluated.iloc[-1])
+
+
+HALF_WAY = 0.5
+""""Faster convergence": the target is FedAvg's mean score at this share of its runs' rounds."""
+
+
+def convergence_table(results: Results, reference: str = "FedAvg") -> tuple[pd.DataFrame, dict[str, float]]:
     """"Faster convergence": per (task, method) and seed, the rounds to the task's target (:func:`rounds_to_target`),
-    and ``{task: target}`` in Table 1's units: the worst of the methods' mean scores, a level every method holds."""
-    means, targets, rows = results.means(), {}, {}
+    and ``{task: target}`` in Table 1's units: ``reference``'s mean score at the first evaluation at or after
+    :data:`HALF_WAY` of its rounds, a level it reaches about half-way (not its own final score, which only its end
+    reaches, nor any other method's final window)."""
+    targets, rows = {}, {}
     for name, runs in results.items():
         task = results.tasks[name]
-        targets[name] = float(means.loc[name].min() if task.higher_is_better else means.loc[name].max())
+        if reference not in runs:
+            raise ValueError(f"reference={reference!r} has no runs on task {name!r}; it has {list(runs)}")
+        half = [value_at(h, task.metric, HALF_WAY * h.frame.index.max()) for h in runs[reference]]
+        targets[name] = task.unit * float(sum(half) / len(half))
         for method, seeded in runs.items():
             rows[(name, method)] = [rounds_to_target(h, task.metric, targets[name] / task.unit, task.higher_is_better)
                                     for h in seeded]
