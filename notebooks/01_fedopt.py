@@ -671,6 +671,7 @@ with pd.option_context("display.max_colwidth", None):
 # - **Not decided:** FedYogi within 0.5% of the best (about 6 and 14 seeds would decide); ExpDecay, on runs still
 #   climbing. The bound's $-1/2$ showed in $T$, not in $m$ and $K$, as its other terms predict.
 # - **Adaptive in name:** by the spread of their denominators, every adaptive run here but one took one rate for all
-#   coordinates: what they gained over FedAvg, momentum could give (FedAvgM at a checked rate comes close on CR).
+#   coordinates, so their gains over FedAvg need not be adaptivity (on CR, FedAvgM at its checked rate is within the
+#   noise of FedYogi).
 # - **Not tested:** Shakespeare, CIFAR and Stack Overflow (the paper's largest adaptive gains), nor the paper's
 #   models.
