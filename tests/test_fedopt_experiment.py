@@ -778,11 +778,11 @@ def test_client_rate_check_around_the_papers_rates_at_smoke():
     row = table.loc[("emnist_cr", "FedAvg")]
     assert row["paper's client lr"] == pytest.approx(0.1)
     best = row[["x10^-0.5", "x10^+0", "x10^+0.5"]].astype(float).idxmax()  # accuracy: higher wins
-    assert row["best client lr"] == pytest.approx(0.1 * 10 ** float(best.removeprefix("x10^")))
+    assert row["best client lr"] == pytest.approx(0.1 * 10 ** float(best.removeprefix("x10^")), rel=1e-3)  # 4 digits
     with pytest.raises(ValueError, match="seeds"):
         common.bind(builders, checked, [0, 100])  # the tuning seed cannot judge
     bound = common.bind(builders, checked, [0, 1])
-    assert bound["FedAvg"]().client_lr == pytest.approx(row["best client lr"])
+    assert bound["FedAvg"]().client_lr == pytest.approx(row["best client lr"], rel=1e-3)
     assert bound["FedAdam"]().client_lr == builders["FedAdam"]().client_lr  # not checked on CR: the paper's
 
 

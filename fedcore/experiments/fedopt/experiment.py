@@ -283,15 +283,15 @@ def rate_grids(task: str) -> dict[str, dict[str, list[float]]]:
 
 def rate_table(tunings: Mapping[str, Tuning]) -> pd.DataFrame:
     """Per (task, method) of the client-rate checks (``{task: Tuning}``): the score at each rate (the mean over the
-    tuning seeds, in Table 1's units), the paper's rate and the best one."""
+    tuning seeds, in Table 1's units, two decimals), the paper's rate and the best one (four digits)."""
     rows = {}
     for task, tuning in tunings.items():
         for method, table in tuning.tables.items():
             rates = list(tuning.grids[method]["client_lr"])
             scores = table["score"].reindex(rates)
-            rows[(task, method)] = {**{f"x10^{step:+g}": float(v) for step, v in zip(RATE_STEPS, scores)},
-                                    "paper's client lr": rates[RATE_STEPS.index(0.0)],
-                                    "best client lr": tuning.chosen[method]["client_lr"]}
+            rows[(task, method)] = {**{f"x10^{step:+g}": round(float(v), 2) for step, v in zip(RATE_STEPS, scores)},
+                                    "paper's client lr": float(f"{rates[RATE_STEPS.index(0.0)]:.4g}"),
+                                    "best client lr": float(f"{tuning.chosen[method]['client_lr']:.4g}")}
     return pd.DataFrame(rows).T.rename_axis(["task", "method"])
 
 
