@@ -142,22 +142,23 @@ def _adaptive(
     def denominator(v: Tensor) -> Tensor:
         return (v + tau).sqrt() if tau_inside_sqrt else v.sqrt() + tau
 
-    def reported(v: Tensor) -> State:  # numbers per run, [R, 1, 1] beside v [R, 1, d]
+    def reported(v: Tensor, below: Tensor) -> State:  # numbers per run, [R, 1, 1] beside v [R, 1, d]
         if not report:
             return {}
         return {"sqrt_v_over_tau": (v.log().mean(dim=-1, keepdim=True) / 2).exp() / tau,
-                "denominator_spread": denominator(v).log().std(dim=-1, keepdim=True).exp()}
+                "denominator_spread": below.log().std(dim=-1, keepdim=True).exp()}
 
     def init(x: Tensor) -> State:
         v = torch.zeros_like(x) + v0
-        return {"m": torch.zeros_like(x), "v": v, "t": torch.zeros((), dtype=torch.long), **reported(v)}
+        return {"m": torch.zeros_like(x), "v": v, "t": torch.zeros((), dtype=torch.long), **reported(v, denominator(v))}
 
     def update(delta: Tensor, state: State, **extras: Tensor) -> tuple[Tensor, State]:
         t = state["t"] + 1
         m = beta1 * state["m"] + (1 - beta1) * delta
         v = next_v(state["v"], delta * delta)
+        below = denominator(v)  # once a round: the step's, and the reported spread's
         eta_t = lr * _bias_factor(bias_correction, int(t), beta1, beta2)
-        return eta_t * m / denominator(v), {"m": m, "v": v, "t": t, **reported(v)}
+        return eta_t * m / below, {"m": m, "v": v, "t": t, **reported(v, below)}
 
     options = f"lr={shown(lr)}, beta1={shown(beta1)}, beta2={shown(beta2)}, tau={shown(tau)}"
     every = (("rule", name), ("lr", lr), ("beta1", beta1), ("beta2", beta2), ("tau", tau),

@@ -45,12 +45,15 @@ class FedoptScale(Scale):
     def centralized_seeds(self, seeds: Sequence[int] | None = None) -> list[int]:
         """The first :attr:`centralized` of ``seeds`` (the scale's by default): Table 11's centralized column feeds
         no verdict."""
-        return self.seeds_or(seeds)[:self.centralized]
+        return self._first(self.centralized, seeds)
 
     def decayed_seeds(self, seeds: Sequence[int] | None = None) -> list[int]:
         """The first :attr:`decayed` of ``seeds``: Table 11's ExpDecay runs (both schedules), paired with Table 1's
         constant-rate runs of the same seeds."""
-        return self.seeds_or(seeds)[:self.decayed]
+        return self._first(self.decayed, seeds)
+
+    def _first(self, count: int | None, seeds: Sequence[int] | None) -> list[int]:
+        return self.seeds_or(seeds)[:count]
 
 
 SCALES: dict[str, FedoptScale] = {
