@@ -85,7 +85,7 @@ from IPython.display import display
 
 from fedcore import explore, plots
 from fedcore.algorithms.padamfed import PAdaMFed
-from fedcore.experiments import common, records
+from fedcore.experiments import claims, common, records
 from fedcore.experiments import figures as common_figures
 from fedcore.experiments.claims import Scope
 from fedcore.experiments.padamfed import experiment, figures, paper, theory
@@ -482,10 +482,10 @@ quadratics = Scope((theory.REPARAMETRIZED_NAME, theory.HETEROGENEITY_NAME), SCAL
 evidence = paper.Evidence({name: results.scores().loc[name] for name in tasks}, robustness, reparametrization,
                           heterogeneity, smoothness, scope, quadratics, best,
                           dataclasses.replace(scope, seeds=tuple(sweep_seeds)))
-claims = paper.claims_table(evidence)
-records.record({"claims": claims, "accuracy": accuracy, "robustness": summary, "tuned": tuned}, "02_padamfed", SCALE)
-with pd.option_context("display.max_colwidth", None):
-    display(claims)
+claims_table = paper.claims_table(evidence)
+records.record({**claims.as_tables(claims_table), "accuracy": accuracy, "robustness": summary, "tuned": tuned},
+               "02_padamfed", SCALE)
+claims.show(claims_table)
 
 # %% [markdown]
 # **Reading the verdicts** (the numbers are in the rows above). The reparametrization fails PAdaMFed at the smallest

@@ -77,7 +77,7 @@ from IPython.display import display
 import fedcore
 from fedcore import algorithms, explore, objectives, plots
 from fedcore.algorithms.fedli import FedLiLS
-from fedcore.experiments import common, records
+from fedcore.experiments import claims, common, records
 from fedcore.experiments.fedli import experiment, figures, paper, theory
 from fedcore.experiments.figures import CurvesDisplay, identical_groups
 from fedcore.store import default_store
@@ -543,10 +543,10 @@ evidence = paper.Evidence(gaps, bound, convex, theory.remark2_line_search(), acc
                           baselines={name: task.baseline for name, task in tasks.items()},
                           rates={"tables": rates["tables"], paper.LONG: rates["long"]}, tuned_rates=tuned,
                           constants=constants, constant_settings=experiment.CONSTANTS, scale=SCALE, scopes=scopes)
-claims = paper.claims_table(evidence)
-records.record({"claims": claims, "table1": shown1, "table2": cells2, "spans": span_widths}, "03_fedli", SCALE)
-with pd.option_context("display.max_colwidth", None):
-    display(claims)
+claims_table = paper.claims_table(evidence)
+records.record({**claims.as_tables(claims_table), "table1": shown1, "table2": cells2, "spans": span_widths},
+               "03_fedli", SCALE)
+claims.show(claims_table)
 print(f"notebook ran in {(time.perf_counter() - started) / 60:.1f} min at SCALE={SCALE}")
 
 # %% [markdown]

@@ -93,8 +93,7 @@ from IPython.display import Markdown, display
 
 import fedcore
 from fedcore import algorithms, counterexample, explore, plots
-from fedcore.experiments import common, records
-from fedcore.experiments.claims import claims_table
+from fedcore.experiments import claims, common, records
 from fedcore.experiments.fafed import experiment, figures, paper, theory
 from fedcore.experiments.figures import MetricsDisplay, ScoresDisplay
 from fedcore.store import default_store
@@ -499,11 +498,10 @@ scope = dataclasses.replace(common.scope(tasks, SCALE, seeds, model=experiment.M
 evidence = paper.Evidence(loss, accuracy, baselines, scope, first_step=first, law=law,
                           epochs=experiment.epochs(tasks))
 print("epochs a client's data was passed through: " + ", ".join(f"{s} {e:.1f}" for s, e in evidence.epochs.items()))
-claims = claims_table(evidence, paper.CLAIMS)
-records.record({"claims": claims, "accuracy": accuracy_table, "train_loss": loss_table,
+claims_table = claims.claims_table(evidence, paper.CLAIMS)
+records.record({**claims.as_tables(claims_table), "accuracy": accuracy_table, "train_loss": loss_table,
                 "hyperparameters": hyperparameters}, "04_fafed", SCALE)
-with pd.option_context("display.max_colwidth", None):
-    display(claims)
+claims.show(claims_table)
 
 # %% [markdown]
 # **What differs from the paper, and why it matters.**

@@ -21,8 +21,10 @@ from fedcore.experiments.claims import (
     PARTLY,
     WITHIN_NOISE,
     Claim,
+    Family,
     Judgement,
     Scope,
+    compare,
     judge,
     learned_something,
     paired,
@@ -208,7 +210,39 @@ def test_claims_table_carries_scope_and_seeds_and_refuses_a_bare_verdict() -> No
     with pytest.raises(ValueError, match="a Judgement with a verdict among"):  # a bare (ours, verdict) pair
         claims.claims_table(None, [Claim("A beats B", lambda e: ("+1.0", HOLDS))])
     assert isinstance(table, pd.DataFrame) and list(table.columns) == ["claim (main text)", "ours", "verdict",
-                                                                        "scope", "seeds"]
+                                                                        "scope", "model", "seeds", "details"]
+
+
+def test_a_claims_row_is_short_and_its_comparisons_in_full_go_below_it() -> None:
+    family = Family({("cr", "A", "B"): compare([3.0, 4.0, 5.0], [1.0, 1.5, 2.0]),
+                     ("cr", "A", "C"): compare([3.0, 4.0, 5.0], [3.0, 4.1, 4.9])})
+    scope = Scope(("cr",), "small", 40, (0, 1, 2), model="an MLP")
+    judged = family.judged("cr: A beats B and C", scope)
+    assert judged.scope.corrected == 2 and judged.scope.brief() == \
+        "cr; small; 40 rounds; 3 seeds (0-2); Holm over 2 comparisons"
+    assert str(judged.scope) == "cr; small (an MLP); 40 rounds; 3 seeds (0-2); Holm over 2 comparisons"
+    # by hand: A - B = 2, 2.5, 3: mean 2.5, sd 0.5, t(2) 4.303 -> half-width 1.24; A - C = 0, -0.1, 0.1
+    assert judged.details == {"cr A B": family.said(("cr", "A", "B")), "cr A C": family.said(("cr", "A", "C"))}
+    assert judged.details["cr A B"].startswith("+2.50 [+1.26, +3.74], p_Holm") and \
+        judged.details["cr A B"].endswith("(confirmed)")
+    assert family.short(("cr", "A", "B")) == "+2.50 [+1.26, +3.74]"
+    named = family.details(lambda label: f"{label[0]}: {label[1]} - {label[2]}")
+    assert list(named) == ["cr: A - B", "cr: A - C"]
+    table = claims.claims_table(None, [Claim("A beats the rest", lambda e: judged),
+                                       Claim("nothing to see", lambda e: Judgement("no runs", NOT_TESTABLE,
+                                                                                   Scope((), "small", None, ())))])
+    assert table.loc[0, "model"] == "an MLP" and table.loc[1, "model"] == "" and table.loc[1, "details"] == {}
+    summary, details = claims.split(table)
+    assert list(summary.columns) == ["claim (main text)", "ours", "verdict", "scope", "model", "seeds"]
+    assert details.values.tolist() == [[0, "cr A B", judged.details["cr A B"]], [0, "cr A C", judged.details["cr A C"]]]
+    assert "model" not in claims.split(table.iloc[[1]])[0].columns  # no row trained another model: no column
+    assert {name: list(t.columns) for name, t in claims.as_tables(table).items()} == \
+        {"claims": list(summary.columns), "claims_details": ["claims row", "part", "in full"]}
+    html = claims.to_html(table)
+    assert html.index("A beats the rest") < html.index("in full") < html.index(judged.details["cr A C"])
+    assert "in full" not in claims.to_html(table.iloc[[1]])  # nothing behind the rows: one table
+    with pytest.raises(ValueError, match="must be a claims_table"):
+        claims.split(table.drop(columns="details"))
 
 
 def test_a_scope_with_rounds_per_task_names_them_and_narrows_with_its_tasks() -> None:

@@ -287,7 +287,8 @@ def test_claims_table_has_a_verdict_scope_and_seeds_per_claim():
     loss = _scores({"FAFED": [LOWER] * 3, "FedAvg": [FEDAVG_LOSS] * 3})
     scope = Scope(tuple(SETTINGS), "small", 40, SEEDS, tuning_seeds=(100, 101, 102))
     table = claims_table(paper.Evidence(loss, accuracy, BASELINES, scope), paper.CLAIMS)
-    assert list(table.columns) == ["claim (main text)", "ours", "verdict", "scope", "seeds"]
+    assert list(table.columns) == ["claim (main text)", "ours", "verdict", "scope", "model", "seeds",
+                                   "details"]
     assert list(table["verdict"]) == [HOLDS, HOLDS, HOLDS, NOT_TESTABLE]
     assert table.loc[0, "scope"] == ("low, moderate, high; small; 40 rounds; 5 seeds (0-4); tuned on seeds 100-102; "
                                      "Holm over 3 comparisons")

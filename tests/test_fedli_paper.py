@@ -164,7 +164,8 @@ def test_claims_on_the_quadratics_and_hand_made_tables(quadratics) -> None:
     searched = paper.claims_table(paper.Evidence(quadratics[0], quadratics[1], quadratics[2],
                                                  theory.remark2_line_search(), scale="small"))
     assert "from each client's line search" in searched.loc[2, "ours"] and searched.loc[2, "verdict"] == HOLDS
-    assert list(table.columns) == ["claim (paper)", "ours", "verdict", "scope", "seeds", "the paper's own tables"]
+    assert list(table.columns) == ["claim (paper)", "ours", "verdict", "scope", "model", "seeds", "details",
+                                   "the paper's own tables"]
     descending = SimpleNamespace(global_objective=[1.0, 0.5, 0.2],  # no counterexample: linear, to x*
                                  x=[paper.X_STAR + 0.5**t for t in range(12)])
     kept = paper.claims_table(paper.Evidence(quadratics[0], evidence.shared_bound, descending, quadratics[3]))
@@ -191,7 +192,8 @@ def test_summary_claims_are_paired_over_seeds_on_the_tasks_that_learned(quadrati
     assert "femnist: FedLi-LS (the better FedLi method) - FedAdam (the best baseline) +2.00 [+2.00, +2.00], " \
            "p < 0.001 (confirmed)" in first["ours"]  # one comparison: no Holm
     assert "not testable on shakespeare" in first["ours"]
-    assert first["scope"] == f"femnist; small ({MLP}); 40 rounds; 5 seeds (0-4); tuned on seeds 100, 101"
+    assert first["scope"] == "femnist; small; 40 rounds; 5 seeds (0-4); tuned on seeds 100, 101"
+    assert first["model"] == MLP
     assert first["ours"].endswith("not run at scale 'small': cifar10, cifar100")
     assert lu["verdict"] == DOES_NOT_HOLD  # 'most': no task where it held
     assert "femnist: FedLi-LU - FedLi-LS (the best of the others) -4.00 [-6.48, -1.52], p 0.011 (contradicted)" \

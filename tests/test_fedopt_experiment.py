@@ -246,8 +246,10 @@ def _judge(index: int, **evidence) -> Judgement:
 
 
 def _assess(index: int, **evidence) -> tuple[str, str]:
+    """The claims row's short text, then " | " and its details in full ("part text; ..."), and the verdict."""
     judged = _judge(index, **evidence)
-    return judged.ours, judged.verdict
+    assert len(judged.ours) < 200, judged.ours
+    return judged.ours + " | " + "; ".join(f"{part} {text}" for part, text in judged.details.items()), judged.verdict
 
 
 def test_the_papers_own_tables_give_the_papers_claims():
@@ -261,12 +263,17 @@ def test_the_papers_own_tables_give_the_papers_claims():
                           names=("schedule", "method"))
     evidence = paper.Evidence(table1=_paper_evidence_as_seeds(paper.TABLE1), decay=decay_seeds)
     assert list(paper.claims_table(evidence)["verdict"]) == [HOLDS, HOLDS, HOLDS, UNTESTABLE, HOLDS, UNTESTABLE]
-    best = paper.CLAIMS[1].assess(evidence).ours  # 52.5 - 52.4 and 52.5 - 44.7; 57.5 - 57.3 and 57.5 - 56.9
-    assert "cifar100: FedAdam - FedAvgM +0.10 [+0.10, +0.10], p_Holm < 0.001, - FedAvg +7.80 [+7.80, +7.80]" in best
-    assert "shakespeare: FedAdagrad - FedAvgM +0.20 [+0.20, +0.20], p_Holm < 0.001, - FedAvg +0.60" in best
-    yogi = paper.CLAIMS[2].assess(evidence).ours  # 65.9 - 67.1; MSE 1.01 - 0.98 (lower is better), 0.5% of 0.98
-    assert "so_lr: FedYogi - FedAdagrad -1.20 [-1.20, -1.20], p_Holm < 0.001, within 0.5 (contradicted)" in yogi
-    assert "emnist_ae: FedYogi - FedAdam +0.03 [+0.03, +0.03], p_Holm < 0.001, within 0.0049 (confirmed)" in yogi
+    best = paper.CLAIMS[1].assess(evidence)  # 52.5 - 52.4 and 52.5 - 44.7; 57.5 - 57.3 and 57.5 - 56.9
+    assert "cifar100: FedAdam - FedAvgM +0.10 [+0.10, +0.10]" in best.ours
+    assert "shakespeare: FedAdagrad - FedAvgM +0.20" in best.ours
+    assert best.details["cifar100: FedAdam - FedAvg"] == "+7.80 [+7.80, +7.80], p_Holm < 0.001 (confirmed)"
+    assert best.details["shakespeare: FedAdagrad - FedAvgM"].startswith("+0.20 [+0.20, +0.20], p_Holm < 0.001")
+    yogi = paper.CLAIMS[2].assess(evidence)  # 65.9 - 67.1; MSE 1.01 - 0.98 (lower is better), 0.5% of 0.98
+    assert "so_lr: vs FedAdagrad -1.20 [-1.20, -1.20], margin 0.5" in yogi.ours
+    assert yogi.details["so_lr: FedYogi - FedAdagrad"] == "-1.20 [-1.20, -1.20], p_Holm < 0.001, within 0.5 " \
+        "(contradicted)"
+    assert yogi.details["emnist_ae: FedYogi - FedAdam"] == "+0.03 [+0.03, +0.03], p_Holm < 0.001, within 0.0049 " \
+        "(confirmed)"
     assert paper.within("emnist_ae", 0.98) == pytest.approx(0.0049) and paper.within("emnist_cr", 85.6) == 0.5
     corrected = [paper.CLAIMS[i].assess(evidence).scope.corrected for i in (0, 1, 2)]
     assert corrected == [7 * 3, 7 * 3 * 2, 7 * 4]  # one Holm family: every (task, adaptive, baseline) pair
@@ -306,8 +313,9 @@ def test_holm_corrects_the_tasks_of_one_claim_together():
     judged = _judge(0, table1=table)
     assert judged.verdict == claims.INCONCLUSIVE and judged.scope.corrected == 2
     # half-widths 2.776 x 1.151 / sqrt 5 = 1.43 and 2.776 x 1.118 / sqrt 5 = 1.39
-    assert "emnist_cr: FedAdam - FedAvg +1.70 [+0.27, +3.13], p_Holm 0.060" in judged.ours
-    assert "emnist_ae: FedAdam - FedAvg +1.50 [+0.11, +2.89], p_Holm 0.060" in judged.ours
+    assert judged.ours == "emnist_cr: FedAdam +1.70 [+0.27, +3.13]; emnist_ae: FedAdam +1.50 [+0.11, +2.89]"
+    assert judged.details["emnist_cr: FedAdam - FedAvg"] == "+1.70 [+0.27, +3.13], p_Holm 0.060 (within the noise)"
+    assert judged.details["emnist_ae: FedAdam - FedAvg"] == "+1.50 [+0.11, +2.89], p_Holm 0.060 (within the noise)"
     assert "Holm over 2 comparisons" in str(judged.scope)
 
 
@@ -334,10 +342,11 @@ def test_best_adaptive_against_best_non_adaptive_chooses_no_method_on_the_judgin
     table = _seeded({("emnist_cr", m): v for m, v in means.items()})
     ours, verdict = _assess(1, table1=table)
     assert verdict == HOLDS and _judge(1, table1=table).scope.corrected == 6
-    assert ours == "emnist_cr: FedYogi - FedAvgM +0.30 [+0.30, +0.30], p_Holm < 0.001, - FedAvg +1.50 [+1.50, " \
-                   "+1.50], p_Holm < 0.001 (confirmed)"
-    assert _assess(0, table1=table)[0] == "emnist_cr: FedYogi - FedAvg +1.50 [+1.50, +1.50], p_Holm < 0.001 " \
-                                          "(confirmed)"  # the best of the methods that decided
+    assert ours.startswith("emnist_cr: FedYogi - FedAvgM +0.30 [+0.30, +0.30] | ")  # the baseline hardest to beat
+    assert "; emnist_cr: FedYogi - FedAvg +1.50 [+1.50, +1.50], p_Holm < 0.001 (confirmed)" in ours
+    assert "emnist_cr: FedAdagrad - FedAvgM -1.70 [-1.70, -1.70], p_Holm < 0.001 (contradicted)" in ours  # all six
+    assert _assess(0, table1=table)[0].startswith("emnist_cr: FedYogi +1.50 [+1.50, +1.50] | ")  # the best of the
+    # methods that decided
     strong = table.copy()
     strong.loc[("emnist_cr", "FedAvgM")] += 0.8  # 81.0: above every adaptive method
     ours, verdict = _assess(1, table1=strong)
@@ -362,8 +371,8 @@ def test_yogi_near_best_claim_puts_every_other_method_inside_the_margin():
                      for method, value in zip(("FedAdam", "FedYogi", "FedAvgM"), values)})
     ours, verdict = _assess(2, table1=table)  # 80.1 - 80.4 = -0.3 inside; 59.8 - 61.0 = -1.2 and 10.2 - 9.99 out
     assert verdict == NO  # 1 of 3 confirmed, 2 contradicted: most cannot pass
-    assert ours.startswith("emnist_cr: FedYogi - FedAvgM -0.30 [-0.30, -0.30], p_Holm < 0.001, within 0.5 "
-                           "(confirmed); shakespeare: FedYogi - FedAvgM -1.20")
+    assert ours.startswith("emnist_cr: vs FedAvgM -0.30 [-0.30, -0.30], margin 0.5; shakespeare: vs FedAvgM -1.20")
+    assert "emnist_cr: FedYogi - FedAvgM -0.30 [-0.30, -0.30], p_Holm < 0.001, within 0.5 (confirmed)" in ours
     assert "emnist_ae: FedYogi - FedAvgM -0.21 [-0.21, -0.21], p_Holm < 0.001, within 0.05 (contradicted)" in ours
     assert _judge(2, table1=table).scope.corrected == 6  # every pair of every task in one family
     closer = table.copy()
@@ -398,8 +407,9 @@ def test_faster_convergence_claim_compares_rounds_to_fedavgs_half_way_score():
                     ("emnist_cr", "FedAvg"): [150.0, 125.0, 175.0, 150.0, 150.0]})
     ours, verdict = _assess(3, table1=table, convergence=fast)
     assert verdict == HOLDS and _judge(3, table1=table, convergence=fast).scope.corrected == 2
-    assert ours == "emnist_cr: FedAdam 60 vs FedAvg 150 rounds (x2.5), fewer by +90 [+55, +125], p_Holm 0.004 " \
-                   "(confirmed)"  # one adaptive method faster is enough
+    assert ours == "emnist_cr: FedAdam x2.5, +90 [+55, +125] rounds fewer | emnist_cr: FedAdam 60 vs FedAvg 150 " \
+                   "rounds (x2.5), fewer by +90 [+55, +125], p_Holm 0.004 (confirmed); emnist_cr: FedYogi 150 vs " \
+                   "FedAvg 150 rounds (x1.0), fewer by 0 [0, 0], p_Holm 1.000 (within the noise)"  # one is enough
     slow = fast.copy()
     slow.loc[("emnist_cr", "FedAdam")] = [200.0, 175.0, 200.0, 225.0, 200.0]  # 50, 50, 25, 75, 50 more
     assert _assess(3, table1=table, convergence=slow)[1] == claims.INCONCLUSIVE  # FedYogi's tie decides nothing
@@ -493,7 +503,7 @@ def test_decay_claim():
     assert _assess(4, decay=mixed, decay_gain=plateaued)[1] == "does not hold (holds on FedAdam)"
     ours, judged = _assess(4, decay=mixed, decay_gain=climbing)  # still climbing: the check cannot fail
     assert judged == UNTESTABLE and "still gained 0.5 to 6.0 points after the cut (median 3.00 > 1)" in ours
-    assert "FedAdam: 80.00 -> 82.00 (+2.00 [+2.00, +2.00], p_Holm < 0.001, confirmed)" in ours  # shown all the same
+    assert "FedAdam 80.00 -> 82.00: +2.00 [+2.00, +2.00], p_Holm < 0.001 (confirmed)" in ours  # shown all the same
     assert paper._number(84.545) == "84.54"  # as DataFrame.round(2) shows it (half to even), not "84.55"
     assert _assess(4, decay=decay, decay_gain=climbing)[1] == UNTESTABLE  # gated: not testable though the cut helped
     # five seeds: FedAdam's gains 0.5, 1, 1.5, 2, 2.5 (mean 1.5, sd 0.791, half-width 2.776 x 0.354 = 0.98, p 0.0132),
@@ -502,7 +512,8 @@ def test_decay_claim():
                     ("ExpDecay", "FedAdam"): [80.0 + n + g for n, g in zip(NOISE5, [0.5, 1.0, 1.5, 2.0, 2.5])]},
                    noise=NOISE5, names=("schedule", "method"))
     ours, judged = _assess(4, decay=five, decay_gain=plateaued)
-    assert judged == HOLDS and "FedAdam: 80.00 -> 81.50 (+1.50 [+0.52, +2.48], p_Holm 0.013, confirmed)" in ours
+    assert judged == HOLDS and ours.startswith("FedAdam +1.50 [+0.52, +2.48], FedAvg +2.00 [+2.00, +2.00] | ")
+    assert "FedAdam 80.00 -> 81.50: +1.50 [+0.52, +2.48], p_Holm 0.013 (confirmed)" in ours
 
 
 def test_schedules_table_pairs_each_schedule_with_the_constant_rate_on_the_same_seeds():
@@ -532,7 +543,8 @@ def test_regime_table_reads_the_reported_ratio_and_spread_of_each_adaptive_run()
     assert list(table.index) == [("emnist_cr", "FedAdam"), ("emnist_ae", "FedYogi")]
     assert table.loc[("emnist_cr", "FedAdam")].tolist() == [1.06, 1.4, 1.5, "one rate: momentum SGD"]
     assert table.loc[("emnist_ae", "FedYogi")].tolist() == [12.0, 4.0, 6.0, "per-coordinate rates"]
-    assert [experiment.regime(s) for s in (1.0, 2.0, 2.01)] == ["one rate: momentum SGD"] * 2 + ["per-coordinate rates"]
+    assert [experiment.regime(s) for s in (1.0, 1.5, 1.51, 3.0, 3.01)] == \
+        ["one rate: momentum SGD"] * 2 + ["mildly per-coordinate"] * 2 + ["per-coordinate rates"]
 
 
 def _tuning_table(cells: list[list[float]]) -> pd.DataFrame:
@@ -556,11 +568,12 @@ def test_ease_of_tuning_claim_counts_good_cells_against_one_threshold():
     assert list(tuning.good_shares(narrow, threshold)) == [0.25, 0.25, 0.25]  # a diverged cell never counts
     # 50, 25, 50 points: mean 41.7, sd 14.4, half-width 4.303 x 8.33 = 35.9, t 5 on 2 df: p 0.038
     ours, verdict = _assess(5, tuning=common.Tuning({}, {"FedAdam": wide, "FedAvg": narrow}))
-    assert verdict == HOLDS and ours.startswith("FedAdam 67%, FedAvg 25% of cells at or above 78.7%")
-    assert "in points of share: FedAdam - FedAvg +42 [+6, +78], p 0.038 (confirmed)" in ours
+    assert verdict == HOLDS and ours.startswith("cells at or above 78.7% accuracy (mean over seeds): FedAdam 67%, "
+                                                "FedAvg 25% | ")
+    assert "FedAdam - FedAvg (points of share) +42 [+6, +78], p 0.038 (confirmed)" in ours
     ours, verdict = _assess(5, tuning=common.Tuning({}, {"FedAdam": wide, "FedYogi": wide, "FedAvg": narrow}))
     assert verdict == claims.INCONCLUSIVE  # two pairs in one family: Holm doubles p to 0.075
-    assert "; FedYogi - FedAvg +42 [+6, +78], p_Holm 0.075 (within the noise)" in ours
+    assert "; FedYogi - FedAvg (points of share) +42 [+6, +78], p_Holm 0.075 (within the noise)" in ours
     steady = _tuning_table([[0.80] * 3, [0.70] * 3, [0.70] * 3, [0.81] * 3])  # 2 of 4 cells good on every seed
     plain = _tuning_table([[0.80] * 3, [0.50] * 3, [0.40] * 3, [0.30] * 3])  # 1 of 4
     flat = _tuning_table([[0.50] * 3] * 4)  # none
@@ -595,10 +608,12 @@ def test_each_claim_says_the_tasks_it_judged_the_scale_rounds_and_seeds():
                               tuning=common.Tuning({}, {"FedAdam": wide, "FedAvg": narrow}), scope=SCOPE,
                               tuning_scope=GRID_SCOPE)
     rows = paper.claims_table(evidence)
-    assert list(rows.columns) == [f"claim ({paper.SOURCE})", "ours", "verdict", "scope", "seeds"]
+    assert list(rows.columns) == [f"claim ({paper.SOURCE})", "ours", "verdict", "scope", "model", "seeds",
+                                 "details"]
     assert rows.loc[0, "scope"] == "emnist_cr; small; 300 rounds; 3 seeds (0-2); Holm over 3 comparisons"
     assert list(rows["seeds"]) == [3] * 6 and rows.loc[3, "scope"].startswith("no task")  # no rounds to target
-    assert rows.loc[5, "scope"] == "Fashion-MNIST on 20 clients; small (logistic regression); 30 rounds; 3 seeds (0-2)"
+    assert rows.loc[5, "scope"] == "Fashion-MNIST on 20 clients; small; 30 rounds; 3 seeds (0-2)"
+    assert rows.loc[5, "model"] == "logistic regression"
     with pytest.raises(TypeError, match="must be a fedcore.experiments.fedopt.paper.Evidence"):
         paper.claims_table({"table1": table})
 
@@ -818,8 +833,8 @@ def test_tasks_still_at_their_trivial_baseline_are_left_out_of_the_table1_claims
     assert rows.loc[0, "ours"].startswith("emnist_cr:") and ";" not in rows.loc[0, "ours"]
     assert list(rows["verdict"][:3]) == [HOLDS] * 3  # FedYogi best (66.0): beats FedAvgM and FedAvg by 4 and 5
     learned_ae = paper.Evidence(table1=table, baselines={"shakespeare": 18.3, "emnist_ae": 93.0})
-    assert "emnist_ae: FedAdagrad - FedAvg +1.80 [+1.80, +1.80], p_Holm < 0.001 (confirmed)" in \
-        paper.claims_table(learned_ae).loc[0, "ours"]
+    assert paper.claims_table(learned_ae).loc[0, "details"]["emnist_ae: FedAdagrad - FedAvg"] == \
+        "+1.80 [+1.80, +1.80], p_Holm < 0.001 (confirmed)"
     stuck = paper.Evidence(table1=table.loc[["shakespeare"]], baselines={"shakespeare": 18.3})
     assert paper.claims_table(stuck).loc[0, "verdict"] == UNTESTABLE
 

@@ -159,9 +159,19 @@ class _Tables(HTMLParser):
             self.cell = None
 
 
+def _rows(table: list[list[str]], column: str) -> list[dict[str, str]] | None:
+    """The rows below the header that names ``column``, as ``{name: cell}`` (``""``: the index), or None."""
+    at = next((i for i, row in enumerate(table) if column in row), None)
+    if at is None:
+        return None
+    names = table[at]
+    return [dict(zip(names, row[len(row) - len(names):])) for row in table[at + 1:] if len(row) >= len(names)]
+
+
 def _claims_tables(notebook: nbformat.NotebookNode) -> list[list[dict[str, str]]]:
     """Every HTML table output with a ``verdict`` column: its rows below the header as ``{column: cell}`` (the
-    index cells come first in a row, so the cells are matched to the names from the right)."""
+    index cells come first in a row, so the cells are matched to the names from the right), each with ``"in
+    full"``: the texts the details table below it in the same output (``claims.show``) gives for that row."""
     tables = []
     for cell in notebook.cells:
         for output in cell.get("outputs", []):
@@ -170,12 +180,16 @@ def _claims_tables(notebook: nbformat.NotebookNode) -> list[list[dict[str, str]]
                 continue
             parser = _Tables()
             parser.feed(html)
-            for table in parser.tables:
-                at = next((i for i, row in enumerate(table) if "verdict" in row), None)
-                if at is not None:
-                    names = table[at]
-                    tables.append([dict(zip(names, row[len(row) - len(names):])) for row in table[at + 1:]
-                                   if len(row) >= len(names)])
+            for at, table in enumerate(parser.tables):
+                rows = _rows(table, "verdict")
+                if rows is None:
+                    continue
+                following = parser.tables[at + 1] if at + 1 < len(parser.tables) else []
+                details = _rows(following, "in full") if _rows(following, "verdict") is None else None
+                for row in rows:
+                    row["in full"] = " ".join(part["in full"] for part in details or []
+                                              if part["claims row"] == row.get("", ""))
+                tables.append(rows)
     return tables
 
 
@@ -236,9 +250,31 @@ def test_every_trained_verdict_shows_its_95_interval(ipynb: Path):
     for row in rows:
         if claims.verdict_kind(row["verdict"]) != claims.NOT_TESTABLE and not row["scope"].endswith("deterministic"):
             claim = next(value for key, value in row.items() if key.startswith("claim"))
-            interval = re.search(r"\[[+-]?\d[\d.]*, [+-]?\d[\d.]*\], p", row["ours"])
-            assert interval, f"{ipynb.name}: {claim!r}: {row['ours']}"
-            assert "2 SE" not in row["ours"] and "standard error" not in row["ours"], f"{ipynb.name}: {claim!r}"
+            shown = f"{row['ours']} {row['in full']}"  # the row, or the details below it
+            interval = re.search(r"\[[+-]?\d[\d.]*, [+-]?\d[\d.]*\], p", shown)
+            assert interval, f"{ipynb.name}: {claim!r}: {shown}"
+            assert "2 SE" not in shown and "standard error" not in shown, f"{ipynb.name}: {claim!r}"
+
+
+CLAIMS_CELL = 200
+"""A claims table's cells stay under this many characters (the numbers in full go to the details table below)."""
+LONG_CLAIMS_CELLS_NOW = {"02_padamfed", "03_fedli", "04_fafed"}
+"""The notebooks whose claims cells are still long, until their third passes (a strict xfail: the change shows)."""
+
+
+@pytest.mark.parametrize("ipynb", [pytest.param(path, marks=() if path.stem not in LONG_CLAIMS_CELLS_NOW else
+                                                pytest.mark.xfail(strict=True, reason="long claims cells until its "
+                                                                  "third pass")) for path in PAPER_NOTEBOOKS],
+                         ids=_ids(PAPER_NOTEBOOKS))
+def test_claims_cells_are_short_and_the_details_sit_below(ipynb: Path):
+    """Each cell of a claims table is under :data:`CLAIMS_CELL` characters; a row's numbers in full are in the
+    details table below it (``claims.show``)."""
+    rows = [row for table in _claims_tables(nbformat.read(ipynb, as_version=4)) for row in table]
+    assert rows
+    long = [f"{name}: {cell[:60]}... ({len(cell)})" for row in rows for name, cell in row.items()
+            if name != "in full" and len(cell) >= CLAIMS_CELL]
+    assert not long, f"{ipynb.name}: {long}"
+    assert any(row["in full"] for row in rows), f"{ipynb.name} shows no details below its claims (claims.show)"
 
 
 def test_verdicts_come_from_the_shared_rules():

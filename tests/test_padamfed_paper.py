@@ -98,10 +98,11 @@ def test_every_claim_returns_a_judgement_with_its_scope() -> None:
     assert judged[3].scope == dataclasses.replace(SCOPE, corrected=2)
     assert judged[4].scope == judged[5].scope == dataclasses.replace(SWEEP, corrected=8)
     table = paper.claims_table(evidence())
-    assert list(table.columns) == ["claim (slides)", "ours", "verdict", "scope", "seeds"]
+    assert list(table.columns) == ["claim (slides)", "ours", "verdict", "scope", "model", "seeds", "details"]
     assert list(table["seeds"]) == [5, 1, 5, 5, 3, 3]
-    assert table.loc[3, "scope"] == "fashion_mnist; small (a 784-64-10 MLP standing in for the paper's models); " \
-                                    "60 rounds; 5 seeds (0-4); tuned on seeds 100, 101; Holm over 2 comparisons"
+    assert table.loc[3, "scope"] == "fashion_mnist; small; 60 rounds; 5 seeds (0-4); tuned on seeds 100, 101; " \
+                                    "Holm over 2 comparisons"
+    assert table.loc[3, "model"] == "a 784-64-10 MLP standing in for the paper's models"
     assert table.loc[0, "scope"] == f"{theory.REPARAMETRIZED_NAME}; small; 200 rounds; 5 seeds (0-4); Holm over 4 " \
                                     "comparisons"
     assert table.loc[4, "scope"].endswith("60 rounds; 3 seeds (0-2); tuned on seeds 100, 101; Holm over 8 comparisons")

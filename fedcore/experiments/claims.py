@@ -3,7 +3,8 @@
 A :class:`Claim` pairs a sentence of the paper with ``assess(evidence)``, a function of the notebook's own
 evidence (result tables over seeds) that returns a :class:`Judgement`: what our results show in numbers, the
 verdict and its :class:`Scope` (tasks, scale, rounds, judging seeds and, where a grid chose hyperparameters, the
-tuning seeds).  :func:`claims_table` lays them out.  The rules:
+tuning seeds).  :func:`claims_table` lays them out, one short row per claim, and :func:`show` displays them with
+the numbers behind each row (``Judgement.details``: every comparison in full) in a table below.  The rules:
 
 - **A comparison over seeds** (:func:`paired`): the same seeds give both methods the same initial model, client
   sampling and minibatches, so the per-seed differences are paired (by seed label when the scores carry them).  A
@@ -37,7 +38,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -338,9 +339,20 @@ class Family:
         text = self.checks[label].text(self.p_values.get(label))
         return text.replace(", p ", ", p_Holm ") if len(self) > 1 else text
 
+    def short(self, label: str) -> str:
+        """``"+1.23 [+0.45, +2.01]"``: the check's difference and 95% interval only (a claims row's summary; the
+        p-value and outcome are in :meth:`said`)."""
+        return self.checks[label].text().split(", p ")[0]
+
     def said(self, label: str) -> str:
         """``"+1.23 [+0.45, +2.01], p_Holm 0.012 (confirmed)"``: the check's corrected :meth:`text` and outcome."""
         return f"{self.text(label)} ({self.outcomes[label]})"
+
+    def details(self, name: Callable[[Any], str] | None = None) -> dict[str, str]:
+        """Every check :meth:`said` in full, ``{name(label): text}`` (``name``: how a label reads, by default the
+        label, a tuple's parts joined by spaces): what a claims row's short summary rests on."""
+        name = name or (lambda label: " ".join(map(str, label)) if isinstance(label, tuple) else str(label))
+        return {name(label): self.said(label) for label in self.checks}
 
     @property
     def seeds(self) -> int:
@@ -352,9 +364,12 @@ class Family:
         return judge(self.outcomes if outcomes is None else outcomes, most, self.seeds or None)
 
     def judged(self, ours: str, scope: Scope, most: bool = False,
-               outcomes: Sequence[str] | Mapping[str, str] | None = None) -> Judgement:
-        """The :class:`Judgement` with :meth:`verdict`, its scope saying how many comparisons Holm corrected."""
-        return Judgement(ours, self.verdict(most, outcomes), dataclasses.replace(scope, corrected=len(self)))
+               outcomes: Sequence[str] | Mapping[str, str] | None = None,
+               details: Mapping[str, str] | None = None) -> Judgement:
+        """The :class:`Judgement` with :meth:`verdict`, its scope saying how many comparisons Holm corrected, and
+        ``details`` (by default every check in full, :meth:`details`)."""
+        return Judgement(ours, self.verdict(most, outcomes), dataclasses.replace(scope, corrected=len(self)),
+                         self.details() if details is None else details)
 
 
 def all_of(outcomes: Sequence[str]) -> str:
@@ -500,11 +515,24 @@ class Scope:
             return "; ".join(f"{task}: {label}" for task, label in self.model.items())
         return self.model
 
+    @property
+    def trained(self) -> str:
+        """The model the scale trains instead of the paper's (per task where they differ), "" where it trains the
+        paper's or nothing."""
+        return self._model() if self.rounds is not None else ""
+
+    def brief(self) -> str:
+        """The scope without the model (the claims table gives that a column of its own)."""
+        return self._text(with_model=False)
+
     def __str__(self) -> str:
+        return self._text(with_model=True)
+
+    def _text(self, with_model: bool) -> str:
         tasks = ", ".join(self.tasks) if self.tasks else "no task"
         seeds = f"{len(self.seeds)} seed{'s' * (len(self.seeds) != 1)} ({seed_list(self.seeds)})" if self.seeds \
             else "deterministic"
-        model = f" ({self._model()})" if self._model() and self.rounds is not None else ""
+        model = f" ({self.trained})" if with_model and self.trained else ""
         tuned = f"; tuned on seeds {seed_list(self.tuning_seeds)}" if self.tuning_seeds else ""
         holm = f"; Holm over {self.corrected} comparisons" if self.corrected > 1 else ""
         return f"{tasks}; {self.scale}{model}; {self._rounds()}; {seeds}{tuned}{holm}"
@@ -520,11 +548,13 @@ class Scope:
 
 @dataclass(frozen=True)
 class Judgement:
-    """A claim judged: what our results show (numbers), the verdict and what it rests on."""
+    """A claim judged: what our results show (numbers, in short), the verdict, what it rests on and ``details``, the
+    numbers in full (``{part: text}``, e.g. every comparison of its :class:`Family` with its p_Holm and outcome)."""
 
     ours: str
     verdict: str
     scope: Scope
+    details: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -535,9 +565,17 @@ class Claim:
     assess: Callable[[Any], Judgement]
 
 
+DETAILS = "details"
+"""The claims table's column of each row's numbers in full (``{part: text}``), which :func:`show` lays out below."""
+MODEL = "model"
+"""The claims table's column of the model each verdict trained, where the scale trains another than the paper's."""
+
+
 def claims_table(evidence: Any, claims: Sequence[Claim], source: str = "main text") -> pd.DataFrame:
     """One row per claim: the claim (the column names its ``source``: the paper's main text, or its slides where
-    that is all we have), what our results show, the verdict, its scope and its number of seeds."""
+    that is all we have), what our results show in short, the verdict, its scope (:meth:`Scope.brief`), the model
+    trained where it is not the paper's, its number of seeds, and the :data:`DETAILS` (:func:`show` displays them
+    below the rows)."""
     rows = []
     for claim in claims:
         judged = claim.assess(evidence)
@@ -545,8 +583,43 @@ def claims_table(evidence: Any, claims: Sequence[Claim], source: str = "main tex
             raise ValueError(f"claim {claim.text!r} gave {judged!r}: a Judgement with a verdict among "
                              f"{list(VERDICTS)}")
         rows.append({f"claim ({source})": claim.text, "ours": judged.ours, "verdict": judged.verdict,
-                     "scope": str(judged.scope), "seeds": len(judged.scope.seeds)})
+                     "scope": judged.scope.brief(), MODEL: judged.scope.trained, "seeds": len(judged.scope.seeds),
+                     DETAILS: dict(judged.details)})
     return pd.DataFrame(rows)
+
+
+def split(table: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """A :func:`claims_table` (or several, concatenated) as the rows without their details and the details as a
+    table of their own: one row per (claims row, part), the part's text in full.  Where no row trained another
+    model than the paper's, the model column goes too."""
+    if not isinstance(table, pd.DataFrame) or DETAILS not in table.columns:
+        raise ValueError(f"table must be a claims_table (a DataFrame with a {DETAILS!r} column), got "
+                         f"{type(table).__name__} with columns {list(getattr(table, 'columns', []))}")
+    summary = table.drop(columns=[DETAILS] + ([MODEL] if MODEL in table and not table[MODEL].any() else []))
+    parts = [(row, part, text) for row, details in table[DETAILS].items() for part, text in details.items()]
+    return summary, pd.DataFrame(parts, columns=["claims row", "part", "in full"])
+
+
+def as_tables(table: pd.DataFrame, name: str = "claims") -> dict[str, pd.DataFrame]:
+    """``{name: rows, name + "_details": details}`` (:func:`split`): a claims table as ``records.record`` writes it."""
+    summary, details = split(table)
+    return {name: summary, f"{name}_details": details}
+
+
+def to_html(table: pd.DataFrame) -> str:
+    """A :func:`claims_table` as HTML: its rows, then the numbers behind them (:func:`split`) where there are any."""
+    summary, details = split(table)
+    with pd.option_context("display.max_colwidth", None):
+        html = summary.to_html()
+        if not details.empty:
+            html += "\n<p>The numbers behind each row, in full:</p>\n" + details.to_html(index=False)
+    return html
+
+
+def show(table: pd.DataFrame) -> None:
+    """Display a :func:`claims_table` in a notebook (:func:`to_html`: the rows and their details, one output)."""
+    from IPython.display import HTML, display
+    display(HTML(to_html(table)))
 
 
 def trivial_baseline(data: Any) -> float:

@@ -301,16 +301,18 @@ def rate_table(tunings: Mapping[str, Tuning]) -> pd.DataFrame:
 RATIO, SPREAD = "sqrt_v_over_tau", "denominator_spread"
 """The columns an adaptive run reports (``server_opt.adam(report=True)``) each round: the geometric mean over the
 coordinates of ``sqrt(v_t) / tau``, and the geometric sd of the denominator ``sqrt(v_t) + tau`` over them."""
-ADAPTIVE_SPREAD = 2.0
-"""A run adapts per coordinate when its denominators' geometric sd exceeds this (a factor 4 over +-1 sd); below, every
-coordinate takes about the same rate: server momentum SGD, however large ``v_t`` is."""
+ONE_RATE, PER_COORDINATE = 1.5, 3.0
+"""The bands of the denominators' geometric sd (our choice; the paper draws none): up to ``ONE_RATE`` every coordinate
+takes about the same rate (within a factor 1.5 at +-1 sd: server momentum SGD, however large ``v_t`` is), above
+``PER_COORDINATE`` the rates differ per coordinate (a factor 9 between -1 and +1 sd), in between mildly so."""
 
 
 def regime(spread: float) -> str:
     """What an adaptive step ``eta m_t / (sqrt(v_t) + tau)`` was with a denominator spread (geometric sd over the
-    coordinates) of ``spread``: one rate for all coordinates (momentum SGD) up to :data:`ADAPTIVE_SPREAD`, else
-    per-coordinate rates."""
-    return "per-coordinate rates" if spread > ADAPTIVE_SPREAD else "one rate: momentum SGD"
+    coordinates) of ``spread``: one rate for all coordinates (momentum SGD) up to :data:`ONE_RATE`, per-coordinate
+    rates above :data:`PER_COORDINATE`, mildly per-coordinate in between."""
+    return "one rate: momentum SGD" if spread <= ONE_RATE else "per-coordinate rates" if spread > PER_COORDINATE \
+        else "mildly per-coordinate"
 
 
 def regime_table(runs: Mapping[str, Mapping[str, Sequence[History]]]) -> pd.DataFrame:

@@ -206,9 +206,11 @@ def _adaptive_beats(against: tuple[str, ...], most: bool = False) -> Any:
         outcomes = {task: any_of(list(each[task].values())) for task in tasks}
         shown = {task: _best(t, task, [a for a in adaptive[task] if each[task][a] == outcomes[task]]
                              or adaptive[task]) for task in tasks}  # the best of those that decided (or of all)
-        texts = [f"{task}: {shown[task]} " + ", ".join(f"- {b} {family.text((task, shown[task], b))}" for b in against)
-                 + f" ({outcomes[task]})" for task in tasks]
-        return family.judged("; ".join(texts), _scope(e.scope, tasks), most, outcomes)
+        nearest = {task: _best(t, task, list(against)) for task in tasks}  # the baseline hardest to beat
+        texts = [f"{task}: {shown[task]}" + (f" - {nearest[task]}" if len(against) > 1 else "") +
+                 f" {family.short((task, shown[task], nearest[task]))}" for task in tasks]
+        return family.judged("; ".join(texts), _scope(e.scope, tasks), most, outcomes,
+                             details=family.details(lambda key: f"{key[0]}: {key[1]} - {key[2]}"))
 
     return judge
 
@@ -233,12 +235,12 @@ def _yogi_near_best(e: Evidence) -> Judgement:
     family = Family({(task, m): compare(t.loc[(task, "FedYogi")], t.loc[(task, m)], _higher(task),
                                         margin=-margins[task]) for task in tasks for m in others[task]})
     outcomes = {task: all_of([family.outcomes[(task, m)] for m in others[task]]) for task in tasks}
-    texts = []
-    for task in tasks:
-        closest = _best(t, task, others[task])  # the method that comes nearest to beating FedYogi by the margin
-        texts.append(f"{task}: FedYogi - {closest} {family.text((task, closest))}, within {margins[task]:.2g}"
-                     f" ({outcomes[task]})")
-    return family.judged("; ".join(texts), _scope(e.scope, tasks), most=True, outcomes=outcomes)
+    closest = {task: _best(t, task, others[task]) for task in tasks}  # the nearest to beating FedYogi by the margin
+    texts = [f"{task}: vs {closest[task]} {family.short((task, closest[task]))}, margin {margins[task]:.2g}"
+             for task in tasks]
+    return family.judged("; ".join(texts), _scope(e.scope, tasks), most=True, outcomes=outcomes,
+                         details={f"{task}: FedYogi - {m}": f"{family.text((task, m))}, within {margins[task]:.2g} "
+                                  f"({family.outcomes[(task, m)]})" for task, m in family.checks})
 
 
 def _number(value: float) -> str:
@@ -261,15 +263,17 @@ def _faster(e: Evidence) -> Judgement:
     family = Family({(task, a): compare(c.loc[(task, a)], c.loc[(task, "FedAvg")], higher_is_better=False,
                                         digits=0) for task in tasks for a in adaptive[task]})
     outcomes = {task: any_of([family.outcomes[(task, a)] for a in adaptive[task]]) for task in tasks}
-    texts = []
+    texts, details = [], {}
     for task in tasks:
         rounds = c.loc[task].mean(axis=1)
         deciding = [a for a in adaptive[task] if family.outcomes[(task, a)] == outcomes[task]] or adaptive[task]
         fastest = str(rounds[deciding].idxmin())  # the fastest of those that decided (or of all)
-        texts.append(f"{task}: {fastest} {rounds[fastest]:.0f} vs FedAvg {rounds['FedAvg']:.0f} rounds "
-                     f"(x{rounds['FedAvg'] / rounds[fastest]:.1f}), fewer by {family.text((task, fastest))} "
-                     f"({outcomes[task]})")
-    return family.judged("; ".join(texts), _scope(e.scope, tasks), outcomes=outcomes)
+        texts.append(f"{task}: {fastest} x{rounds['FedAvg'] / rounds[fastest]:.1f}, "
+                     f"{family.short((task, fastest))} rounds fewer")
+        details.update({f"{task}: {a}": f"{rounds[a]:.0f} vs FedAvg {rounds['FedAvg']:.0f} rounds "
+                        f"(x{rounds['FedAvg'] / rounds[a]:.1f}), fewer by {family.said((task, a))}"
+                        for a in adaptive[task]})
+    return family.judged("; ".join(texts), _scope(e.scope, tasks), outcomes=outcomes, details=details)
 
 
 def _decay_helps(e: Evidence) -> Judgement:
@@ -282,16 +286,15 @@ def _decay_helps(e: Evidence) -> Judgement:
     methods = [m for m in d.loc["constant"].index if m in d.loc["ExpDecay"].index]
     family = Family({m: compare(d.loc[("ExpDecay", m)], d.loc[("constant", m)], _higher(e.decay_task))
                      for m in methods})
-    ours = "; ".join(f"{m}: {_number(d.loc[('constant', m)].mean())} -> {_number(d.loc[('ExpDecay', m)].mean())} "
-                     f"({family.text(m)}, {family.outcomes[m]})" for m in methods)
+    details = {m: f"{_number(d.loc[('constant', m)].mean())} -> {_number(d.loc[('ExpDecay', m)].mean())}: "
+                  f"{family.said(m)}" for m in methods}
     scope = _scope(e.decay_scope or e.scope, [e.decay_task])
     gains = pd.Series(e.decay_gain if e.decay_gain is not None else {}, dtype=float).dropna()
     if not gains.empty and gains.median() > PLATEAU:
-        return Judgement(f"not testable at this scale: the constant-rate runs still gained {gains.min():.1f} to "
-                         f"{gains.max():.1f} points after the cut (median {gains.median():.2f} > {PLATEAU:g}), so a "
-                         f"cut that does not help is not held against the claim and the check cannot fail ({ours})",
-                         NOT_TESTABLE, replace(scope, corrected=len(family)))
-    return family.judged(ours, scope)
+        return Judgement(f"the constant-rate runs still gained {gains.min():.1f} to {gains.max():.1f} points after "
+                         f"the cut (median {gains.median():.2f} > {PLATEAU:g}): a cut that did not help would not "
+                         "count against the claim", NOT_TESTABLE, replace(scope, corrected=len(family)), details)
+    return family.judged(", ".join(f"{m} {family.short(m)}" for m in methods), scope, details=details)
 
 
 def _easier_to_tune(e: Evidence) -> Judgement:
@@ -306,11 +309,10 @@ def _easier_to_tune(e: Evidence) -> Judgement:
     threshold = good_threshold(heatmaps(e.tuning))
     shares = {m: good_shares(table, threshold) for m, table in tables.items()}
     family = Family({f"{a} - {p}": compare(shares[a], shares[p], scale=100, digits=0) for a in adaptive for p in plain})
-    ours = (", ".join(f"{m} {100 * shares[m].mean():.0f}%" for m in tables) +
-            f" of cells at or above {100 * threshold:.1f}% accuracy (mean over seeds); adaptive minus non-adaptive, in "
-            "points of share: " + "; ".join(f"{pair} {family.text(pair)} ({outcome})"
-                                            for pair, outcome in family.outcomes.items()))
-    return family.judged(ours, e.tuning_scope or UNSTATED)
+    ours = (f"cells at or above {100 * threshold:.1f}% accuracy (mean over seeds): " +
+            ", ".join(f"{m} {100 * shares[m].mean():.0f}%" for m in tables))
+    return family.judged(ours, e.tuning_scope or UNSTATED,
+                         details={f"{pair} (points of share)": family.said(pair) for pair in family.checks})
 
 
 CLAIMS: tuple[Claim, ...] = (
