@@ -225,7 +225,7 @@ def test_a_claims_row_is_short_and_its_comparisons_in_full_go_below_it() -> None
     assert judged.details == {"cr A B": family.said(("cr", "A", "B")), "cr A C": family.said(("cr", "A", "C"))}
     assert judged.details["cr A B"].startswith("+2.50 [+1.26, +3.74], p_Holm") and \
         judged.details["cr A B"].endswith("(confirmed)")
-    assert family.short(("cr", "A", "B")) == "+2.50 [+1.26, +3.74]"
+    assert family.short(("cr", "A", "B")) == "+2.50 [+1.26, +3.74], p_Holm 0.026"
     named = family.details(lambda label: f"{label[0]}: {label[1]} - {label[2]}")
     assert list(named) == ["cr: A - B", "cr: A - C"]
     table = claims.claims_table(None, [Claim("A beats the rest", lambda e: judged),

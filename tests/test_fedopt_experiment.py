@@ -269,7 +269,7 @@ def test_the_papers_own_tables_give_the_papers_claims():
     assert best.details["cifar100: FedAdam - FedAvg"] == "+7.80 [+7.80, +7.80], p_Holm < 0.001 (confirmed)"
     assert best.details["shakespeare: FedAdagrad - FedAvgM"].startswith("+0.20 [+0.20, +0.20], p_Holm < 0.001")
     yogi = paper.CLAIMS[2].assess(evidence)  # 65.9 - 67.1; MSE 1.01 - 0.98 (lower is better), 0.5% of 0.98
-    assert "so_lr: vs FedAdagrad -1.20 [-1.20, -1.20], margin 0.5" in yogi.ours
+    assert "so_lr: vs FedAdagrad -1.20 [-1.20, -1.20], p_Holm < 0.001;" in yogi.ours
     assert yogi.details["so_lr: FedYogi - FedAdagrad"] == "-1.20 [-1.20, -1.20], p_Holm < 0.001, within 0.5 " \
         "(contradicted)"
     assert yogi.details["emnist_ae: FedYogi - FedAdam"] == "+0.03 [+0.03, +0.03], p_Holm < 0.001, within 0.0049 " \
@@ -313,7 +313,8 @@ def test_holm_corrects_the_tasks_of_one_claim_together():
     judged = _judge(0, table1=table)
     assert judged.verdict == claims.INCONCLUSIVE and judged.scope.corrected == 2
     # half-widths 2.776 x 1.151 / sqrt 5 = 1.43 and 2.776 x 1.118 / sqrt 5 = 1.39
-    assert judged.ours == "emnist_cr: FedAdam +1.70 [+0.27, +3.13]; emnist_ae: FedAdam +1.50 [+0.11, +2.89]"
+    assert judged.ours == "emnist_cr: FedAdam +1.70 [+0.27, +3.13], p_Holm 0.060; emnist_ae: FedAdam +1.50 [+0.11, " \
+                          "+2.89], p_Holm 0.060"
     assert judged.details["emnist_cr: FedAdam - FedAvg"] == "+1.70 [+0.27, +3.13], p_Holm 0.060 (within the noise)"
     assert judged.details["emnist_ae: FedAdam - FedAvg"] == "+1.50 [+0.11, +2.89], p_Holm 0.060 (within the noise)"
     assert "Holm over 2 comparisons" in str(judged.scope)
@@ -342,11 +343,12 @@ def test_best_adaptive_against_best_non_adaptive_chooses_no_method_on_the_judgin
     table = _seeded({("emnist_cr", m): v for m, v in means.items()})
     ours, verdict = _assess(1, table1=table)
     assert verdict == HOLDS and _judge(1, table1=table).scope.corrected == 6
-    assert ours.startswith("emnist_cr: FedYogi - FedAvgM +0.30 [+0.30, +0.30] | ")  # the baseline hardest to beat
+    assert ours.startswith("emnist_cr: FedYogi - FedAvgM +0.30 [+0.30, +0.30], p_Holm < 0.001 | ")  # the baseline
+    # hardest to beat
     assert "; emnist_cr: FedYogi - FedAvg +1.50 [+1.50, +1.50], p_Holm < 0.001 (confirmed)" in ours
     assert "emnist_cr: FedAdagrad - FedAvgM -1.70 [-1.70, -1.70], p_Holm < 0.001 (contradicted)" in ours  # all six
-    assert _assess(0, table1=table)[0].startswith("emnist_cr: FedYogi +1.50 [+1.50, +1.50] | ")  # the best of the
-    # methods that decided
+    # claim 0 names the best of the methods that decided
+    assert _assess(0, table1=table)[0].startswith("emnist_cr: FedYogi +1.50 [+1.50, +1.50], p_Holm < 0.001 | ")
     strong = table.copy()
     strong.loc[("emnist_cr", "FedAvgM")] += 0.8  # 81.0: above every adaptive method
     ours, verdict = _assess(1, table1=strong)
@@ -371,7 +373,7 @@ def test_yogi_near_best_claim_puts_every_other_method_inside_the_margin():
                      for method, value in zip(("FedAdam", "FedYogi", "FedAvgM"), values)})
     ours, verdict = _assess(2, table1=table)  # 80.1 - 80.4 = -0.3 inside; 59.8 - 61.0 = -1.2 and 10.2 - 9.99 out
     assert verdict == NO  # 1 of 3 confirmed, 2 contradicted: most cannot pass
-    assert ours.startswith("emnist_cr: vs FedAvgM -0.30 [-0.30, -0.30], margin 0.5; shakespeare: vs FedAvgM -1.20")
+    assert ours.startswith("emnist_cr: vs FedAvgM -0.30 [-0.30, -0.30], p_Holm < 0.001; shakespeare: vs FedAvgM -1.20")
     assert "emnist_cr: FedYogi - FedAvgM -0.30 [-0.30, -0.30], p_Holm < 0.001, within 0.5 (confirmed)" in ours
     assert "emnist_ae: FedYogi - FedAvgM -0.21 [-0.21, -0.21], p_Holm < 0.001, within 0.05 (contradicted)" in ours
     assert _judge(2, table1=table).scope.corrected == 6  # every pair of every task in one family
@@ -407,9 +409,10 @@ def test_faster_convergence_claim_compares_rounds_to_fedavgs_half_way_score():
                     ("emnist_cr", "FedAvg"): [150.0, 125.0, 175.0, 150.0, 150.0]})
     ours, verdict = _assess(3, table1=table, convergence=fast)
     assert verdict == HOLDS and _judge(3, table1=table, convergence=fast).scope.corrected == 2
-    assert ours == "emnist_cr: FedAdam x2.5, +90 [+55, +125] rounds fewer | emnist_cr: FedAdam 60 vs FedAvg 150 " \
-                   "rounds (x2.5), fewer by +90 [+55, +125], p_Holm 0.004 (confirmed); emnist_cr: FedYogi 150 vs " \
-                   "FedAvg 150 rounds (x1.0), fewer by 0 [0, 0], p_Holm 1.000 (within the noise)"  # one is enough
+    assert ours == "emnist_cr: FedAdam x2.5, fewer rounds by +90 [+55, +125], p_Holm 0.004 | emnist_cr: FedAdam 60 " \
+                   "vs FedAvg 150 rounds (x2.5), fewer by +90 [+55, +125], p_Holm 0.004 (confirmed); emnist_cr: " \
+                   "FedYogi 150 vs FedAvg 150 rounds (x1.0), fewer by 0 [0, 0], p_Holm 1.000 (within the noise)"  # one
+    # faster is enough
     slow = fast.copy()
     slow.loc[("emnist_cr", "FedAdam")] = [200.0, 175.0, 200.0, 225.0, 200.0]  # 50, 50, 25, 75, 50 more
     assert _assess(3, table1=table, convergence=slow)[1] == claims.INCONCLUSIVE  # FedYogi's tie decides nothing
@@ -512,7 +515,8 @@ def test_decay_claim():
                     ("ExpDecay", "FedAdam"): [80.0 + n + g for n, g in zip(NOISE5, [0.5, 1.0, 1.5, 2.0, 2.5])]},
                    noise=NOISE5, names=("schedule", "method"))
     ours, judged = _assess(4, decay=five, decay_gain=plateaued)
-    assert judged == HOLDS and ours.startswith("FedAdam +1.50 [+0.52, +2.48], FedAvg +2.00 [+2.00, +2.00] | ")
+    assert judged == HOLDS and ours.startswith("ExpDecay above the constant rate for FedAdam, FedAvg, below for none "
+                                               "(of 2, after Holm) | ")
     assert "FedAdam 80.00 -> 81.50: +1.50 [+0.52, +2.48], p_Holm 0.013 (confirmed)" in ours
 
 
@@ -789,11 +793,13 @@ def test_client_rate_check_around_the_papers_rates_at_smoke():
     checked = experiment.tune(task, builders, experiment.rate_grids("emnist_cr"), (100,))
     table = experiment.rate_table({"emnist_cr": checked})
     assert list(table.index) == [("emnist_cr", "FedAvgM"), ("emnist_cr", "FedAvg")]
-    assert list(table.columns) == ["x10^-0.5", "x10^+0", "x10^+0.5", "paper's client lr", "best client lr"]
+    assert list(table.columns) == ["paper's lr x10^-0.5", "paper's lr x10^+0", "paper's lr x10^+0.5",
+                                   "paper's client lr", "best client lr"]
     row = table.loc[("emnist_cr", "FedAvg")]
     assert row["paper's client lr"] == pytest.approx(0.1)
-    best = row[["x10^-0.5", "x10^+0", "x10^+0.5"]].astype(float).idxmax()  # accuracy: higher wins
-    assert row["best client lr"] == pytest.approx(0.1 * 10 ** float(best.removeprefix("x10^")), rel=1e-3)  # 4 digits
+    best = row[table.columns[:3]].astype(float).idxmax()  # accuracy: higher wins
+    assert row["best client lr"] == pytest.approx(0.1 * 10 ** float(best.removeprefix(experiment.RATE_COLUMN)),
+                                                  rel=1e-3)  # 4 digits
     with pytest.raises(ValueError, match="seeds"):
         common.bind(builders, checked, [0, 100])  # the tuning seed cannot judge
     bound = common.bind(builders, checked, [0, 1])

@@ -340,9 +340,9 @@ class Family:
         return text.replace(", p ", ", p_Holm ") if len(self) > 1 else text
 
     def short(self, label: str) -> str:
-        """``"+1.23 [+0.45, +2.01]"``: the check's difference and 95% interval only (a claims row's summary; the
-        p-value and outcome are in :meth:`said`)."""
-        return self.checks[label].text().split(", p ")[0]
+        """``"+1.23 [+0.45, +2.01], p_Holm 0.012"``: the check's :meth:`text` without the seeds it would take (a
+        claims row's summary; :meth:`said` adds the outcome)."""
+        return self.text(label).split("; ")[0]
 
     def said(self, label: str) -> str:
         """``"+1.23 [+0.45, +2.01], p_Holm 0.012 (confirmed)"``: the check's corrected :meth:`text` and outcome."""

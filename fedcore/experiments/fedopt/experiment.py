@@ -292,11 +292,15 @@ def rate_table(tunings: Mapping[str, Tuning]) -> pd.DataFrame:
         for method, table in tuning.tables.items():
             rates = list(tuning.grids[method]["client_lr"])
             scores = table["score"].reindex(rates)
-            rows[(task, method)] = {**{f"x10^{step:+g}": round(float(v), 2) for step, v in zip(RATE_STEPS, scores)},
+            rows[(task, method)] = {**{f"{RATE_COLUMN}{step:+g}": round(float(v), 2)
+                                       for step, v in zip(RATE_STEPS, scores)},
                                     "paper's client lr": float(f"{rates[RATE_STEPS.index(0.0)]:.4g}"),
                                     "best client lr": float(f"{tuning.chosen[method]['client_lr']:.4g}")}
-    return pd.DataFrame(rows).T.rename_axis(["task", "method"])
+    rates = ["paper's client lr", "best client lr"]  # each with its own digits (31.62, 3.162), not a common format
+    return pd.DataFrame(rows).T.astype(dict.fromkeys(rates, object)).rename_axis(["task", "method"])
 
+
+RATE_COLUMN = "paper's lr x10^"  # the rate check's columns: the paper's client rate times 10^step
 
 RATIO, SPREAD = "sqrt_v_over_tau", "denominator_spread"
 """The columns an adaptive run reports (``server_opt.adam(report=True)``) each round: the geometric mean over the
@@ -327,8 +331,9 @@ def regime_table(runs: Mapping[str, Mapping[str, Sequence[History]]]) -> pd.Data
                 continue
             ratio, spread = (float(pd.Series([f[c].iloc[-1] for f in frames]).mean()) for c in (RATIO, SPREAD))
             rows[(task, method)] = {"sqrt(v)/tau, typical": round(ratio, 3), "spread at the end": round(spread, 2),
-                                    "largest spread": round(float(max(f[SPREAD].max() for f in frames)), 2),
-                                    "the step": regime(spread)}
+                                    "largest spread (any round, seed)":
+                                        round(float(max(f[SPREAD].max() for f in frames)), 2),
+                                    "the step (by the spread at the end)": regime(spread)}
     return pd.DataFrame(rows).T.rename_axis(["task", "method"])
 
 

@@ -12,6 +12,8 @@ import pandas as pd
 
 from fedcore.checks import check_choice
 from fedcore.experiments.claims import (
+    CONFIRMED,
+    CONTRADICTED,
     NOT_TESTABLE,
     Claim,
     Family,
@@ -236,8 +238,7 @@ def _yogi_near_best(e: Evidence) -> Judgement:
                                         margin=-margins[task]) for task in tasks for m in others[task]})
     outcomes = {task: all_of([family.outcomes[(task, m)] for m in others[task]]) for task in tasks}
     closest = {task: _best(t, task, others[task]) for task in tasks}  # the nearest to beating FedYogi by the margin
-    texts = [f"{task}: vs {closest[task]} {family.short((task, closest[task]))}, margin {margins[task]:.2g}"
-             for task in tasks]
+    texts = [f"{task}: vs {closest[task]} {family.short((task, closest[task]))}" for task in tasks]
     return family.judged("; ".join(texts), _scope(e.scope, tasks), most=True, outcomes=outcomes,
                          details={f"{task}: FedYogi - {m}": f"{family.text((task, m))}, within {margins[task]:.2g} "
                                   f"({family.outcomes[(task, m)]})" for task, m in family.checks})
@@ -268,8 +269,8 @@ def _faster(e: Evidence) -> Judgement:
         rounds = c.loc[task].mean(axis=1)
         deciding = [a for a in adaptive[task] if family.outcomes[(task, a)] == outcomes[task]] or adaptive[task]
         fastest = str(rounds[deciding].idxmin())  # the fastest of those that decided (or of all)
-        texts.append(f"{task}: {fastest} x{rounds['FedAvg'] / rounds[fastest]:.1f}, "
-                     f"{family.short((task, fastest))} rounds fewer")
+        texts.append(f"{task}: {fastest} x{rounds['FedAvg'] / rounds[fastest]:.1f}, fewer rounds by "
+                     f"{family.short((task, fastest))}")
         details.update({f"{task}: {a}": f"{rounds[a]:.0f} vs FedAvg {rounds['FedAvg']:.0f} rounds "
                         f"(x{rounds['FedAvg'] / rounds[a]:.1f}), fewer by {family.said((task, a))}"
                         for a in adaptive[task]})
@@ -294,7 +295,10 @@ def _decay_helps(e: Evidence) -> Judgement:
         return Judgement(f"the constant-rate runs still gained {gains.min():.1f} to {gains.max():.1f} points after "
                          f"the cut (median {gains.median():.2f} > {PLATEAU:g}): a cut that did not help would not "
                          "count against the claim", NOT_TESTABLE, replace(scope, corrected=len(family)), details)
-    return family.judged(", ".join(f"{m} {family.short(m)}" for m in methods), scope, details=details)
+    by_outcome = {o: [m for m in methods if family.outcomes[m] == o] for o in (CONFIRMED, CONTRADICTED)}
+    return family.judged(f"ExpDecay above the constant rate for {', '.join(by_outcome[CONFIRMED]) or 'none'}, below "
+                         f"for {', '.join(by_outcome[CONTRADICTED]) or 'none'} (of {len(methods)}, after Holm)", scope,
+                         details=details)
 
 
 def _easier_to_tune(e: Evidence) -> Judgement:
