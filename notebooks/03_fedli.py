@@ -530,8 +530,9 @@ display(fedli_explorer)
 # the means over the seeds. The last three are the paper's summary sentences, judged on our tables over seeds on the
 # tasks where most methods learned, each beside what the paper's own Tables 1 and 2 say of it (on Shakespeare FedAdam
 # is first, ahead of both FedLi methods); the last row is our own check against FedAvg alone, not a quotation. Each
-# row says what its verdict rests on (`scope`): the tasks, the scale, the rounds per run (with the model where it is
-# not the paper's), the judging and tuning seeds; the theory rows are exact computations ("deterministic").
+# row says what its verdict rests on (`scope`): the tasks, the scale, the rounds per run, the judging and tuning
+# seeds, and in `model` the model where it is not the paper's; the theory rows are exact computations
+# ("deterministic"). The table below the rows gives every comparison in full.
 
 # %%
 scopes = {key: dataclasses.replace(common.scope({task.name: task}, SCALE, on, task.model_label),

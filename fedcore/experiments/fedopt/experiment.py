@@ -270,6 +270,7 @@ def schedules_table(by_schedule: Mapping[str, pd.DataFrame], reference: str = "c
 
 RATE_STEPS = (-0.5, 0.0, 0.5)
 """The client-rate check: the paper's rate times ``10**step`` (a half-decade each way)."""
+RATE_COLUMN = "paper's lr x10^"  # the rate check's columns: the paper's client rate times 10^step
 RATE_CHECKS: dict[str, tuple[str, ...]] = {"emnist_ae": paper.METHODS, "emnist_cr": ("FedAvgM", "FedAvg")}
 """Which methods' client rates are checked on each stand-in: every method on the AE (whose paper rates were tuned for a
 deep sigmoid network, not ours); on CR the non-adaptive ones (FedAvgM ranks last there, unlike the paper)."""
@@ -299,8 +300,6 @@ def rate_table(tunings: Mapping[str, Tuning]) -> pd.DataFrame:
     rates = ["paper's client lr", "best client lr"]  # each with its own digits (31.62, 3.162), not a common format
     return pd.DataFrame(rows).T.astype(dict.fromkeys(rates, object)).rename_axis(["task", "method"])
 
-
-RATE_COLUMN = "paper's lr x10^"  # the rate check's columns: the paper's client rate times 10^step
 
 RATIO, SPREAD = "sqrt_v_over_tau", "denominator_spread"
 """The columns an adaptive run reports (``server_opt.adam(report=True)``) each round: the geometric mean over the
