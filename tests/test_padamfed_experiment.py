@@ -382,27 +382,92 @@ def test_quadratic_ratios_over_seeds_are_each_seeds_run() -> None:
     assert ratios[("PAdaMFed", 0)] != ratios[("PAdaMFed", 1)]  # the seeds sample other clients
 
 
-def test_reparametrization_and_heterogeneity_tables_over_seeds() -> None:
-    """Rows a (or the level), columns (method, seed); the baselines tuned at the lowest level are the grid's
-    lowest mean log ratio; PAdaMFed needs no tuning and runs at Theorem 1's steps for the point."""
+def test_tilted_task_keeps_f_delta_l_and_the_noise_and_moves_only_the_clients() -> None:
+    """f_i = f_i^0 + h <b_i, x> with sum b_i = 0: f's gradient, Delta, L and sigma (at x_0 and x*) are the same at
+    every tilt; each client's gradient at x* moves by h b_i, so zeta grows; the loss's own gradient (autograd) is the
+    closed form a (<a, x> - y) + b_i of every sample."""
+    base, tilted = objectives.tilted_quadratic_task(0.0), objectives.tilted_quadratic_task(3.0)
+    tilts = tilted.problem.data.info["tilts"]
+    torch.testing.assert_close(tilts.sum(0), torch.zeros(10, dtype=torch.float64), atol=1e-12, rtol=0)
+    x0 = base.problem.x0()
+    assert float(tilts.square().sum(1).mean().sqrt()) == pytest.approx(3 * float(base.gradient(x0).norm()))
+    theta = torch.randn(10, dtype=torch.float64, generator=torch.Generator().manual_seed(2))
+    torch.testing.assert_close(tilted.gradient(theta), base.gradient(theta))
+    data = tilted.problem.data
+    for j in (0, 7, 999):  # the closed form against the model's loss on one sample, by autograd
+        x = theta.clone().requires_grad_(True)
+        loss = tilted.problem.model.loss(x, data.inputs[j:j + 1], data.targets[j:j + 1])
+        torch.testing.assert_close(torch.autograd.grad(loss, x)[0], theory.sample_gradients(tilted, theta)[j])
+    # the whole objective's gradient (autograd over every sample) is f's: the tilts cancel
+    x = theta.clone().requires_grad_(True)
+    whole = torch.autograd.grad(tilted.problem.model.loss(x, data.inputs, data.targets), x)[0]
+    torch.testing.assert_close(whole, base.gradient(theta))
+    table = theory.constants([0.0, 1.0, 10.0])
+    for column in ("Delta = f(x_0) - f*", "L", "||grad f(x_0)||", "sigma at x_0", "sigma at x*"):
+        assert np.allclose(table[column], table[column].iloc[0], rtol=1e-12), column
+    zeta = table["zeta at x*"]
+    assert zeta.iloc[0] < zeta.iloc[1] < zeta.iloc[2] and zeta.iloc[2] == pytest.approx(
+        10 * table["||grad f(x_0)||"].iloc[0], rel=0.05)  # the tilts dominate: zeta ~ h ||grad f(x_0)||
+    with pytest.raises(ValueError, match="tilt=-1"):
+        objectives.tilted_quadratic_task(-1.0)
+
+
+def test_control_variates_cancel_the_tilt_and_the_ablation_does_not() -> None:
+    """PAdaMFed's c_i carries its client's tilt and c their mean, 0: its runs are the same at every tilt (to
+    rounding), and SCAFFOLD-M's (the same line 1); SCAFFOLD's are not (c_i = 0 until a client's first round); the
+    ablation without control variates and FedAvg end farther from stationarity."""
+    point = {"rounds": 30, "clients_per_round": 5, "local_steps": 3, "batch_size": 4}
+    chosen = {"FedAvg": {"client_lr": 0.05}, "SCAFFOLD": {"client_lr": 0.05}, "SCAFFOLD-M": {"eta": 0.05, "beta": 0.3}}
+    table = theory.heterogeneity_table(chosen, [0.0, 10.0], [0, 1], point)
+    assert list(table.index) == [0.0, 10.0] and table.columns.names == ["method", "seed"]
+    assert set(table.columns.get_level_values(0)) == {"PAdaMFed", theory.ABLATION, "FedAvg", "SCAFFOLD", "SCAFFOLD-M"}
+    for method in ("PAdaMFed", "SCAFFOLD-M"):
+        assert np.allclose(table.loc[10.0, method], table.loc[0.0, method], rtol=1e-8), method
+    assert not np.allclose(table.loc[10.0, "SCAFFOLD"], table.loc[0.0, "SCAFFOLD"], rtol=1e-3)
+    for method in (theory.ABLATION, "FedAvg"):
+        assert (table.loc[10.0, method] > 2 * table.loc[0.0, method]).all(), method
+    means = theory.mean_ratios(table)
+    assert means.loc[10.0, "PAdaMFed"] == pytest.approx(math.sqrt(table.loc[10.0, ("PAdaMFed", 0)]
+                                                                  * table.loc[10.0, ("PAdaMFed", 1)]))
+
+
+def test_baselines_are_tuned_at_the_lowest_tilt_by_the_grids_lowest_mean_log_ratio() -> None:
     point = {"rounds": 10, "clients_per_round": 5, "local_steps": 2, "batch_size": 4}
-    table = theory.reparametrization_table([0.1, 10.0], 0.1, [0, 1], point)
-    assert list(table.index) == [0.1, 10.0] and table.columns.names == ["method", "seed"]
-    assert set(table.columns.get_level_values(0)) == {"PAdaMFed", "PAdaMFed-VR", "FedAvg", "SCAFFOLD"}
-    assert table.loc[10.0, ("FedAvg", 0)] > 1  # L = 116 at one client rate 0.1: blown up or diverged
-    chosen = theory.tune_baselines(0.3, [0], point)
+    chosen = theory.tune_baselines(0.0, [0], point)
     grid = theory.BASELINE_GRIDS["FedAvg"]["client_lr"]
-    ratios = [_alone(objectives.quadratic_task(heterogeneity=0.3), algorithms.fedavg(lr), point) for lr in grid]
+    ratios = [_alone(objectives.tilted_quadratic_task(0.0), algorithms.fedavg(lr), point) for lr in grid]
     assert chosen["FedAvg"]["client_lr"] == pytest.approx(grid[int(np.argmin(ratios))])
     assert set(chosen["SCAFFOLD-M"]) == {"eta", "beta"}
-    levels = theory.heterogeneity_table(chosen, [0.3, 10.0], [0], point)
-    assert list(levels.index) == [0.3, 10.0]
-    assert set(levels.columns.get_level_values(0)) == {"PAdaMFed", "FedAvg", "SCAFFOLD", "SCAFFOLD-M"}
-    means = theory.mean_ratios(table)
-    assert means.loc[0.1, "PAdaMFed"] == pytest.approx(math.sqrt(table.loc[0.1, ("PAdaMFed", 0)]
-                                                                 * table.loc[0.1, ("PAdaMFed", 1)]))
-    constants = theory.constants([0.3, 10.0])
-    assert constants.loc[10.0, "mean ||grad f_i(x*)||"] > 10 * constants.loc[0.3, "mean ||grad f_i(x*)||"]
+
+
+def test_rate_table_is_each_runs_mean_gradient_norm_at_the_theorems_step_sizes() -> None:
+    """rate_table over T: each entry is (1/T) sum_{t<T} ||grad||, computed here from the run alone at Theorem 1's
+    (or 2's) step sizes for that T; over S, T is RATE_HORIZON; rate_summary's T gamma is T (SK)^(1/4) / T^(3/4)."""
+    point = {"rounds": 20, "clients_per_round": 5, "local_steps": 2, "batch_size": 4}
+    table = theory.rate_table("rounds", [10, 20], [1.0, 3.0], [0, 1], point)
+    assert table.index.names == ["a", "rounds"] and list(table.index) == [(1.0, 10), (1.0, 20), (3.0, 10), (3.0, 20)]
+    task = objectives.reparametrized_quadratic_task(3.0)
+    for method, factory in (("PAdaMFed", algorithms.padamfed), ("PAdaMFed-VR", algorithms.padamfed_vr)):
+        history = simulate(task.problem, factory(clients_per_round=5, local_steps=2, rounds=20), **{**point},
+                           seed=1, progress=False, eval_every=20, weighting="uniform", record=task.record)
+        norms = np.sqrt(history.frame["squared_gradient_norm"].to_numpy())[:20]
+        assert table.loc[(3.0, 20), (method, 1)] == pytest.approx(norms.mean(), rel=1e-9)
+    summary = theory.rate_summary(table, point)
+    assert summary.loc[3.0, "PAdaMFed T gamma at T = 20"] == pytest.approx(20 * 10**0.25 / 20**0.75)
+    assert summary.loc[3.0, "distance to the optimum"] == pytest.approx(
+        float((task.problem.x0() - task.problem.data.info["x_star"]).norm()))
+    assert summary.loc[1.0, "PAdaMFed slope"].endswith("(theorem -0.25)")
+    by_clients = theory.rate_table("clients_per_round", [1, 2], seeds=[0], point=point, horizon=12)
+    assert by_clients.index.names == ["a", "rounds", "clients_per_round"]
+    assert list(by_clients.index) == [(1.0, 12, 1), (1.0, 12, 2)]
+    base = objectives.quadratic_task()  # a = 1
+    alone = simulate(base.problem, algorithms.padamfed(clients_per_round=2, local_steps=2, rounds=12),
+                     **{**point, "rounds": 12, "clients_per_round": 2}, seed=0, progress=False, eval_every=12,
+                     weighting="uniform", record=base.record)
+    norms = np.sqrt(alone.frame["squared_gradient_norm"].to_numpy())[:12]
+    assert by_clients.loc[(1.0, 12, 2), ("PAdaMFed", 0)] == pytest.approx(norms.mean(), rel=1e-9)
+    with pytest.raises(ValueError, match="vary='local_steps' not one of"):
+        theory.rate_table("local_steps")
 
 
 def test_a_diverged_quadratic_run_is_inf_and_warns_nothing(recwarn) -> None:
