@@ -22,7 +22,7 @@ from fedcore.data import load_fashion_mnist  # noqa: E402
 from fedcore.experiments import common  # noqa: E402
 from fedcore.experiments.claims import OUTCOMES  # noqa: E402
 from fedcore.experiments.common import ROUND_SETTINGS, Task, Tuning  # noqa: E402
-from fedcore.experiments.padamfed import experiment, theory  # noqa: E402
+from fedcore.experiments.padamfed import design, experiment, theory  # noqa: E402
 from fedcore.problem import Problem  # noqa: E402
 from fedcore.run import simulate  # noqa: E402
 
@@ -62,7 +62,8 @@ def test_scales_run_two_horizons_and_smoke_grids_keep_their_ends() -> None:
     # judged on five seeds, tuned on two others, the robustness sweep on the first three judging seeds
     assert small.seeds == (0, 1, 2, 3, 4) and small.tuning_seeds == (100, 101) and small.sweep(small.seeds) == [0, 1, 2]
     smoke = experiment.SCALES["smoke"]
-    assert smoke.seeds == (0, 1) and smoke.tuning_seeds == (100,) and smoke.sweep([0, 1]) == [0, 1]  # 0: all
+    assert smoke.seeds == (0, 1) and smoke.tuning_seeds == (100,) and smoke.sweep([0, 1]) == [0]  # the code path
+    assert experiment.SCALES["medium"].sweep([0, 1, 2, 3, 4]) == [0, 1, 2, 3, 4]  # 0: all
     assert all(scale.tuning_seeds for scale in experiment.SCALES.values())
 
 
@@ -154,6 +155,41 @@ def test_tasks_draw_the_partition_from_its_seed_and_refuse_bad_names() -> None:
         experiment.tasks("smoke", partition_seed=-1)
     with pytest.raises(ValueError, match="SCALE='huge'"):
         experiment.tasks("huge")
+
+
+def test_second_partition_is_the_short_horizon_on_another_draw(stand_in) -> None:
+    """Another partition and test subset (from the seed given), the short horizon's settings and model; its methods:
+    the parameter-free ones and whichever baselines were tuned there; the budget is S K T gradients a run, twice
+    for a variance-reduced step."""
+    second = experiment.second_partition("smoke", partition_seed=1)
+    assert second.name == experiment.SECOND_PARTITION and dict(second.settings) == dict(stand_in.settings)
+    assert not torch.equal(second.data.sizes, stand_in.data.sizes)
+    assert not torch.equal(second.data.test_targets, stand_in.data.test_targets)
+    builders = experiment.make_builders(second, "smoke", ["PAdaMFed", "PAdaMFed-VR", "SCAFFOLD-M"])
+    assert list(builders) == ["PAdaMFed", "PAdaMFed-VR", "SCAFFOLD-M"]
+    points = experiment.points(second, {"SCAFFOLD-M": BASELINES_CHOSEN["SCAFFOLD-M"]})
+    assert list(points) == ["PAdaMFed", "PAdaMFed-VR", "SCAFFOLD-M"]
+    with pytest.raises(ValueError, match="methods='Adam' not one of"):
+        experiment.make_builders(second, "smoke", ["Adam"])
+    assert experiment.gradient_steps("PAdaMFed", stand_in.settings) == 10 * 5 * 4
+    assert experiment.gradient_steps("PAdaMFed-VR", stand_in.settings) == 2 * 10 * 5 * 4
+    long = experiment.SCALES["small"]
+    assert long.rounds["fashion_mnist"] * 10 * 5 == long.rounds["fashion_mnist_long"] * 5 * 2  # the same budget
+
+
+def test_design_effects_pair_each_step_with_the_one_before() -> None:
+    """Scores of three steps on three seeds: the mean and sd, and each step minus the one before with its 95%
+    paired t interval computed here (t(2) = 4.303)."""
+    scores = pd.DataFrame({0: [0.50, 0.60, 0.70], 1: [0.52, 0.61, 0.69], 2: [0.51, 0.63, 0.72]},
+                          index=["normalized local steps", "+ momentum", "+ control variates (PAdaMFed)"])
+    table = design.effects(scores)
+    assert table.loc["normalized local steps", "score, mean ± sd"] == "51.00 ± 1.00"
+    assert table.loc["normalized local steps", "minus the step before"] == ""
+    differences = 100 * (scores.iloc[1] - scores.iloc[0])  # 10, 9, 12
+    half = stats.t.ppf(0.975, 2) * differences.std() / math.sqrt(3)
+    assert table.loc["+ momentum", "minus the step before"].startswith(
+        f"{differences.mean():+.2f} [{differences.mean() - half:+.2f}, {differences.mean() + half:+.2f}], p ")
+    assert table.loc["+ momentum", "minus the step before"].endswith("(confirmed)")
 
 
 def test_a_tasks_runs_are_the_first_passes_runs(stand_in) -> None:
@@ -285,6 +321,17 @@ def test_good_span_is_the_contiguous_range_around_one() -> None:
     assert row["best score (%)"] == pytest.approx(81.5) and row["score at 1 (%)"] == pytest.approx(81.5)
     assert row["best at a grid end"] == (row["best multiplier"] == 100.0)
     assert row["per seed (grid points)"] == "4, 4" and row["good range"] == "0.1 to 100"
+    # against another reference: the best method's 0.90, so none of A's scores (at most 0.82) is within 0.03
+    assert common.good_span(column, 0.03, best=0.90) is None
+    assert common.span_points(column, 0.03, best=0.84) == 3  # 0.80 < 0.81: 1 to 100
+    table[("B", 0)], table[("B", 1)] = column + 0.08, column + 0.08  # B: 0.90 at 1 and 100, 0.88 at 0.1
+    both = experiment.robustness_summary({"every rate": table})
+    assert both.loc[("every rate", "A"), "per seed, the best method's"] == "0, 0"
+    assert both.loc[("every rate", "A"), "good range, the best method's"] == "none"
+    assert both.loc[("every rate", "B"), "per seed, the best method's"] == "4, 4"
+    assert experiment.good_points(table, against="best method") == {"A": [0, 0], "B": [4, 4]}
+    with pytest.raises(ValueError, match="against='mine' not one of"):
+        experiment.good_points(table, against="mine")
 
 
 def test_variants_pair_each_reading_with_the_default(tiny) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+import pandas as pd
 import torch
 
 from fedcore.algorithms.batch import RoundBatch
@@ -20,6 +21,7 @@ from fedcore.algorithms.client import ClientRun, train_clients
 from fedcore.algorithms.contract import Metrics, State
 from fedcore.algorithms.padamfed import PAdaMFed
 from fedcore.algorithms.theorems import step_sizes
+from fedcore.experiments.claims import compare
 from fedcore.params import GradientOracle
 
 
@@ -77,3 +79,20 @@ def _fields(algorithm: PAdaMFed, **changes: float) -> dict[str, float | int | No
     """The step sizes and S, K, T of ``algorithm``, with ``changes``."""
     keys = ("eta", "gamma", "beta", "clients_per_round", "local_steps", "rounds")
     return {**{key: getattr(algorithm, key) for key in keys}, **changes}
+
+
+def effects(scores: pd.DataFrame, scale: float = 100.0) -> pd.DataFrame:
+    """Each design step's score beside the step before it: ``scores`` has one row per step (in the design's order)
+    and one column per seed (``Results.scores().loc[task]``); per step the mean and sd over the seeds (times
+    ``scale``) and its difference from the step before, the 95% paired t interval and p
+    (:func:`~fedcore.experiments.claims.compare`, uncorrected, with its outcome)."""
+    rows, previous = {}, None
+    for step, values in scores.iterrows():
+        values = values.astype(float)
+        row = {"score, mean ± sd": f"{scale * values.mean():.2f} ± {scale * values.std():.2f}",
+               "minus the step before": ""}
+        if previous is not None:
+            outcome, text = compare(values, previous, scale=scale)
+            row["minus the step before"] = f"{text} ({outcome})"
+        rows[step], previous = row, values
+    return pd.DataFrame(rows).T.rename_axis("design step")

@@ -14,8 +14,12 @@ import numpy as np
 import pandas as pd
 
 from fedcore.experiments.claims import (
+    CONFIRMED,
+    CONTRADICTED,
+    NOT_DECIDABLE,
     NOT_TESTABLE,
     OUTCOMES,
+    WITHIN_NOISE,
     Check,
     Claim,
     Family,
@@ -24,7 +28,14 @@ from fedcore.experiments.claims import (
     compare,
 )
 from fedcore.experiments.claims import claims_table as shared_claims_table
-from fedcore.experiments.padamfed.experiment import PARAMETER_FREE, good_points
+from fedcore.experiments.padamfed.experiment import (
+    MEASURES,
+    PARAMETER_FREE,
+    READINGS,
+    SECOND_PARTITION,
+    TWO_RATES,
+    good_points,
+)
 from fedcore.experiments.padamfed.theory import (
     ABLATION,
     EXPONENTS,
@@ -234,53 +245,72 @@ def _invariant(e: Evidence) -> Judgement:
     return Judgement(f"invariant by construction (shown, not evidence): {text}", NOT_TESTABLE, scope)
 
 
-def _keeps_up(e: Evidence) -> Judgement:
-    checks, references = {}, {}
-    for task, table in e.scores.items():
-        baselines = table.drop(index=[m for m in PARAMETER_FREE if m in table.index])
-        best = e.best.get(task) or baselines.mean(axis=1, skipna=False).fillna(-math.inf).idxmax()
-        references[task] = best
-        for method in (m for m in PARAMETER_FREE if m in table.index):
-            checks[f"{task} {method}"] = compare(table.loc[method], table.loc[best], margin=-KEEPS_UP, scale=100)
-    family = Family(checks)
-    parts = [f"{label} - {references[label.split(' ')[0]]} {family.said(label)}" for label in checks]
-    how = "chosen on the tuning seeds" if e.best else "the best mean"
-    return _judged(family, f"points, untuned minus the best tuned baseline ({how}), 95% interval, margin "
-                           f"-{100 * KEEPS_UP:g}: " + "; ".join(parts), _scope(e.scope))
+def _weakest(family: Family) -> str:
+    """The check nearest to failing the claim: a contradicted one, else an undecided one, else a confirmed one, and
+    among those the largest p_Holm (the one a row of several checks shows, the others in its details)."""
+    rank = {CONTRADICTED: 0, NOT_DECIDABLE: 1, WITHIN_NOISE: 1, CONFIRMED: 2}
+    p = family.p_values
+    return min(family.checks, key=lambda label: (rank[family.outcomes[label]], -p.get(label, 0.0)))
+
+
+def _keeps_up(tasks: Sequence[str]) -> Callable[[Evidence], Judgement]:
+    """The untuned methods against the best tuned baseline on each of ``tasks`` (one horizon), paired by seed, the
+    margin :data:`KEEPS_UP`."""
+    def assess(e: Evidence) -> Judgement:
+        scores = {task: e.scores[task] for task in tasks if task in e.scores}
+        if not scores:
+            return Judgement(f"no runs of {', '.join(tasks)}", NOT_TESTABLE, _scope(e.scope, []))
+        checks = {}
+        for task, table in scores.items():
+            baselines = table.drop(index=[m for m in PARAMETER_FREE if m in table.index])
+            best = e.best.get(task) or baselines.mean(axis=1, skipna=False).fillna(-math.inf).idxmax()
+            for method in (m for m in PARAMETER_FREE if m in table.index):
+                checks[f"{task} {method} - {best}"] = compare(table.loc[method], table.loc[best], margin=-KEEPS_UP,
+                                                              scale=100)
+        family = Family(checks)
+        if len(checks) <= 2:
+            shown = "; ".join(f"{label.split(' ', 1)[1]} {family.short(label)}" for label in checks)
+        else:
+            weakest = _weakest(family)
+            shown = f"the weakest of {len(checks)}, {weakest} {family.short(weakest)}"
+        return _judged(family, f"points, untuned minus the best tuned (margin -{100 * KEEPS_UP:g}): {shown}",
+                       _scope(e.scope, list(scores)))
+    return assess
 
 
 def _wider(reading: str) -> Callable[[Evidence], Judgement]:
+    """Each parameter-free method's good range (each seed's, in grid points) against each baseline's, measured
+    against each method's own best and against the best method's score (:data:`~fedcore.experiments.padamfed.
+    experiment.MEASURES`); under ``"local rate"`` against the baselines whose local rate moves with their server
+    step held (SCAFFOLD-M and -M-VR) only: like against like."""
     def assess(e: Evidence) -> Judgement:
-        checks, parts = {}, []
+        checks = {}
         for task, tables in e.robustness.items():
             if reading not in tables:
                 continue
-            points = good_points(tables[reading])
-            methods = list(points)
-            for ours in (m for m in PARAMETER_FREE if m in methods):
-                labels = []
-                for other in (m for m in methods if m not in PARAMETER_FREE):
-                    labels.append((other, f"{task} {ours} - {other}"))
-                    checks[labels[-1][1]] = compare(points[ours], points[other])
-                parts.append((task, ours, labels))
+            for measure in MEASURES:
+                points = good_points(tables[reading], against=measure)
+                baselines = [m for m in points if m not in PARAMETER_FREE and (reading == READINGS[0] or
+                                                                                 m in TWO_RATES)]
+                for ours in (m for m in PARAMETER_FREE if m in points):
+                    for other in baselines:
+                        checks[f"{task} {ours} - {other} ({measure})"] = compare(points[ours], points[other])
         scope = _scope(e.robustness_scope or e.scope)
         if not checks:
             return Judgement(f"no runs under the reading {reading!r}", NOT_TESTABLE, _scope(scope, []))
         family = Family(checks)
         outcomes = list(family.outcomes.values())
         counts = ", ".join(f"{outcomes.count(o)} {o}" for o in OUTCOMES if outcomes.count(o))
-        text = "; ".join(f"{task} {ours} minus " + ", ".join(f"{other} {family.said(label)}"
-                                                             for other, label in labels)
-                         for task, ours, labels in parts)
-        return _judged(family, f"good range around 1 in grid points (one decade each), paired over seeds, 95% "
-                               f"interval: {text} ({counts} of {len(outcomes)} pairs)", scope, labels=False)
+        weakest = _weakest(family)
+        return _judged(family, f"good range (grid points), ours minus baseline: {counts} of {len(outcomes)}; "
+                               f"weakest, {weakest}: {family.short(weakest)}", scope, labels=False)
     return assess
 
 
 CLAIMS: tuple[Claim, ...] = (
     Claim("Step sizes from S, K, T alone give the theorems' rate whatever the problem's constants (slides: "
-          "Theorems 1-2, Remark 1; tested on f(a theta): the mean gradient norm falls as T^-1/4, T^-1/3 for -VR, "
-          "at every a)", _free),
+          "Theorems 1-2, Remark 1; on f(a theta): the mean gradient norm falls as T^-1/4, -VR T^-1/3, at every a)",
+          _free),
     Claim("The same, tested by scaling f (slides' argument)", _invariant),
     Claim("No bound on the data heterogeneity is needed (slides' headline; tested on tilted quadratics, Delta, L "
           f"and sigma fixed: the gradient at most {TARGET:g} of its start at every tilt)", _heterogeneity),
@@ -288,7 +318,10 @@ CLAIMS: tuple[Claim, ...] = (
           "1-2, O(1/(S K eps^4)) and O(1/(S K eps^3)) rounds)", _speedup),
     Claim("Variance reduction improves the rate (slides: Theorem 2's O(1/(S K eps^3)) against Theorem 1's "
           "O(1/(S K eps^4)); tested at a = 1: a steeper slope in T and a lower norm at the longest T)", _vr_better),
-    Claim("Untuned, PAdaMFed performs like baselines tuned by grid search (slides, Figure 1, CIFAR-10)", _keeps_up),
+    Claim("Untuned, PAdaMFed performs like baselines tuned by grid search (slides, Figure 1, CIFAR-10); the short "
+          "horizon (S K = 50, T near S K), on two partitions", _keeps_up(("fashion_mnist", SECOND_PARTITION))),
+    Claim("The same (slides, Figure 1) on the long horizon (S K = 10, T = 30 S K at small: the theorems' regime)",
+          _keeps_up(("fashion_mnist_long",))),
     Claim("Stable over a 'significantly wider range of learning rates' (slides, Figure 2, EMNIST); the multiplier "
           "on every rate", _wider("every rate")),
     Claim("The same (slides, Figure 2), the multiplier on the local rate alone", _wider("local rate")),
