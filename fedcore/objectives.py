@@ -5,7 +5,9 @@ pathology is known in closed form, for the notebooks' theory sections, the explo
   :mod:`fedcore.toy`).
 - :func:`quadratic_task` (:class:`QuadraticTask`): least squares with clients of their own designs and optima
   and noisy targets, with its smoothness ``L`` (Reddi et al.'s corollaries, notebook 01);
-  :func:`scaled_quadratic_task` multiplies its objective by a factor (PAdaMFed's scale-freeness, notebook 02).
+  :func:`scaled_quadratic_task` multiplies its objective by a factor (PAdaMFed's scale-freeness, notebook 02);
+  :func:`tilted_quadratic_task` adds each client a linear term that sums to zero over the clients, so that only
+  the clients' dissimilarity grows (notebook 02's heterogeneity family).
 - :func:`quadratic_clients` (one client per ``a_i (x - b_i)^2``), :func:`shared_clients` (clients that hold the
   same rows) and :func:`double_well` (FedLi's Lemma 3 and Remark 2, notebook 03).
 - :func:`counterexample_problem`: Wu et al.'s divergence counterexample (FAFED, AAAI 2023, Theorem 1; notebook
@@ -51,10 +53,17 @@ def quadratic_2d(seed: int = 7, num_clients: int = 10, heterogeneity: float = 1.
 class QuadraticTask:
     """A least-squares federation ``f(x) = 1/(2n) ||A x - y||^2`` with its smoothness ``L`` (the largest
     eigenvalue of ``A^T A / n``) and the gradient bound ``G`` at the start (the largest coordinate of
-    ``|grad f(x_0)|``)."""
+    ``|grad f(x_0)|``).  ``A`` is the inputs' first ``features`` columns (None: all of them; a tilted federation's
+    inputs carry the clients' tilts beside, which cancel in ``f``)."""
 
     problem: Problem
     smoothness: float
+    features: int | None = None
+
+    @property
+    def design(self) -> Tensor:
+        """``A``: the inputs' first :attr:`features` columns."""
+        return self.problem.data.inputs[:, :self.features]
 
     @property
     def gradient_bound(self) -> float:
@@ -63,13 +72,13 @@ class QuadraticTask:
 
     def gradient(self, x: Tensor) -> Tensor:
         """``grad f(x) = A^T (A x - y) / n``, the full gradient of the federation's objective."""
-        data = self.problem.data
-        return data.inputs.T @ (data.inputs @ x - data.targets) / data.inputs.shape[0]
+        design = self.design
+        return design.T @ (design @ x - self.problem.data.targets) / design.shape[0]
 
     @property
     def record(self) -> SquaredGradientNorm:
         """``simulate(..., record=task.record)``: ``||grad f(x_t)||^2`` of every round's server model."""
-        return SquaredGradientNorm(self.problem.data.inputs, self.problem.data.targets)
+        return SquaredGradientNorm(self.design, self.problem.data.targets)
 
 
 @dataclass(frozen=True, eq=False)
@@ -120,6 +129,54 @@ def reparametrized_quadratic_task(scale: float, seed: int = 0) -> QuadraticTask:
         for parameter in module.parameters():
             parameter.div_(scale)
     return QuadraticTask(Problem(moved, module), base.smoothness * scale**2)
+
+
+class TiltedLinear(nn.Module):
+    """``y = <a, x>`` and ``<b, x>`` for an input row ``[a, b]`` (two outputs): with :func:`tilted_half_mse`, a
+    least-squares sample plus the linear term ``<b, x>`` of its client."""
+
+    def __init__(self, weight: Tensor) -> None:
+        super().__init__()
+        self.linear = nn.Linear(weight.shape[-1], 1, bias=False, dtype=weight.dtype)
+        with torch.no_grad():
+            self.linear.weight.copy_(weight.reshape(1, -1))
+
+    def forward(self, inputs: Tensor) -> Tensor:
+        design, tilt = inputs.chunk(2, dim=-1)
+        return torch.cat([self.linear(design), self.linear(tilt)], dim=-1)
+
+
+def tilted_half_mse(outputs: Tensor, targets: Tensor) -> Tensor:
+    """``mean(0.5 (<a, x> - y)^2 + <b, x>)`` over a batch of :class:`TiltedLinear`'s outputs: a sample's gradient is
+    ``a (<a, x> - y) + b``, its client's tilt ``b`` the same for every sample of the client."""
+    return (0.5 * (outputs[..., 0] - targets).pow(2) + outputs[..., 1]).mean()
+
+
+def tilted_quadratic_task(tilt: float, seed: int = 0) -> QuadraticTask:
+    """:func:`quadratic_task` (its clients sharing one optimum: ``heterogeneity=0``) with client i's objective
+    tilted, ``f_i(x) = f_i^0(x) + tilt <b_i, x>``, where the ``b_i`` sum to zero over the (equal-sized) clients and
+    their root mean square norm is ``||grad f(x_0)||``.  The tilts cancel in ``f``, so ``f``, its optimum, the
+    initial gap Delta, the smoothness L and every sample's gradient noise are the same at every ``tilt``; only the
+    clients' gradients move apart (``grad f_i(x*) = grad f_i^0(x*) + tilt b_i``).  A sample's input is ``[a, b_i]``
+    (:class:`TiltedLinear`, :func:`tilted_half_mse`); ``data.info["tilts"]`` holds ``tilt b``."""
+    tilt, base = check_number("tilt", tilt), quadratic_task(heterogeneity=0.0, seed=seed)
+    if tilt < 0:
+        raise ValueError(f"tilt={tilt!r} must be >= 0 (the tilts' size; 0 is the untilted federation)")
+    data, x0 = base.problem.data, base.problem.x0()
+    directions = torch.randn(data.num_clients, data.inputs.shape[1], dtype=data.inputs.dtype,
+                             generator=torch.Generator().manual_seed(seed + 1))
+    directions -= directions.mean(0)  # sum_i b_i = 0: the tilts cancel in f
+    directions *= float(base.gradient(x0).norm()) / float(directions.square().sum(1).mean().sqrt())
+    tilts = tilt * directions
+    owner = torch.repeat_interleave(torch.arange(data.num_clients), data.sizes)
+    inputs = torch.cat([data.inputs, tilts[owner]], dim=1)
+    test_owner = owner if data.test_inputs.shape[0] == data.inputs.shape[0] else None
+    if test_owner is None:
+        raise ValueError("the base federation's test set is not its training set: the tilt has no client there")
+    tilted = dataclasses.replace(data, inputs=inputs, test_inputs=torch.cat([data.test_inputs, tilts[test_owner]], 1),
+                                 info={**data.info, "tilts": tilts})
+    problem = Problem(tilted, TiltedLinear(x0), loss=tilted_half_mse)
+    return QuadraticTask(problem, base.smoothness, features=data.inputs.shape[1])
 
 
 def quadratic_clients(a: Sequence[float], b: Sequence[float]) -> FederatedData:

@@ -251,6 +251,9 @@ def test_a_scope_with_rounds_per_task_names_them_and_narrows_with_its_tasks() ->
     assert str(scope.narrowed(["cr"])) == "cr; paper; 1500 rounds; 3 seeds (0-2)"
     assert scope.narrowed(["cr", "text"]).rounds == {"cr": 1500, "text": 1200}
     assert str(Scope(("a", "b"), "small", {"a": 30, "b": 30}, (0,))) == "a, b; small; 30 rounds; 1 seed (0)"
+    # a model per task is named per task, one model for every task once
+    assert Scope(("a", "b"), "small", 30, (0,), model={"a": "an MLP", "b": "a CNN"}).trained == "a: an MLP; b: a CNN"
+    assert Scope(("a", "b"), "small", 30, (0,), model={"a": "an MLP", "b": "an MLP"}).trained == "an MLP"
 
 
 def test_a_method_that_diverged_on_more_seeds_loses_the_comparison() -> None:

@@ -22,7 +22,7 @@ from fedcore.data import load_fashion_mnist  # noqa: E402
 from fedcore.experiments import common  # noqa: E402
 from fedcore.experiments.claims import OUTCOMES  # noqa: E402
 from fedcore.experiments.common import ROUND_SETTINGS, Task, Tuning  # noqa: E402
-from fedcore.experiments.padamfed import experiment, theory  # noqa: E402
+from fedcore.experiments.padamfed import design, experiment, theory  # noqa: E402
 from fedcore.problem import Problem  # noqa: E402
 from fedcore.run import simulate  # noqa: E402
 
@@ -62,7 +62,8 @@ def test_scales_run_two_horizons_and_smoke_grids_keep_their_ends() -> None:
     # judged on five seeds, tuned on two others, the robustness sweep on the first three judging seeds
     assert small.seeds == (0, 1, 2, 3, 4) and small.tuning_seeds == (100, 101) and small.sweep(small.seeds) == [0, 1, 2]
     smoke = experiment.SCALES["smoke"]
-    assert smoke.seeds == (0, 1) and smoke.tuning_seeds == (100,) and smoke.sweep([0, 1]) == [0, 1]  # 0: all
+    assert smoke.seeds == (0, 1) and smoke.tuning_seeds == (100,) and smoke.sweep([0, 1]) == [0]  # the code path
+    assert experiment.SCALES["medium"].sweep([0, 1, 2, 3, 4]) == [0, 1, 2, 3, 4]  # 0: all
     assert all(scale.tuning_seeds for scale in experiment.SCALES.values())
 
 
@@ -154,6 +155,41 @@ def test_tasks_draw_the_partition_from_its_seed_and_refuse_bad_names() -> None:
         experiment.tasks("smoke", partition_seed=-1)
     with pytest.raises(ValueError, match="SCALE='huge'"):
         experiment.tasks("huge")
+
+
+def test_second_partition_is_the_short_horizon_on_another_draw(stand_in) -> None:
+    """Another partition and test subset (from the seed given), the short horizon's settings and model; its methods:
+    the parameter-free ones and whichever baselines were tuned there; the budget is S K T gradients a run, twice
+    for a variance-reduced step."""
+    second = experiment.second_partition("smoke", partition_seed=1)
+    assert second.name == experiment.SECOND_PARTITION and dict(second.settings) == dict(stand_in.settings)
+    assert not torch.equal(second.data.sizes, stand_in.data.sizes)
+    assert not torch.equal(second.data.test_targets, stand_in.data.test_targets)
+    builders = experiment.make_builders(second, "smoke", ["PAdaMFed", "PAdaMFed-VR", "SCAFFOLD-M"])
+    assert list(builders) == ["PAdaMFed", "PAdaMFed-VR", "SCAFFOLD-M"]
+    points = experiment.points(second, {"SCAFFOLD-M": BASELINES_CHOSEN["SCAFFOLD-M"]})
+    assert list(points) == ["PAdaMFed", "PAdaMFed-VR", "SCAFFOLD-M"]
+    with pytest.raises(ValueError, match="methods='Adam' not one of"):
+        experiment.make_builders(second, "smoke", ["Adam"])
+    assert experiment.gradient_steps("PAdaMFed", stand_in.settings) == 10 * 5 * 4
+    assert experiment.gradient_steps("PAdaMFed-VR", stand_in.settings) == 2 * 10 * 5 * 4
+    long = experiment.SCALES["small"]
+    assert long.rounds["fashion_mnist"] * 10 * 5 == long.rounds["fashion_mnist_long"] * 5 * 2  # the same budget
+
+
+def test_design_effects_pair_each_step_with_the_one_before() -> None:
+    """Scores of three steps on three seeds: the mean and sd, and each step minus the one before with its 95%
+    paired t interval computed here (t(2) = 4.303)."""
+    scores = pd.DataFrame({0: [0.50, 0.60, 0.70], 1: [0.52, 0.61, 0.69], 2: [0.51, 0.63, 0.72]},
+                          index=["normalized local steps", "+ momentum", "+ control variates (PAdaMFed)"])
+    table = design.effects(scores)
+    assert table.loc["normalized local steps", "score, mean ± sd"] == "51.00 ± 1.00"
+    assert table.loc["normalized local steps", "minus the step before"] == ""
+    differences = 100 * (scores.iloc[1] - scores.iloc[0])  # 10, 9, 12
+    half = stats.t.ppf(0.975, 2) * differences.std() / math.sqrt(3)
+    assert table.loc["+ momentum", "minus the step before"].startswith(
+        f"{differences.mean():+.2f} [{differences.mean() - half:+.2f}, {differences.mean() + half:+.2f}], p ")
+    assert table.loc["+ momentum", "minus the step before"].endswith("(confirmed)")
 
 
 def test_a_tasks_runs_are_the_first_passes_runs(stand_in) -> None:
@@ -285,6 +321,17 @@ def test_good_span_is_the_contiguous_range_around_one() -> None:
     assert row["best score (%)"] == pytest.approx(81.5) and row["score at 1 (%)"] == pytest.approx(81.5)
     assert row["best at a grid end"] == (row["best multiplier"] == 100.0)
     assert row["per seed (grid points)"] == "4, 4" and row["good range"] == "0.1 to 100"
+    # against another reference: the best method's 0.90, so none of A's scores (at most 0.82) is within 0.03
+    assert common.good_span(column, 0.03, best=0.90) is None
+    assert common.span_points(column, 0.03, best=0.84) == 3  # 0.80 < 0.81: 1 to 100
+    table[("B", 0)], table[("B", 1)] = column + 0.08, column + 0.08  # B: 0.90 at 1 and 100, 0.88 at 0.1
+    both = experiment.robustness_summary({"every rate": table})
+    assert both.loc[("every rate", "A"), "per seed, the best method's"] == "0, 0"
+    assert both.loc[("every rate", "A"), "good range, the best method's"] == "none"
+    assert both.loc[("every rate", "B"), "per seed, the best method's"] == "4, 4"
+    assert experiment.good_points(table, against="best method") == {"A": [0, 0], "B": [4, 4]}
+    with pytest.raises(ValueError, match="against='mine' not one of"):
+        experiment.good_points(table, against="mine")
 
 
 def test_variants_pair_each_reading_with_the_default(tiny) -> None:
@@ -382,27 +429,92 @@ def test_quadratic_ratios_over_seeds_are_each_seeds_run() -> None:
     assert ratios[("PAdaMFed", 0)] != ratios[("PAdaMFed", 1)]  # the seeds sample other clients
 
 
-def test_reparametrization_and_heterogeneity_tables_over_seeds() -> None:
-    """Rows a (or the level), columns (method, seed); the baselines tuned at the lowest level are the grid's
-    lowest mean log ratio; PAdaMFed needs no tuning and runs at Theorem 1's steps for the point."""
+def test_tilted_task_keeps_f_delta_l_and_the_noise_and_moves_only_the_clients() -> None:
+    """f_i = f_i^0 + h <b_i, x> with sum b_i = 0: f's gradient, Delta, L and sigma (at x_0 and x*) are the same at
+    every tilt; each client's gradient at x* moves by h b_i, so zeta grows; the loss's own gradient (autograd) is the
+    closed form a (<a, x> - y) + b_i of every sample."""
+    base, tilted = objectives.tilted_quadratic_task(0.0), objectives.tilted_quadratic_task(3.0)
+    tilts = tilted.problem.data.info["tilts"]
+    torch.testing.assert_close(tilts.sum(0), torch.zeros(10, dtype=torch.float64), atol=1e-12, rtol=0)
+    x0 = base.problem.x0()
+    assert float(tilts.square().sum(1).mean().sqrt()) == pytest.approx(3 * float(base.gradient(x0).norm()))
+    theta = torch.randn(10, dtype=torch.float64, generator=torch.Generator().manual_seed(2))
+    torch.testing.assert_close(tilted.gradient(theta), base.gradient(theta))
+    data = tilted.problem.data
+    for j in (0, 7, 999):  # the closed form against the model's loss on one sample, by autograd
+        x = theta.clone().requires_grad_(True)
+        loss = tilted.problem.model.loss(x, data.inputs[j:j + 1], data.targets[j:j + 1])
+        torch.testing.assert_close(torch.autograd.grad(loss, x)[0], theory.sample_gradients(tilted, theta)[j])
+    # the whole objective's gradient (autograd over every sample) is f's: the tilts cancel
+    x = theta.clone().requires_grad_(True)
+    whole = torch.autograd.grad(tilted.problem.model.loss(x, data.inputs, data.targets), x)[0]
+    torch.testing.assert_close(whole, base.gradient(theta))
+    table = theory.constants([0.0, 1.0, 10.0])
+    for column in ("Delta = f(x_0) - f*", "L", "||grad f(x_0)||", "sigma at x_0", "sigma at x*"):
+        assert np.allclose(table[column], table[column].iloc[0], rtol=1e-12), column
+    zeta = table["zeta at x*"]
+    assert zeta.iloc[0] < zeta.iloc[1] < zeta.iloc[2] and zeta.iloc[2] == pytest.approx(
+        10 * table["||grad f(x_0)||"].iloc[0], rel=0.05)  # the tilts dominate: zeta ~ h ||grad f(x_0)||
+    with pytest.raises(ValueError, match="tilt=-1"):
+        objectives.tilted_quadratic_task(-1.0)
+
+
+def test_control_variates_cancel_the_tilt_and_the_ablation_does_not() -> None:
+    """PAdaMFed's c_i carries its client's tilt and c their mean, 0: its runs are the same at every tilt (to
+    rounding), and SCAFFOLD-M's (the same line 1); SCAFFOLD's are not (c_i = 0 until a client's first round); the
+    ablation without control variates and FedAvg end farther from stationarity."""
+    point = {"rounds": 30, "clients_per_round": 5, "local_steps": 3, "batch_size": 4}
+    chosen = {"FedAvg": {"client_lr": 0.05}, "SCAFFOLD": {"client_lr": 0.05}, "SCAFFOLD-M": {"eta": 0.05, "beta": 0.3}}
+    table = theory.heterogeneity_table(chosen, [0.0, 10.0], [0, 1], point)
+    assert list(table.index) == [0.0, 10.0] and table.columns.names == ["method", "seed"]
+    assert set(table.columns.get_level_values(0)) == {"PAdaMFed", theory.ABLATION, "FedAvg", "SCAFFOLD", "SCAFFOLD-M"}
+    for method in ("PAdaMFed", "SCAFFOLD-M"):
+        assert np.allclose(table.loc[10.0, method], table.loc[0.0, method], rtol=1e-8), method
+    assert not np.allclose(table.loc[10.0, "SCAFFOLD"], table.loc[0.0, "SCAFFOLD"], rtol=1e-3)
+    for method in (theory.ABLATION, "FedAvg"):
+        assert (table.loc[10.0, method] > 2 * table.loc[0.0, method]).all(), method
+    means = theory.mean_ratios(table)
+    assert means.loc[10.0, "PAdaMFed"] == pytest.approx(math.sqrt(table.loc[10.0, ("PAdaMFed", 0)]
+                                                                  * table.loc[10.0, ("PAdaMFed", 1)]))
+
+
+def test_baselines_are_tuned_at_the_lowest_tilt_by_the_grids_lowest_mean_log_ratio() -> None:
     point = {"rounds": 10, "clients_per_round": 5, "local_steps": 2, "batch_size": 4}
-    table = theory.reparametrization_table([0.1, 10.0], 0.1, [0, 1], point)
-    assert list(table.index) == [0.1, 10.0] and table.columns.names == ["method", "seed"]
-    assert set(table.columns.get_level_values(0)) == {"PAdaMFed", "PAdaMFed-VR", "FedAvg", "SCAFFOLD"}
-    assert table.loc[10.0, ("FedAvg", 0)] > 1  # L = 116 at one client rate 0.1: blown up or diverged
-    chosen = theory.tune_baselines(0.3, [0], point)
+    chosen = theory.tune_baselines(0.0, [0], point)
     grid = theory.BASELINE_GRIDS["FedAvg"]["client_lr"]
-    ratios = [_alone(objectives.quadratic_task(heterogeneity=0.3), algorithms.fedavg(lr), point) for lr in grid]
+    ratios = [_alone(objectives.tilted_quadratic_task(0.0), algorithms.fedavg(lr), point) for lr in grid]
     assert chosen["FedAvg"]["client_lr"] == pytest.approx(grid[int(np.argmin(ratios))])
     assert set(chosen["SCAFFOLD-M"]) == {"eta", "beta"}
-    levels = theory.heterogeneity_table(chosen, [0.3, 10.0], [0], point)
-    assert list(levels.index) == [0.3, 10.0]
-    assert set(levels.columns.get_level_values(0)) == {"PAdaMFed", "FedAvg", "SCAFFOLD", "SCAFFOLD-M"}
-    means = theory.mean_ratios(table)
-    assert means.loc[0.1, "PAdaMFed"] == pytest.approx(math.sqrt(table.loc[0.1, ("PAdaMFed", 0)]
-                                                                 * table.loc[0.1, ("PAdaMFed", 1)]))
-    constants = theory.constants([0.3, 10.0])
-    assert constants.loc[10.0, "mean ||grad f_i(x*)||"] > 10 * constants.loc[0.3, "mean ||grad f_i(x*)||"]
+
+
+def test_rate_table_is_each_runs_mean_gradient_norm_at_the_theorems_step_sizes() -> None:
+    """rate_table over T: each entry is (1/T) sum_{t<T} ||grad||, computed here from the run alone at Theorem 1's
+    (or 2's) step sizes for that T; over S, T is RATE_HORIZON; rate_summary's T gamma is T (SK)^(1/4) / T^(3/4)."""
+    point = {"rounds": 20, "clients_per_round": 5, "local_steps": 2, "batch_size": 4}
+    table = theory.rate_table("rounds", [10, 20], [1.0, 3.0], [0, 1], point)
+    assert table.index.names == ["a", "rounds"] and list(table.index) == [(1.0, 10), (1.0, 20), (3.0, 10), (3.0, 20)]
+    task = objectives.reparametrized_quadratic_task(3.0)
+    for method, factory in (("PAdaMFed", algorithms.padamfed), ("PAdaMFed-VR", algorithms.padamfed_vr)):
+        history = simulate(task.problem, factory(clients_per_round=5, local_steps=2, rounds=20), **{**point},
+                           seed=1, progress=False, eval_every=20, weighting="uniform", record=task.record)
+        norms = np.sqrt(history.frame["squared_gradient_norm"].to_numpy())[:20]
+        assert table.loc[(3.0, 20), (method, 1)] == pytest.approx(norms.mean(), rel=1e-9)
+    summary = theory.rate_summary(table, point)
+    assert summary.loc[3.0, "PAdaMFed T gamma at T = 20"] == pytest.approx(20 * 10**0.25 / 20**0.75)
+    assert summary.loc[3.0, "distance to the optimum"] == pytest.approx(
+        float((task.problem.x0() - task.problem.data.info["x_star"]).norm()))
+    assert summary.loc[1.0, "PAdaMFed slope"].endswith("(theorem -0.25)")
+    by_clients = theory.rate_table("clients_per_round", [1, 2], seeds=[0], point=point, horizon=12)
+    assert by_clients.index.names == ["a", "rounds", "clients_per_round"]
+    assert list(by_clients.index) == [(1.0, 12, 1), (1.0, 12, 2)]
+    base = objectives.quadratic_task()  # a = 1
+    alone = simulate(base.problem, algorithms.padamfed(clients_per_round=2, local_steps=2, rounds=12),
+                     **{**point, "rounds": 12, "clients_per_round": 2}, seed=0, progress=False, eval_every=12,
+                     weighting="uniform", record=base.record)
+    norms = np.sqrt(alone.frame["squared_gradient_norm"].to_numpy())[:12]
+    assert by_clients.loc[(1.0, 12, 2), ("PAdaMFed", 0)] == pytest.approx(norms.mean(), rel=1e-9)
+    with pytest.raises(ValueError, match="vary='local_steps' not one of"):
+        theory.rate_table("local_steps")
 
 
 def test_a_diverged_quadratic_run_is_inf_and_warns_nothing(recwarn) -> None:

@@ -89,3 +89,35 @@ def test_plots_robustness_draws_a_given_mask() -> None:
     ordered = plots.robustness(table[["B", "A"]], order=["A", "B"], legend=True)  # styles follow the order
     assert [line.get_color() for line in ordered.get_lines()[::3]] == ["C1", "C0"]
     assert [h.get_marker() for h in ordered.get_legend().legend_handles] == [plots.MARKERS[1], plots.MARKERS[0]]
+
+
+def test_rates_display_draws_each_a_against_t_with_the_theorems_slope() -> None:
+    """Per method a panel; per a a line of the geometric mean over the seeds; a dashed line of the theorem's slope
+    through a = 1's first point."""
+    rows = {(a, T): {("PAdaMFed", 0): a * T**-0.5, ("PAdaMFed", 1): 4 * a * T**-0.5,
+                     ("PAdaMFed-VR", 0): T**-0.3, ("PAdaMFed-VR", 1): T**-0.3}
+            for a in (0.1, 1.0) for T in (50, 100, 200)}
+    table = pd.DataFrame(rows).T
+    table.columns = pd.MultiIndex.from_tuples(table.columns, names=["method", "seed"])
+    display = figures.RatesDisplay.from_table(table.rename_axis(["a", "rounds"]), {"PAdaMFed": -0.25,
+                                                                                   "PAdaMFed-VR": -1 / 3})
+    assert display.means.loc[(1.0, 100), "PAdaMFed"] == pytest.approx(2 * 100**-0.5)  # sqrt(1 * 4)
+    display.plot()
+    first = display.axes_[0]
+    assert first.get_title() == "PAdaMFed" and display.axes_[1].get_title() == "PAdaMFed-VR"
+    labels = [line.get_label() for line in first.get_lines()]
+    assert labels == ["a = 0.1", "a = 1", "slope -0.25 (theorem)"]
+    reference = first.get_lines()[2]
+    assert list(reference.get_xdata()) == [50, 100, 200]
+    assert reference.get_ydata()[2] == pytest.approx(2 * 50**-0.5 * 4**-0.25)
+    with pytest.raises(TypeError, match="must be a rate_table"):
+        figures.RatesDisplay.from_table(pd.DataFrame({"x": [1]}), {})
+
+
+def test_smoothness_display_keeps_a_row_at_zero_on_a_symlog_axis() -> None:
+    """The untilted level h = 0 has no place on a log axis: the x axis turns linear below the smallest positive
+    row, and the point at 0 is drawn."""
+    table = pd.DataFrame({"PAdaMFed": [0.01, 0.01, 0.01]}, index=pd.Index([0.0, 0.3, 10.0], name="heterogeneity"))
+    ax = figures.SmoothnessDisplay.from_table(table).plot(xlabel="tilt").ax_
+    assert ax.get_xscale() == "symlog" and list(ax.get_lines()[0].get_xdata()) == [0.0, 0.3, 10.0]
+    assert figures.SmoothnessDisplay.from_table(table.iloc[1:]).plot().ax_.get_xscale() == "log"

@@ -512,6 +512,8 @@ class Scope:
 
     def _model(self) -> str:
         if isinstance(self.model, Mapping):
+            if len(set(self.model.values())) == 1:  # one model for every task: named once
+                return next(iter(self.model.values()))
             return "; ".join(f"{task}: {label}" for task, label in self.model.items())
         return self.model
 

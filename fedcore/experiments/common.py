@@ -492,17 +492,19 @@ def by_method_seed(columns: Mapping[tuple[str, int], pd.Series], index: str) -> 
     return table.rename_axis(index)
 
 
-def good_span(column: pd.Series, within: float, around: float = 1.0) -> tuple[float, float] | None:
+def good_span(column: pd.Series, within: float, around: float = 1.0,
+              best: float | None = None) -> tuple[float, float] | None:
     """The contiguous multipliers around ``around`` (the default a user gets) whose score lies within ``within``
-    of the column's best: ``(lowest, highest)``, or None when ``around`` itself is not within (or every run
-    diverged).  A NaN (diverged) multiplier ends the span."""
+    of the column's best (or of ``best``, another reference: the best method's score): ``(lowest, highest)``, or
+    None when ``around`` itself is not within (or every run diverged).  A NaN (diverged) multiplier ends the
+    span."""
     check_range("within", within, 0)
     column = column.sort_index().astype(float)
     if around not in column.index:
         raise ValueError(f"around={around!r} is not one of the multipliers {list(column.index)}")
     if column.isna().all():
         return None
-    good = (column >= column.max() - within).to_numpy()
+    good = (column >= (column.max() if best is None else best) - within).to_numpy()
     position = list(column.index).index(around)
     if not good[position]:
         return None
@@ -522,9 +524,10 @@ def span_width(column: pd.Series, within: float, around: float = 1.0) -> float:
     return 0.0 if span is None else float(np.log10(span[1] / span[0]))
 
 
-def span_points(column: pd.Series, within: float) -> int:
-    """How many multipliers :func:`good_span` holds (0 when 1 is not within ``within`` of the best)."""
-    span = good_span(column, within)
+def span_points(column: pd.Series, within: float, best: float | None = None) -> int:
+    """How many multipliers :func:`good_span` holds (0 when 1 is not within ``within`` of the best, or of
+    ``best``)."""
+    span = good_span(column, within, best=best)
     return 0 if span is None else int(((column.index >= span[0]) & (column.index <= span[1])).sum())
 
 

@@ -50,6 +50,9 @@ class SmoothnessDisplay:
             index = list(order).index(method) if method in order else column
             ax.loglog(self.ratios.index, self.ratios[method], marker=MARKERS[index % len(MARKERS)],
                       linestyle=LINE_STYLES[index % len(LINE_STYLES)], color=f"C{index % 10}", label=method)
+        positive = self.ratios.index[self.ratios.index > 0]
+        if len(positive) < len(self.ratios.index) and len(positive):  # a row at 0 (the untilted level): linear there
+            ax.set_xscale("symlog", linthresh=float(positive.min()))
         ax.axhline(1, color="grey", linewidth=0.8, label="no progress: 1")
         if target is not None:
             ax.axhline(check_positive("target", target), color="grey", linewidth=0.8, linestyle="--",
@@ -101,4 +104,52 @@ class RobustnessDisplay:
         self.figure_.legend(handles, labels, loc="outside lower center", ncols=len(labels), fontsize="small",
                             title=f"filled: the good range around 1 (within {100 * self.within:g} points of the "
                                   "method's best); hollow: outside it", title_fontsize="small")
+        return self
+
+
+@dataclass
+class RatesDisplay:
+    """The rates (section 1): ``means``, the geometric mean over the seeds of each run's mean gradient norm (rows
+    (a, the varied value), columns the methods), drawn against the varied T or S, one line per a, one panel per
+    method, beside the theorems' ``exponents``."""
+
+    means: pd.DataFrame
+    exponents: Mapping[str, float]
+    figure_: Figure | None = field(default=None, repr=False)
+    axes_: list[Axes] | None = field(default=None, repr=False)
+
+    @classmethod
+    def from_table(cls, table: pd.DataFrame, exponents: Mapping[str, float]) -> RatesDisplay:
+        """The per-seed mean gradient norms of a ``rate_table`` (rows (a, value), columns (method, seed)),
+        their geometric mean over the seeds."""
+        if not isinstance(table, pd.DataFrame) or table.index.nlevels not in (2, 3):
+            raise TypeError("table must be a rate_table (rows (a, T) or (a, T, S), columns (method, seed)), got "
+                            f"{type(table).__name__}")
+        means = 10 ** mean_over_seeds(np.log10(table.astype(float)))
+        means.index = pd.MultiIndex.from_arrays([means.index.get_level_values(0), means.index.get_level_values(-1)])
+        return cls(means, dict(exponents))
+
+    def plot(self, xlabel: str = "rounds T") -> RatesDisplay:
+        """Log-log lines of the mean gradient norm against the varied value, one per a, and a dashed line of the
+        theorem's slope through each panel's first point of a = 1 (or of the first a)."""
+        methods = list(self.means.columns)
+        axes = panels(len(methods), 4.2, 3.4, sharey=True)[0]
+        for ax, method in zip(axes, methods):
+            scales = self.means.index.get_level_values(0).unique()
+            for index, a in enumerate(scales):
+                line = self.means.xs(a, level=0)[method]
+                ax.loglog(line.index, line, marker=MARKERS[index % len(MARKERS)], color=f"C{index % 10}",
+                          label=f"a = {a:.3g}")
+            reference = self.means.xs(1.0 if 1.0 in scales else scales[0], level=0)[method]
+            x = np.asarray(reference.index, dtype=float)
+            slope = self.exponents.get(method)
+            if slope is not None:
+                ax.loglog(x, reference.iloc[0] * (x / x[0]) ** slope, color="grey", linestyle="--",
+                          label=f"slope {slope:.2f} (theorem)")
+            ax.set(title=method, xlabel=xlabel, xticks=x, xticklabels=[f"{value:g}" for value in x])
+            ax.minorticks_off()
+            ax.grid(alpha=0.3, which="both")
+            ax.legend(fontsize="small")
+        axes[0].set(ylabel="mean gradient norm over the T rounds")
+        self.figure_, self.axes_ = axes[0].figure, list(axes)
         return self
