@@ -177,6 +177,14 @@ def test_second_partition_is_the_short_horizon_on_another_draw(stand_in) -> None
     assert long.rounds["fashion_mnist"] * 10 * 5 == long.rounds["fashion_mnist_long"] * 5 * 2  # the same budget
 
 
+def test_rate_grid_keeps_the_momentum_and_sweeps_the_rate() -> None:
+    grid = experiment.GRIDS["SCAFFOLD-M"]
+    assert experiment.rate_grid(grid, {"eta": 0.1, "beta": 0.3}) == {"eta": grid["eta"], "beta": [0.3]}
+    fedavg = experiment.GRIDS["FedAvg"]
+    assert experiment.rate_grid(fedavg, {"client_lr": 0.1}) == {"client_lr": fedavg["client_lr"]}
+    assert set(experiment.SWEPT_AT["fashion_mnist_long"]) <= set(experiment.METHODS_AT["fashion_mnist_long"])
+
+
 def test_design_effects_pair_each_step_with_the_one_before() -> None:
     """Scores of three steps on three seeds: the mean and sd, and each step minus the one before with its 95%
     paired t interval computed here (t(2) = 4.303)."""

@@ -98,6 +98,9 @@ METHODS_AT = {"fashion_mnist": METHODS,
               SECOND_PARTITION: METHODS, "cifar10": ("PAdaMFed", "FedAvg")}
 """The methods each task may run (SCAFFOLD-M-VR, whose step costs two gradients, on the short horizon only; the
 second partition runs the parameter-free methods and the short horizon's best tuned baseline, retuned there)."""
+SWEPT_AT = {"fashion_mnist": METHODS, "fashion_mnist_long": ("PAdaMFed", "FedAvg", "SCAFFOLD", "SCAFFOLD-M")}
+"""The methods each horizon's robustness sweep runs (the long horizon's sweep leaves out PAdaMFed-VR, the notebook's
+most expensive runs, to stay within its budget at ``small``)."""
 LEARNING_RATES = common.half_decades(-2.0, 0.0)
 GRIDS: dict[str, dict[str, list[float]]] = {
     "FedAvg": {"client_lr": LEARNING_RATES}, "SCAFFOLD": {"client_lr": LEARNING_RATES},
@@ -109,7 +112,7 @@ tuned baseline, and a larger grid favours it: harder for the untuned methods, no
 READINGS = ("every rate", "local rate")
 NEAR_BEST = 0.03
 """'Stable performance': a mean score within three points of the method's best multiplier."""
-VARIANTS = {"line 1 for the first round's clients": ({"initialization": "first_round"}, TWO_RATES),
+VARIANTS = {"line 1 for the first round's clients": ({"initialization": "first_round"}, PARAMETER_FREE),
             "VR server momentum: the clients' mean direction": ({"server_momentum": "mean_direction"},
                                                                 ("PAdaMFed-VR", "SCAFFOLD-M-VR"))}
 """The readings of the algorithm set beside fedcore's defaults (line 1 for every client, line 16's server
@@ -157,6 +160,16 @@ def second_partition(scale: str | Scale, *, partition_seed: int = 1, device: str
     task = tasks(dataclasses.replace(scale, tasks=("fashion_mnist",)), partition_seed=partition_seed,
                  device=device)["fashion_mnist"]
     return dataclasses.replace(task, name=SECOND_PARTITION)
+
+
+RATE_KEYS = ("eta", "client_lr")
+"""The hyperparameters of :data:`GRIDS` that are a method's learning rate."""
+
+
+def rate_grid(grid: Mapping[str, Sequence[float]], chosen: Mapping[str, float]) -> dict[str, list[float]]:
+    """``grid`` over the learning rate only (:data:`RATE_KEYS`), every other hyperparameter at its ``chosen``
+    value: a retuning (the second partition's) that keeps the first tuning's momentum."""
+    return {key: list(values) if key in RATE_KEYS else [chosen[key]] for key, values in grid.items()}
 
 
 def gradient_steps(method: str, settings: Mapping[str, Any]) -> int:
