@@ -534,7 +534,7 @@ claims.show(claims_table)
 # **Reading the verdicts** (the numbers are in the rows above). The rate in $T$ shows at $a = 1$ and $a = 10$ and
 # not at $a = 0.1$, where the server's whole path $T\gamma$ stays shorter than the distance to the optimum. The
 # tilts leave PAdaMFed's runs unchanged, by construction: shown, not evidence. In $SK$ (from 5 to 25) PAdaMFed's mean
-# gradient norm falls far more slowly than its bound's leading $(SK)^{-1/4}$, PAdaMFed-VR's at Theorem 2's rate.
+# gradient norm falls more slowly than its bound's leading $(SK)^{-1/4}$, PAdaMFed-VR's at Theorem 2's rate.
 # PAdaMFed-VR ends lower than PAdaMFed at every $T$, though PAdaMFed's norm falls more steeply. The untuned methods fall short of the margin on the short horizon, on both partitions;
 # on the long one PAdaMFed's interval reaches the margin, PAdaMFed-VR's falls short. Under "every rate" PAdaMFed's own
 # default is outside its good range at $T = 60$; under "local rate" its own range is wider than SCAFFOLD-M's, not

@@ -195,7 +195,7 @@ def test_the_speedup_and_variance_reduction_rows() -> None:
     steep = paper.claims_table(evidence()).loc[4]
     assert steep["verdict"] == HOLDS  # -VR's norm T^-0.45 below PAdaMFed's T^-0.40 at every T > 1
     lowest = f"{0.05 * math.log10(50):+.2f}"
-    assert steep["ours"] == (f"log10 mean gradient norm, PAdaMFed minus -VR at a = 1, the least of 5 T, at T = 50: "
+    assert steep["ours"] == (f"log10 mean gradient norm, PAdaMFed minus -VR at a = 1, the weakest of 5 T, T = 50: "
                              f"{lowest} [{lowest}, {lowest}], p_Holm < 0.001 (slopes, not judged: -0.40, -VR -0.45)")
     assert list(steep["details"]) == [f"T = {T}" for T in ROUNDS]
     # a steeper PAdaMFed whose norm stays above -VR's at every T: the claim holds, the slopes are shown, not judged
