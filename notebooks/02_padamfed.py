@@ -370,7 +370,8 @@ short = "fashion_mnist"  # the short horizon
 
 # %%
 second = experiment.second_partition(scale, partition_seed=PARTITION_SEED + 1, device=DEVICE)
-second_builders = experiment.make_builders(second, scale, [*experiment.PARAMETER_FREE, best[short]])
+second_builders = {method: build for method, build in experiment.make_builders(second, scale).items()
+                   if method in (*experiment.PARAMETER_FREE, best[short])}
 second_grid = {best[short]: experiment.rate_grid(grids[best[short]], tunings[short].chosen[best[short]])}
 second_tuning = common.tune(second, second_builders, second_grid, tuning_seeds, store=store, progress=PROGRESS)
 best[second.name] = best[short]

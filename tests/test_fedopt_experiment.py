@@ -766,8 +766,8 @@ def test_scope_of_runs_on_tasks():
             "emnist_ae": "ours, a one-layer autoencoder 784-30-784, the paper's rates"}
     both = experiment.scope(tasks, "smoke", [0])
     assert both == Scope(("emnist_cr", "emnist_ae"), "smoke", 2, (0,), ours)
-    assert str(both.narrowed(["emnist_ae"])) == "emnist_ae; smoke (emnist_ae: ours, a one-layer autoencoder " \
-                                                "784-30-784, the paper's rates); 2 rounds; 1 seed (0)"
+    assert str(both.narrowed(["emnist_ae"])) == "emnist_ae; smoke (ours, a one-layer autoencoder 784-30-784, the " \
+                                                "paper's rates); 2 rounds; 1 seed (0)"  # one task: its model once
     longer = {**tasks, "emnist_ae": replace(tasks["emnist_ae"], settings={**tasks["emnist_ae"].settings, "rounds": 5})}
     assert experiment.scope(longer, "smoke", [1, 2]) == Scope(
         ("emnist_cr", "emnist_ae"), "smoke", {"emnist_cr": 2, "emnist_ae": 5}, (1, 2), ours)

@@ -203,13 +203,12 @@ def builders_for(local_steps: int) -> dict[str, Builder]:
                 eta=eta, gamma=factor * eta * K, beta=beta, **options)}
 
 
-def make_builders(task: Task, scale: str | Scale, methods: Sequence[str] | None = None) -> dict[str, Builder]:
-    """The builders (:func:`builders_for`) of the methods ``task`` runs (:data:`METHODS_AT`, or those of ``methods``
-    among them) at its K; every scale runs the same methods."""
+def make_builders(task: Task, scale: str | Scale) -> dict[str, Builder]:
+    """The builders (:func:`builders_for`) of the methods ``task`` may run (:data:`METHODS_AT`) at its K; every
+    scale runs the same methods (the second partition: those its tuning and :func:`points` give a point)."""
     common.scale_at(SCALES, scale)
-    every, allowed = builders_for(task.settings["local_steps"]), METHODS_AT[check_choice("task", task.name, TASKS)]
-    chosen = allowed if methods is None else [check_choice("methods", method, allowed) for method in methods]
-    return {method: every[method] for method in chosen}
+    every = builders_for(task.settings["local_steps"])
+    return {method: every[method] for method in METHODS_AT[check_choice("task", task.name, TASKS)]}
 
 
 def points(task: Task, chosen: Mapping[str, Mapping[str, float]] | Tuning,
