@@ -467,9 +467,11 @@ if scale.paper_schedule:  # at `paper` the table above runs the paper's schedule
         proportional.scores().loc["emnist_cr"], f"one late cut ({first_cut})": decayed.scores().loc["emnist_cr"]})
     display(schedules["schedules"])
 elif scale.decay != "paper":
-    print(records.status("01_fedopt", "schedules"))
     if (found := records.recorded("01_fedopt", "schedules")) is not None:
+        print(f"medium: recorded at commit {found.commit} on {found.date}; SCALE={SCALE} runs no schedule of its own")
         display(found.table.rename_axis(found.label))
+    else:
+        print(records.status("01_fedopt", "schedules"))
 
 # %%
 gap = table11["centralized"] - table11["constant"]
