@@ -70,6 +70,10 @@ class QuadraticTask:
         """``G``: the largest coordinate of ``|grad f(x_0)|`` at the model's start."""
         return float(self.gradient(self.problem.x0()).abs().max())
 
+    def value(self, x: Tensor) -> float:
+        """``f(x) = 1/(2n) ||A x - y||^2`` (a tilted federation's tilts cancel in f)."""
+        return 0.5 * float((self.design @ x - self.problem.data.targets).square().mean())
+
     def gradient(self, x: Tensor) -> Tensor:
         """``grad f(x) = A^T (A x - y) / n``, the full gradient of the federation's objective."""
         design = self.design

@@ -3,9 +3,9 @@
 
 - scaling f (:func:`smoothness_table`: every constant times ``s``, the minimizer kept; PAdaMFed's normalized steps
   and ``g_bar`` are invariant by construction, so this shows the mechanism and is no evidence);
-- reparametrizing it, ``f(a theta)`` from the same point (:func:`reparametrization_table`: L grows as ``a^2``, the
-  distance to the optimum shrinks as ``1/a``; nothing in the recursion cancels ``a``), judged as a rate in T at each
-  ``a`` (:func:`rate_table` with ``vary="rounds"``);
+- reparametrizing it, ``f(a theta)`` from the same point (L grows as ``a^2``, the distance to the optimum shrinks
+  as ``1/a``; nothing in the recursion cancels ``a``), judged as a rate in T at each ``a`` (:func:`rate_table` with
+  ``vary="rounds"``);
 - tilting the clients apart (:func:`heterogeneity_table` on :func:`~fedcore.objectives.tilted_quadratic_task`:
   f, Delta, L and the gradient noise fixed, :func:`constants` measures them, only the clients' dissimilarity zeta
   grows), PAdaMFed beside its ablation without control variates (:mod:`~fedcore.experiments.padamfed.design`) and
@@ -60,7 +60,7 @@ TARGET = 0.5
 95% paired t interval above ``log10(1 / TARGET)``)."""
 HETEROGENEITY = (0.0, 0.3, 1.0, 3.0, 10.0)
 """The heterogeneity levels: the clients' tilts (:func:`~fedcore.objectives.tilted_quadratic_task`) in units of
-``||grad f(x_0)||``, from none (the clients share one optimum; zeta from the noise alone) to ten times it."""
+``||grad f(x_0)||``, from none (the clients' optima differ by the targets' noise only) to ten times it."""
 ABLATION = "PAdaMFed without control variates"
 """The ablation's name in the heterogeneity table (:func:`~fedcore.experiments.padamfed.design.
 without_control_variates`)."""
@@ -208,11 +208,6 @@ def _per_client(values: torch.Tensor, sizes: torch.Tensor) -> list[torch.Tensor]
     return list(torch.split(values, sizes.tolist()))
 
 
-def _value(task: QuadraticTask, x: torch.Tensor) -> float:
-    """``f(x) = 1/(2n) ||A x - y||^2`` (a tilted federation's tilts cancel in f)."""
-    return 0.5 * float((task.design @ x - task.problem.data.targets).square().mean())
-
-
 def constants(levels: Sequence[float] = HETEROGENEITY) -> pd.DataFrame:
     """The constants of Theorem 1 on the tilted quadratic of each level, measured: the initial gap Delta, the
     smoothness L, ``||grad f(x_0)||``, the gradient noise sigma (the root mean square of a sample's gradient minus
@@ -222,15 +217,15 @@ def constants(levels: Sequence[float] = HETEROGENEITY) -> pd.DataFrame:
     for level in levels:
         task = tilted_quadratic_task(_level("levels", level))
         data, x0, x_star = task.problem.data, task.problem.x0(), task.problem.data.info["x_star"]
-        noise = {}
+        noise, client_means = {}, {}
         for where, x in (("x_0", x0), ("x*", x_star)):
             clients = _per_client(sample_gradients(task, x), data.sizes)
+            client_means[where] = torch.stack([g.mean(0) for g in clients])
             noise[where] = math.sqrt(float(torch.cat([g - g.mean(0) for g in clients]).square().sum(1).mean()))
-        clients_at_optimum = torch.stack([g.mean(0) for g in _per_client(sample_gradients(task, x_star), data.sizes)])
-        rows[float(level)] = {"Delta = f(x_0) - f*": _value(task, x0) - _value(task, x_star), "L": task.smoothness,
+        rows[float(level)] = {"Delta = f(x_0) - f*": task.value(x0) - task.value(x_star), "L": task.smoothness,
                               "||grad f(x_0)||": float(task.gradient(x0).norm()),
                               "sigma at x_0": noise["x_0"], "sigma at x*": noise["x*"],
-                              "zeta at x*": math.sqrt(float(clients_at_optimum.square().sum(1).mean()))}
+                              "zeta at x*": math.sqrt(float(client_means["x*"].square().sum(1).mean()))}
     return pd.DataFrame(rows).T.rename_axis("heterogeneity")
 
 
