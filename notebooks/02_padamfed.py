@@ -16,32 +16,30 @@
 # %% [markdown]
 # # 02 · PAdaMFed: problem-parameter-free federated learning (Yan, Zhang, Wang & Cao, ICLR 2025)
 #
-# Every convergence theorem for federated learning sets its step sizes from constants of the problem: the
-# smoothness $L$, the gradient variance $\sigma^2$, the heterogeneity bounds, the initial gap $\Delta$. Nobody
-# knows those constants for a neural network on private data, so in practice the step sizes are tuned, run after
-# run. Yan et al. ask whether that is necessary, and answer with **PAdaMFed**: SCAFFOLD's control variates, a
-# momentum shared through the server, and a **normalized** local step, whose step sizes come from the number of
-# clients per round $S$, local steps $K$ and rounds $T$ alone, and which needs no bound on the heterogeneity.
-# It reaches an $\epsilon$-stationary point in $O(1/(SK\epsilon^4))$ rounds, and its variance-reduced form
-# **PAdaMFed-VR** in $O(1/(SK\epsilon^3))$.
+# Every convergence theorem for federated learning sets its step sizes from constants nobody knows for a neural
+# network on private data: the smoothness $L$, the gradient variance $\sigma^2$, the heterogeneity bounds, the
+# initial gap $\Delta$. So in practice step sizes are tuned, run after run. Yan et al.'s **PAdaMFed** combines
+# SCAFFOLD's control variates, a momentum shared through the server and a **normalized** local step, with step
+# sizes from the clients per round $S$, local steps $K$ and rounds $T$ alone, and no bound on the heterogeneity. It
+# reaches an $\epsilon$-stationary point in $O(1/(SK\epsilon^4))$ rounds, its variance-reduced form **PAdaMFed-VR**
+# in $O(1/(SK\epsilon^3))$.
 #
-# **Where the claims come from.** We have the paper's **slides** (and its reviews), not its main text: every
-# claim judged here is the slides' (Theorems 1-2, Remark 1, the headline "no heterogeneity bound", and two
-# figures described in words). The slides give no number to set beside ours, and no code was released:
-# `fedcore.algorithms.padamfed` is a reconstruction from Algorithm 1, and its docstring names every choice the text
-# leaves open. SCAFFOLD-M and SCAFFOLD-M-VR (Cheng et al., ICLR 2024) are reconstructions too.
+# **Where the claims come from.** We have the paper's **slides** (and its reviews), not its main text: every claim
+# judged here is the slides' (Theorems 1-2, the headline "no heterogeneity bound", two figures described in words).
+# They give no number to set beside ours, and no code was released: PAdaMFed, SCAFFOLD-M and SCAFFOLD-M-VR (Cheng
+# et al., ICLR 2024) are reconstructions whose docstrings name every choice the text leaves open.
 #
-# This notebook: (1) puts "parameter-free" to the test on least-squares federations: scaling $f$, the rate in $T$
-# of $f(a\theta)$, heterogeneity alone (with an ablation of the control variates), the rates in $SK$ and of variance
+# This notebook: (1) least-squares federations that each isolate one thing: scaling $f$, the rate in $T$ of
+# $f(a\theta)$, heterogeneity alone (with the control variates removed), the rates in $SK$ and of variance
 # reduction; (2) an explorer of the step sizes; (3) PAdaMFed and PAdaMFed-VR **untuned** against FedAvg, SCAFFOLD,
-# SCAFFOLD-M and SCAFFOLD-M-VR **tuned**, on Fashion-MNIST standing in for the slides' EMNIST, at two horizons;
-# (4) the robustness figure; (5) CIFAR-10 at `paper` scale (a demonstration); (6) the slides' claims beside ours.
+# SCAFFOLD-M and SCAFFOLD-M-VR **tuned** on Fashion-MNIST at two horizons, and the design one ingredient at a time;
+# (4) the robustness figure; (5) CIFAR-10 at `paper` scale; (6) the claims' verdicts.
 #
-# **Parameters.** `SCALE` is `smoke` (CI), `small` (what you see here: about 9 minutes on 2 CPU cores from an
-# empty results store), `medium` (5 seeds, 200 and 1,000 rounds: about an hour; tables under `results/medium/`) or
-# `paper` (500 and 3,000 rounds, CIFAR-10; for a GPU). Rerun with, e.g., `papermill 02_padamfed.ipynb out.ipynb -p SCALE small -y "SEEDS: [5, 6, 7, 8, 9]"`. Finished runs
-# are kept in the results store (`fedcore.store`), so a rerun recomputes only what changed; `-p STORE off`
-# recomputes everything.
+# **Parameters.** `SCALE` is `smoke` (CI), `small` (shown here: about 10 minutes on 2 CPU cores from an empty
+# results store), `medium` (200 and 1,000 rounds: about an hour) or `paper` (500 and 3,000 rounds, CIFAR-10; for a
+# GPU). Rerun with, e.g., `papermill 02_padamfed.ipynb out.ipynb -p SCALE small -y "SEEDS: [5, 6, 7, 8, 9]"`.
+# Finished runs are kept in the results store, so a rerun recomputes only what changed; `-p STORE off` recomputes
+# everything.
 
 # %% tags=["parameters"]
 import os
@@ -109,11 +107,9 @@ with pd.option_context("display.max_colwidth", None):
     display(paper.STEP_SIZE_TABLE)
 
 # %% [markdown]
-# $L$ of a deep network is unknown (and varies by orders of magnitude across the landscape); $\sigma^2$ and the
-# heterogeneity bounds would have to be estimated from data no one may pool; $\Delta$ needs $\min f$ ($G_0$ and
-# $\ell_i^*$, the initial gradient dissimilarity and the clients' optimal losses, likewise). PAdaMFed's two rows,
-# with and without variance reduction, are the only ones whose step sizes use none of them. The last column is as
-# the slides print it: rounds to an $\epsilon$-stationary point ($\mathbb E\|\nabla f\| \le \epsilon$).
+# None of these constants is known for a network on data no one may pool; PAdaMFed's two rows are the only ones whose
+# step sizes use none of them. The last column: rounds to $\mathbb E\|\nabla f\| \le \epsilon$, as the slides
+# print it.
 #
 # **Algorithm 1** (PAdaMFed), with the slides' line numbers, which the code's comments and option names use.
 # **Line 1**: for every client $i$ ("for any $i$"), $c_i^{-1} = \frac1K \sum_k \nabla F(\theta^0; \xi_i^{-1,k})$,
@@ -146,13 +142,10 @@ with pd.option_context("display.max_colwidth", None):
 # **Theorem 2**: $\eta = \frac{1}{KT}$, $\gamma = \beta = \frac{(SK)^{1/3}}{T^{2/3}}$, rate
 # $\mathcal O\big(\frac{\Delta + L + \sigma}{(SKT)^{1/3}} + \frac{(L + \sigma)(SK)^{1/3}}{T^{2/3}}\big)$.
 #
-# fedcore runs line 1 as the text writes it (`initialization="every_client"`, the default): before round 0 every
-# one of the $N$ clients sends its gradient at $\theta^0$ on all its samples (the expectation of the $K$ minibatches'
-# mean), $N$ uploads outside the round's $S$. `initialization="first_round"` is the cheaper reading (the first
-# round's clients only, the others start at $c^{-1}$); section 3 sets the two beside each other. The slides give
-# PAdaMFed-VR no server side of its own: fedcore reuses line 16 (`server_momentum="line16"`), and
-# `"mean_direction"` (the clients' mean direction) is the alternative section 3 measures. The fedcore code (the
-# comments' line numbers are Algorithm 1's):
+# fedcore runs line 1 as written (`initialization="every_client"`): before round 0 all $N$ clients send their
+# gradient at $\theta^0$ on all their samples; `"first_round"` is the cheaper reading (section 3 compares them).
+# PAdaMFed-VR's server side is not given: fedcore reuses line 16 (`server_momentum="line16"`; section 3 measures
+# `"mean_direction"`). The code, with Algorithm 1's line numbers:
 
 # %%
 print(inspect.getsource(PAdaMFed.client_rule))
@@ -162,15 +155,13 @@ print(inspect.getsource(PAdaMFed.server_round))
 # %% [markdown]
 # ### 1a. Scaling $f$: invariant by construction
 #
-# The local step has length exactly $\eta$, however large the gradient; and $\bar g^t$ divides the clients'
-# movement by $\eta K$, so $\|\bar g^t\| \le 1$ and the server moves at most $\gamma$ per round. Scale the
-# objective by $s$ (every constant scales with it, the minimizer does not): every direction scales by $s$, every
-# normalized step stays the same, and PAdaMFed's path does not change at all. That is the mechanism, and it holds
-# by construction: a check of it cannot fail, so it is shown here and counts as no evidence. On a least-squares
-# federation (50 clients with their own optima, 10 per round, 5 local steps of 4 samples, 200 rounds:
-# `fedcore.experiments.padamfed.theory`) scaled by $s$ from $10^{-2}$ to $10^{2}$ ($L = 1.158\, s$), one seed: the
-# mean $\|\nabla f\|$ over the last 20 rounds divided by the initial one, PAdaMFed and PAdaMFed-VR at their
-# theorems' step sizes, FedAvg and SCAFFOLD at the one client rate `FEDAVG_LR`:
+# **Why normalization helps**: the local step has length exactly $\eta$, however large the gradient, and
+# $\|\bar g^t\| \le 1$, so the server moves at most $\gamma$ a round. Scale $f$ by $s$ (every constant scales,
+# the minimizer does not): every direction scales by $s$, every normalized step stays, and PAdaMFed's path does not
+# change at all. That holds by construction, so it is shown, not counted as evidence. A least-squares federation (50
+# clients, 10 per round, 5 local steps of 4 samples, 200 rounds: `fedcore.experiments.padamfed.theory`) scaled by
+# $s$ from $10^{-2}$ to $10^{2}$ ($L = 1.158\, s$), one seed: the mean $\|\nabla f\|$ over the last 20 rounds over
+# the initial one, the parameter-free methods at their theorems' step sizes, FedAvg and SCAFFOLD at `FEDAVG_LR`:
 
 # %%
 factors = [10.0**k for k in range(-2, 3)] if SCALE != "smoke" else [0.1, 100.0]
@@ -180,18 +171,17 @@ plots.savefig(figures.SmoothnessDisplay.from_table(smoothness).plot().figure_, "
 smoothness.map("{:.3g}".format)
 
 # %% [markdown]
-# PAdaMFed's and PAdaMFed-VR's columns are the same at every $L$ (to rounding); FedAvg's and SCAFFOLD's one client
-# rate works over a range of $L$ only (above the grey line a run ends farther from stationarity than it started).
+# PAdaMFed's and PAdaMFed-VR's columns are the same at every $L$; FedAvg's and SCAFFOLD's one rate works over a
+# range of $L$ only (above the grey line a run ends farther from stationarity than it started).
 #
 # ### 1b. Reparametrizing $f$: the rate at every $a$
 #
-# Now change the coordinates instead: $g(\theta) = f(a\theta)$, started at the same point of $f$. $\Delta$ stays,
-# $L$ grows as $a^2$ and the distance to the optimum shrinks as $1/a$; nothing in the recursion cancels $a$. What
-# Theorem 1 promises is a **rate**: the mean gradient norm over the $T$ rounds, $\frac1T\sum_t \|\nabla
-# g(\theta^t)\|$, falls as $T^{-1/4}$ ($T^{-1/3}$ for PAdaMFed-VR), with a constant that holds $\Delta$, $L$ and
-# $\sigma$. So at each $a$ we run $T$ from 50 to 400 rounds, at the theorems' step sizes for each $T$, and fit the
-# slope of $\log$ (mean gradient norm) against $\log T$ on each seed. **Pass rule**: the slope's 95% interval over
-# the seeds lies below the theorem's exponent plus 0.05 (our margin; a steeper fall meets an upper bound too),
+# Now change the coordinates: $g(\theta) = f(a\theta)$, from the same point of $f$. $\Delta$ stays, $L$ grows as
+# $a^2$, the distance to the optimum shrinks as $1/a$; nothing in the recursion cancels $a$. Theorem 1 promises a
+# **rate**: the mean gradient norm over the $T$ rounds falls as $T^{-1/4}$ ($T^{-1/3}$ for PAdaMFed-VR), with a
+# constant that holds $\Delta$, $L$ and $\sigma$. So at each $a$ we run $T$ from 50 to 400 at the theorems' step
+# sizes for each $T$ and fit the slope of log (mean gradient norm) against $\log T$ per seed. **Pass rule**: the
+# slope's 95% interval lies below the exponent plus 0.05 (ours; a steeper fall meets an upper bound too),
 # Holm-corrected over the $a$'s and both methods.
 
 # %%
@@ -203,26 +193,21 @@ plots.savefig(figures.RatesDisplay.from_table(rates, theory.EXPONENTS).plot().fi
 theory.rate_summary(rates, point).map(lambda v: f"{v:.3g}" if isinstance(v, float) else v)
 
 # %% [markdown]
-# Read the distance beside $T\gamma$: the server moves at most $\gamma$ a round, so the rate can only show once its
-# whole path $T\gamma = (SK)^{1/4} T^{1/4}$ (Theorem 1) covers the distance to the optimum. At $a = 0.1$ PAdaMFed
-# needs $T \ge 36^4 / SK \approx 34{,}000$ rounds for that (PAdaMFed-VR's path is 27.1 at $T = 400$). A bound from
-# above allows a flat curve below it, so Theorem 1 is not contradicted; what fails is that its
-# rate shows within our horizons: step sizes that need no constant pay for a badly scaled problem in rounds.
+# **When normalization cannot help**: the server moves at most $\gamma$ a round, so the rate shows only once its whole
+# path $T\gamma = (SK)^{1/4} T^{1/4}$ covers the distance to the optimum: at $a = 0.1$, $T \ge 36^4 / SK \approx
+# 34{,}000$ rounds for PAdaMFed. A bound from above allows a flat curve, so Theorem 1 is not contradicted; step sizes
+# that need no constant pay for a badly scaled problem in rounds.
 #
 # ### 1c. Growing heterogeneity, and nothing else
 #
-# The slides' headline: PAdaMFed needs **no bound on the data heterogeneity**. Spreading the clients' optima also
-# raises the gradient noise $\sigma$ and the initial gap $\Delta$, which Theorem 1 does contain. So we **tilt** each
-# client instead: $f_i(x) = f_i^0(x) + h\,\langle b_i, x\rangle$ with $\sum_i b_i = 0$
-# (`fedcore.objectives.tilted_quadratic_task`; at $h = 0$ the clients' optima differ by the targets' noise only). The
-# tilts cancel in $f$:
-# $f$, its optimum, $\Delta$, $L$ and every sample's gradient noise are the same at every level, and only the
-# clients' gradients move apart. The table measures them ($\zeta$: the root mean square of $\|\nabla f_i(x^*)\|$).
-#
-# PAdaMFed runs at Theorem 1's step sizes beside its **ablation without control variates** ($c_i = c = 0$;
-# `fedcore.experiments.padamfed.design`, a subclass of a few lines); FedAvg, SCAFFOLD and SCAFFOLD-M are tuned
-# **once**, at $h = 0$, on the tuning seeds, and keep those values. The table gives each run's final over initial
-# gradient norm (mean over its last 20 rounds; geometric mean over the seeds).
+# The slides' headline: **no bound on the data heterogeneity**. Spreading the clients' optima would also raise
+# $\sigma$ and $\Delta$, which Theorem 1 contains, so we **tilt** each client: $f_i(x) = f_i^0(x) + h\,\langle b_i,
+# x\rangle$ with $\sum_i b_i = 0$ (`fedcore.objectives.tilted_quadratic_task`). The tilts cancel in $f$: its
+# optimum, $\Delta$, $L$ and every sample's gradient noise stay at every level, only the clients' gradients move
+# apart (the table measures them; $\zeta$: the root mean square of $\|\nabla f_i(x^*)\|$). PAdaMFed runs beside
+# its **ablation without control variates** ($c_i = c = 0$, `fedcore.experiments.padamfed.design`); FedAvg, SCAFFOLD
+# and SCAFFOLD-M are tuned **once**, at $h = 0$, on the tuning seeds. Each run's final over initial gradient norm
+# (mean of its last 20 rounds; geometric mean over the seeds):
 
 # %%
 levels = theory.HETEROGENEITY if SCALE != "smoke" else theory.HETEROGENEITY[::4]
@@ -241,19 +226,18 @@ print(f"PAdaMFed's ratio, largest relative difference between levels: "
 growth.map("{:.3g}".format)
 
 # %% [markdown]
-# Why the control variates carry it: a client's $c_i$ holds its own tilt $h b_i$ and $c$ their mean, 0, so line 7's
-# $\nabla F - c_i + c$ cancels the tilt **exactly**: PAdaMFed's and SCAFFOLD-M's rows do not move with $h$ (the same
-# line 1), SCAFFOLD's, whose $c_i$ start at 0, hardly: by construction, no evidence (section 6). Without them each client walks towards its own optimum, and the
-# ablation's and FedAvg's ratios grow with $\zeta$. So "no heterogeneity bound" is what control variates buy, not the
-# parameter-free step sizes, and the tuned SCAFFOLD-M ends lower than PAdaMFed at every level. What control variates
-# cannot remove, clients whose curvatures differ (the slides' "bounded Hessian dissimilarity"), is held fixed here.
+# **Why control variates help**: a client's $c_i$ holds its own tilt $h b_i$ and $c$ their mean, 0, so line 7's
+# $\nabla F - c_i + c$ cancels the tilt **exactly**: PAdaMFed's and SCAFFOLD-M's rows do not move with $h$,
+# SCAFFOLD's (its $c_i$ start at 0) hardly: by construction, not evidence. Without them each client walks towards
+# its own optimum: the ablation's and FedAvg's ratios grow with $\zeta$. "No heterogeneity bound" is what control
+# variates buy, not the parameter-free step sizes. **When they cannot**: clients whose curvatures differ (the slides'
+# "bounded Hessian dissimilarity"), held fixed here.
 #
 # ### 1d. The speed-up in $SK$, and variance reduction
 #
-# Theorems 1 and 2 also promise that more clients' work per round helps: $O(1/(SK\epsilon^4))$ and
-# $O(1/(SK\epsilon^3))$ rounds. The bounds' leading terms fall as $(SK)^{-1/4}$ and $(SK)^{-1/3}$; their second
-# terms grow with $SK$, so the speed-up is promised while $SK \ll T$. On the quadratic ($a = 1$) at $T = 200$, $S$
-# from 1 to 5 ($K = 5$, $SK \le T/8$), the same pass rule on the slope in $SK$:
+# The theorems also promise that more clients' work per round helps: the bounds' leading terms fall as
+# $(SK)^{-1/4}$ and $(SK)^{-1/3}$, their second terms grow with $SK$, so while $SK \ll T$. On the quadratic
+# ($a = 1$) at $T = 200$, $S$ from 1 to 5 ($K = 5$, $SK \le T/8$), the same pass rule on the slope in $SK$:
 
 # %%
 rate_clients = theory.RATE_CLIENTS if SCALE != "smoke" else theory.RATE_CLIENTS[:2]
@@ -297,22 +281,18 @@ display(padamfed_explorer)
 # ## 3. Untuned against tuned, at two horizons
 #
 # The slides' robustness experiment trains a 3-layer RNN on EMNIST split by Dirichlet(1); EMNIST cannot be fetched
-# here, so Fashion-MNIST stands in: 100 clients by Dirichlet(1), a one-hidden-layer MLP (64 units, 50,890
-# parameters, non-convex), batches of 32, uniform weights (Algorithm 1's $1/S$). The slides' $N$, $S$, $K$, $T$ and
-# batch size were not found, so two horizons of ours, on the same partition:
+# here, so Fashion-MNIST stands in: 100 clients by Dirichlet(1), a 784-64-10 MLP, batches of 32, uniform weights.
+# The slides' $N$, $S$, $K$, $T$ were not found, so two horizons of ours, on the same partition:
 #
-# - `fashion_mnist`: $S = 10$, $K = 5$, $T = 60$ at `small`. Here $SK = 50$ is close to $T$, and Theorem 1's momentum
+# - `fashion_mnist`: $S = 10$, $K = 5$, $T = 60$ at `small`: $SK = 50$ is close to $T$, and Theorem 1's momentum
 #   $\beta = \sqrt{SK/T} = 0.91$ is almost off;
-# - `fashion_mnist_long`: $S = 5$, $K = 2$, $T = 300$ at `small`, $T = 30\,SK$ and $\beta = 0.18$: the regime the
-#   theorems are written for. It runs every method but SCAFFOLD-M-VR.
+# - `fashion_mnist_long`: $S = 5$, $K = 2$, $T = 300$: $T = 30\,SK$, $\beta = 0.18$, the theorems' regime (every
+#   method but SCAFFOLD-M-VR).
 #
-# Both horizons spend the same budget: $SKT = 3{,}000$ stochastic gradients a run (twice that for a variance-reduced
-# method, whose step takes a second gradient at the previous model; line 1 adds one pass over every client's data for
-# the methods with control variates); the last column counts the rounds'.
-#
-# At `small`, judged runs use seeds 0-4, tuning runs seeds 100 and 101 (a seed draws the model, the sampling, the
-# minibatches); the test set is 2,000 images drawn once; a run's score is its mean test accuracy over its last four
-# evaluations. The parameter-free methods run at their theorems' step sizes for each horizon:
+# Both spend $SKT = 3{,}000$ stochastic gradients a run (twice that with variance reduction; line 1 adds a pass over
+# every client's data). Judged runs use seeds 0-4, tuning runs seeds 100 and 101 (a seed draws the model, the
+# sampling, the minibatches); a run's score is its mean test accuracy (2,000 images) over its last four evaluations.
+# The parameter-free methods run at their theorems' step sizes:
 
 # %%
 tasks = experiment.tasks(scale, partition_seed=PARTITION_SEED, device=DEVICE)  # {name: common.Task}
@@ -331,9 +311,9 @@ with pd.option_context("display.max_colwidth", None):
 steps
 
 # %% [markdown]
-# The baselines are tuned by a grid search (our grids; SCAFFOLD-M over $\eta$ and $\beta$ with $\gamma = \eta K$),
-# each point run for the full $T$ on the tuning seeds and scored on the test set: the most favourable tuning a
-# baseline can get. The claim's reference is the best tuned baseline, picked on the tuning seeds.
+# The baselines are tuned by a grid search (ours; SCAFFOLD-M over $\eta$ and $\beta$ with $\gamma = \eta K$), each
+# point run for the full $T$ on the tuning seeds: the most favourable tuning a baseline can get. The claim's
+# reference is the best tuned baseline, picked on the tuning seeds.
 
 # %%
 grids = common.grids_at(SCALE, experiment.GRIDS)  # at smoke, each axis's two ends
@@ -384,9 +364,8 @@ print(records.status("02_padamfed", "accuracy"))
 records.beside(accuracy.fillna("not run"), "02_padamfed", "accuracy", label=f"ours, {SCALE}")
 
 # %% [markdown]
-# The curves are the mean over the seeds with a band of one standard deviation. Section 6 sets each untuned method
-# against the best tuned baseline of its horizon, paired by seed; section 4 asks where the gap comes from (the
-# theorems' step sizes against the best multiplier of them).
+# The curves: the mean over the seeds with a band of one standard deviation. Section 6 sets each untuned method
+# against the best tuned baseline of its horizon, paired by seed.
 #
 # **The design, one ingredient at a time.** The slides build PAdaMFed in three steps: normalized local steps (each
 # client walks a fixed length, whatever its gradient's scale), a momentum shared through the server (it averages the
@@ -405,10 +384,9 @@ with pd.option_context("display.max_colwidth", None):
 # %% [markdown]
 # Every step helps on both horizons; the momentum most where Theorem 1's $\beta$ is small (0.18 on the long horizon).
 #
-# **Readings of the algorithm.** The same runs with line 1 for the first round's clients only (the reading fedcore
-# used before; it saves the $N$ extra uploads) and with PAdaMFed-VR's server momentum as the clients' mean direction,
-# each against fedcore's default on the short horizon, paired by seed (a change counts when its 95% paired t interval
-# excludes 0). Line 1 for every client costs one upload per client before round 0:
+# **Readings of the algorithm.** The same runs with line 1 for the first round's clients only (it saves the $N$
+# extra uploads) and with PAdaMFed-VR's server momentum as the clients' mean direction, each against fedcore's
+# default on the short horizon, paired by seed (95% interval, uncorrected). What line 1 for every client costs:
 
 # %%
 clients = tasks[short].data.num_clients
@@ -424,44 +402,40 @@ with pd.option_context("display.max_colwidth", None):
     display(variants)
 
 # %% [markdown]
-# "Higher" or "lower": the interval excludes 0, however small the change (uncorrected). Section 3's scores,
-# and everything below, use fedcore's defaults (line 1 for every client, line 16's momentum).
+# "Higher" or "lower": the interval excludes 0, however small the change. Everything else uses fedcore's defaults.
 #
 # ## 4. Robustness to the learning rate (the slides' second figure)
 #
-# Each method's step sizes multiplied from its own default (the theorems' or the tuned ones) by decades from 1/100 to
-# 100, on both horizons; at `small` on the first three judging seeds. The slides do not say which rates their x-axis
-# moves, so two readings: **every rate** multiplies every learning rate a method has, **local rate** multiplies
-# $\eta$ alone (PAdaMFed's and SCAFFOLD-M's server step stays $\gamma$). FedAvg and SCAFFOLD have one rate.
+# Each method's step sizes multiplied from its own default (the theorems' or the tuned ones) by half-decades, on the
+# five judging seeds: at `small` from $10^{-1.5}$ to $10^{1.5}$ on the long horizon, the theorems' regime (`medium`
+# sweeps both horizons from $10^{-2}$ to $10^2$). The slides do not say which rates their x-axis moves, so two
+# readings: **every rate** multiplies every learning rate a method has, **local rate** $\eta$ alone (PAdaMFed's and
+# SCAFFOLD-M's server step stays $\gamma$). FedAvg and SCAFFOLD have one rate.
 #
-# **The good range** of a method is the contiguous run of multipliers around 1 (the default a user gets) whose mean
-# score over the seeds lies within three points of the method's best mean; "none" when 1 itself is not. A method
-# can be stable at a poor score, so the range is also measured against **the best method's** score (within three
-# points of the best any method reached). Filled markers: in the good range (its own); where a line stops, the run
-# diverged. The summary gives, per reading and method, the best multiplier (and whether it is an end of the grid),
-# the best and the $\times 1$ scores in %, both good ranges, and each seed's own in grid points (what section 6
-# compares).
+# **The good range** of a method: the contiguous multipliers around 1 (the default a user gets) whose score lies
+# within three points of the method's best; "none" when 1 itself is not. A method can be stable at a poor score, so
+# the range is also measured against **the best method's** score. Filled markers: in the good range (its own); where
+# a line stops, the run diverged. Below the figure: its points (mean over the seeds), then per reading and method the
+# best multiplier, both good ranges and each seed's width in decades, its ends interpolated between the multipliers
+# (what section 6 compares).
 
 # %%
-factors = scale.factors()
-sweep_seeds = scale.sweep(seeds)  # the judging seeds the sweep runs on
-swept = {name: {m: b for m, b in builders[name].items() if m in experiment.SWEPT_AT[name]} for name in tasks}
-robustness = {name: experiment.robustness(task, swept[name], points[name], factors, sweep_seeds, store=store,
-                                          progress=PROGRESS) for name, task in tasks.items()}
+factors = scale.factors()  # half-decades
+swept = {name: {m: b for m, b in builders[name].items() if m in experiment.SWEPT_AT[name]} for name in scale.swept}
+robustness = {name: experiment.robustness(tasks[name], swept[name], points[name], factors, seeds, store=store,
+                                          progress=PROGRESS) for name in scale.swept}
 for name, tables in robustness.items():
     shown = figures.RobustnessDisplay.from_tables(tables).plot(title=f"{name}: ")
     plots.savefig(shown.figure_, f"02_robustness_{name}.png", FIGURES)
+    means = pd.concat({reading: 100 * common.mean_over_seeds(table) for reading, table in tables.items()}, axis=1)
+    display(means.rename_axis(f"{name}: multiplier").map("{:.1f}".format))  # the figure's points, % (NaN: diverged)
 summary = pd.concat({name: experiment.robustness_summary(tables) for name, tables in robustness.items()})
 summary
 
 # %% [markdown]
-# With one point per decade a tuned baseline's good range is often 1 alone: a tenfold change of its tuned rate costs it
-# more than three points. Where a method's best multiplier is not 1 and 1 is not within three points of it, the range
-# is "none": the default a user gets is not a good setting. Under **local rate** PAdaMFed's server step is untouched
-# and its normalized step bounds how far a client walks, so its curve is flat; FedAvg's and SCAFFOLD's one rate moves
-# their server step too, so section 6 compares like with like there: PAdaMFed against SCAFFOLD-M(-VR). Against the
-# best method's score PAdaMFed keeps a range on the long horizon only: on the short one its score at 1 sits 7 points
-# below SCAFFOLD-M's best. (The sweep's three seeds make its scores at 1 differ slightly from section 3's.)
+# Under **local rate** PAdaMFed's server step is untouched and its normalized step bounds how far a client walks,
+# so its curve can only be flat; FedAvg's and SCAFFOLD's one rate moves their server step too, so section 6 compares
+# like with like there: PAdaMFed against SCAFFOLD-M.
 
 # %% [markdown]
 # **PAdaMFed at its best multiplier beside its untuned score** (every rate): a best far from 1 means the theorems'
@@ -500,21 +474,15 @@ else:
 # %% [markdown]
 # ## 6. The slides' claims beside ours
 #
-# The slides give two figures and no table of results, so there are no numbers to set beside ours. Each verdict is
-# computed from the results above (`paper.CLAIMS`) by the shared rules of `fedcore.experiments.claims`: every check is
-# a paired comparison over the seeds, shown as the mean difference, its 95% paired t interval and p, Holm-corrected
-# within a claim (p_Holm decides; the interval is the comparison's own); **confirmed** or **contradicted** when the
-# interval excludes the margin; a claim **holds** when every check is confirmed, **does not hold** when one is
-# contradicted (saying where it held), is **partly** true when some are confirmed and none contradicted, and
-# **inconclusive** (or **not decidable**, where the interval is wider than the margin's room) when none is decided; it
-# is **not testable here** when nothing we ran can test it (the scaled-$f$ check passes by construction). The checks:
-# the slope in $T$ of PAdaMFed and PAdaMFed-VR at each $a$ (1b's rule), PAdaMFed at every tilt (1c's), the slopes in
-# $SK$ (1d), PAdaMFed-VR against PAdaMFed at $a = 1$ (a lower mean gradient norm at every $T$); each untuned
-# method within three points of its horizon's best tuned baseline (picked on the tuning seeds), paired by seed; for
-# every pair of a parameter-free method and a baseline on each horizon (under "local rate", SCAFFOLD-M(-VR) only),
-# the parameter-free one has the wider good range, by its own best and by the best method's (each seed's range, in
-# grid points). A row of many checks shows its weakest (contradicted first, then the largest p_Holm); every check is
-# in the details below the rows. "~n seeds would decide": at the measured spread.
+# The slides give no table of results, so there are no numbers to set beside ours. Each verdict is computed from the
+# results above (`paper.CLAIMS`) by the shared rules of `fedcore.experiments.claims`: every check is a paired
+# comparison over the seeds (the mean difference, its 95% paired t interval, p Holm-corrected within a claim);
+# **confirmed** or **contradicted** when the interval clears the margin. A claim **holds** when every check is
+# confirmed, **does not hold** when one is contradicted, is **partly** true when some are confirmed and none
+# contradicted, **inconclusive** (or **not decidable**: the interval is wider than the margin's room) when none is
+# decided, and **not testable here** when nothing we ran can test it. A row of many checks shows its weakest
+# (contradicted first, then the largest p_Holm); the details below the rows list every check. "~n seeds would
+# decide": at the measured spread.
 
 # %%
 judged = {**tasks, second.name: second}
@@ -524,8 +492,7 @@ quadratics = Scope((theory.REPARAMETRIZED_NAME, theory.HETEROGENEITY_NAME), SCAL
                    tuple(quadratic_seeds), tuning_seeds=tuning_seeds)
 evidence = paper.Evidence({name: results.scores().loc[name] for name in results}, robustness, rates=rates,
                           heterogeneity=heterogeneity, smoothness=smoothness, scope=scope, quadratics_scope=quadratics,
-                          best=best, robustness_scope=dataclasses.replace(scope.narrowed(list(tasks)),
-                                                                     seeds=tuple(sweep_seeds)),
+                          best=best, robustness_scope=scope.narrowed(list(robustness)),
                           speedup=speedup)
 claims_table = paper.claims_table(evidence)
 records.record({**claims.as_tables(claims_table), "accuracy": accuracy, "robustness": summary, "tuned": tuned},
@@ -533,15 +500,15 @@ records.record({**claims.as_tables(claims_table), "accuracy": accuracy, "robustn
 claims.show(claims_table)
 
 # %% [markdown]
-# **Reading the verdicts** (the numbers are in the rows above). The rate in $T$ shows at $a = 1$ and $a = 10$ and
-# not at $a = 0.1$, where the server's whole path $T\gamma$ stays shorter than the distance to the optimum. The
-# tilts leave PAdaMFed's runs unchanged, by construction: shown, not evidence. In $SK$ (from 5 to 25) PAdaMFed's mean
-# gradient norm falls more slowly than its bound's leading $(SK)^{-1/4}$, PAdaMFed-VR's at Theorem 2's rate.
-# PAdaMFed-VR ends lower than PAdaMFed at every $T$, though PAdaMFed's norm falls more steeply. The untuned methods fall short of the margin on the short horizon, on both partitions;
-# on the long one PAdaMFed's interval reaches the margin, PAdaMFed-VR's falls short. Under "every rate" PAdaMFed's own
-# default is outside its good range at $T = 60$; under "local rate" its own range is wider than SCAFFOLD-M's, not
-# decided on three seeds, and against the best method's score it has none at $T = 60$. None of this tests the
-# slides' CIFAR-10 or EMNIST numbers, which we do not have.
+# **Reading the verdicts** (the numbers are in the rows above). The rate in $T$ shows at $a = 1$ and $a = 10$, not
+# at $a = 0.1$, where the server's whole path $T\gamma$ stays shorter than the distance to the optimum. The tilts
+# leave PAdaMFed's runs unchanged, by construction: shown, not evidence. In $SK$ (from 5 to 25) PAdaMFed's mean
+# gradient norm falls more slowly than its bound's leading $(SK)^{-1/4}$, PAdaMFed-VR's at Theorem 2's rate, and
+# PAdaMFed-VR ends lower than PAdaMFed at every $T$. Untuned, both fall short of the margin on the short horizon, on
+# both partitions; on the long one PAdaMFed's interval reaches the margin (undecided), PAdaMFed-VR's falls short. On
+# the long horizon PAdaMFed's own good range is wider than SCAFFOLD-M's under "local rate" and than SCAFFOLD's under
+# "every rate"; against the best method's score nothing is decided. None of this tests the slides' CIFAR-10 or
+# EMNIST numbers, which we do not have.
 
 # %%
 with pd.option_context("display.max_colwidth", None):
@@ -551,18 +518,12 @@ print(f"notebook ran in {(time.perf_counter() - started) / 60:.1f} min at SCALE=
 # %% [markdown]
 # **What differs from the paper, and why it matters.**
 #
-# - **The source.** The slides, not the main text: the claims are the slides', and what the main text adds (its
-#   experiments' settings, its IMDB experiment in an appendix) is not here. IMDB is not run.
-# - **Data and model.** Fashion-MNIST and a one-hidden-layer MLP stand in for EMNIST and the paper's 3-layer RNN;
-#   CIFAR-10 runs only at `paper` scale, as a demonstration. $N$, $S$, $K$, $T$ and the batch size are ours (not
-#   found), at two horizons.
-# - **Reconstructions.** No code was released. Our PAdaMFed reads the slides' "nSK" as $\eta S K$, keeps the
-#   server's momentum $g^{t-1}$ fixed during the local steps, and runs line 1 for every client (section 3 shows the
-#   first round's clients instead); PAdaMFed-VR's server momentum is line 16, which the slides do not give for it
-#   (section 3 shows the clients' mean direction instead). SCAFFOLD-M and SCAFFOLD-M-VR are PAdaMFed's recursion
-#   without the normalization, as the slides' comparison describes them, not Cheng et al.'s code.
-# - **Tuning and the multiplier.** Our grids, generous to the baselines; the paper's are unknown, as is which rates
-#   its multiplier moved (both readings judged).
-# - **The quadratics' rules are ours:** a slope at most the theorem's exponent + 0.05 over $T$ from 50 to 400 (the
-#   theorems bound the mean gradient norm from above, up to constants).
-# - **Seeds.** Five judging seeds at `small` (the robustness sweep on three); two partitions on the short horizon.
+# | what | the slides | here |
+# |---|---|---|
+# | source | slides and main text | the slides only; the main text's settings and its IMDB appendix are not here |
+# | data, model | EMNIST (3-layer RNN), CIFAR-10 (ResNet-18) | Fashion-MNIST, a 784-64-10 MLP; CIFAR-10 at `paper` only, a demonstration |
+# | $N$, $S$, $K$, $T$, batch | not found | ours, two horizons; two partitions on the short one |
+# | code | not released | reconstructions: "nSK" read as $\eta S K$, $g^{t-1}$ fixed during the local steps, line 1 for every client, PAdaMFed-VR's server momentum line 16 (section 3 shows the other readings); SCAFFOLD-M(-VR) as the slides describe them |
+# | tuning, multiplier | grid, moved rates unknown | our grids, generous to the baselines; both readings judged |
+# | rules on the quadratics | none | ours: a slope at most the exponent + 0.05 (the theorems bound from above) |
+# | seeds | not said | five judging seeds, two tuning seeds apart; the robustness sweep at `small` on the long horizon only |

@@ -59,17 +59,21 @@ def test_scales_run_two_horizons_and_smoke_grids_keep_their_ends() -> None:
     long = experiment.HORIZONS["fashion_mnist_long"]
     assert small.rounds["fashion_mnist_long"] >= 30 * long["clients_per_round"] * long["local_steps"]
     assert common.grids_at("smoke", experiment.GRIDS)["SCAFFOLD-M"] == {"eta": [0.01, 1.0], "beta": [0.1, 1.0]}
-    # judged on five seeds, tuned on two others, the robustness sweep on the first three judging seeds
-    assert small.seeds == (0, 1, 2, 3, 4) and small.tuning_seeds == (100, 101) and small.sweep(small.seeds) == [0, 1, 2]
-    smoke = experiment.SCALES["smoke"]
-    assert smoke.seeds == (0, 1) and smoke.tuning_seeds == (100,) and smoke.sweep([0, 1]) == [0]  # the code path
-    assert experiment.SCALES["medium"].sweep([0, 1, 2, 3, 4]) == [0, 1, 2, 3, 4]  # 0: all
+    # judged on five seeds, tuned on two others; the robustness sweep on the long horizon at small, both at medium
+    assert small.seeds == (0, 1, 2, 3, 4) and small.tuning_seeds == (100, 101)
+    assert small.swept == ("fashion_mnist_long",) and experiment.SCALES["medium"].swept == small.tasks
+    assert experiment.SCALES["smoke"].seeds == (0, 1) and experiment.SCALES["smoke"].tuning_seeds == (100,)
+    assert all(set(scale.swept) <= set(scale.tasks) for scale in experiment.SCALES.values())
     assert all(scale.tuning_seeds for scale in experiment.SCALES.values())
 
 
-def test_multipliers_are_decades_over_four_decades() -> None:
-    assert experiment.SCALES["small"].factors() == [0.01, 0.1, 1.0, 10.0, 100.0]
-    assert experiment.SCALES["smoke"].factors() == [0.1, 1.0] and experiment.SCALES["paper"].multipliers == (-2, 2)
+def test_multipliers_are_half_decades_with_one_among_them() -> None:
+    root = 10 ** 0.5
+    assert experiment.SCALES["small"].factors() == pytest.approx([1 / root**3, 0.1, 1 / root, 1.0, root, 10.0,
+                                                                  root**3])
+    assert 1.0 in experiment.SCALES["small"].factors() and experiment.SCALES["small"].factors()[1] == 0.1
+    assert experiment.SCALES["smoke"].factors() == pytest.approx([1 / root, 1.0])
+    assert experiment.SCALES["medium"].factors() == pytest.approx([10.0 ** (k / 2) for k in range(-4, 5)])
 
 
 @pytest.mark.parametrize("method, base, factor, reading, expected", [
@@ -307,9 +311,11 @@ def test_good_span_is_the_contiguous_range_around_one() -> None:
     column = pd.Series([0.50, 0.80, 0.82, 0.81, 0.82, np.nan], index=[0.01, 0.1, 1.0, 10.0, 100.0, 1000.0])
     assert common.good_span(column, within=0.03) == (0.1, 100.0)  # 0.1 .. 100 within 0.03 of 0.82
     assert common.good_span(column, within=0.001) == (1.0, 1.0)
-    assert common.span_points(column, within=0.03) == 4
+    # 0.1 .. 100 (3 decades), carried towards 0.01 (0.50) to where 0.80 falls to the threshold 0.79: 0.01 / 0.30 of
+    # a decade; the diverged 1000 ends the span at 100
+    assert common.span_decades(column, within=0.03) == pytest.approx(3 + 0.01 / 0.30)
     gap = pd.Series([0.82, 0.50, 0.81, 0.82], index=[0.1, 1.0, 10.0, 100.0])
-    assert common.good_span(gap, 0.03) is None and common.span_points(gap, 0.03) == 0  # 1 is not good
+    assert common.good_span(gap, 0.03) is None and common.span_decades(gap, 0.03) == 0.0  # 1 is not good
     hole = pd.Series([0.82, 0.81, 0.30, 0.82], index=[0.1, 1.0, 10.0, 100.0])
     assert common.good_span(hole, 0.03) == (0.1, 1.0)  # 100 is good but not contiguous with 1
     assert common.good_span(pd.Series([np.nan, np.nan], index=[1.0, 10.0]), 0.03) is None
@@ -325,18 +331,20 @@ def test_good_span_is_the_contiguous_range_around_one() -> None:
     assert row["best multiplier"] in (1.0, 100.0) and row["width (decades)"] == pytest.approx(3.0)
     assert row["best score (%)"] == pytest.approx(81.5) and row["score at 1 (%)"] == pytest.approx(81.5)
     assert row["best at a grid end"] == (row["best multiplier"] == 100.0)
-    assert row["per seed (grid points)"] == "4, 4" and row["good range"] == "0.1 to 100"
+    assert row["per seed (decades)"] == "3.03, 3.03" and row["good range"] == "0.1 to 100"
     # against another reference: the best method's 0.90, so none of A's scores (at most 0.82) is within 0.03
     assert common.good_span(column, 0.03, best=0.90) is None
-    assert common.span_points(column, 0.03, best=0.84) == 3  # 0.80 < 0.81: 1 to 100
+    # threshold 0.81: 1 to 100 (0.80 at 0.1 is out), carried halfway to 0.1 (0.82 -> 0.80 crosses 0.81 at half)
+    assert common.span_decades(column, 0.03, best=0.84) == pytest.approx(2.5)
     table[("B", 0)], table[("B", 1)] = column + 0.08, column + 0.08  # B: 0.90 at 1 and 100, 0.88 at 0.1
     both = experiment.robustness_summary({"every rate": table})
-    assert both.loc[("every rate", "A"), "per seed, the best method's"] == "0, 0"
+    assert both.loc[("every rate", "A"), "per seed, the best method's"] == "0.00, 0.00"
     assert both.loc[("every rate", "A"), "good range, the best method's"] == "none"
-    assert both.loc[("every rate", "B"), "per seed, the best method's"] == "4, 4"
-    assert experiment.good_points(table, against="best method") == {"A": [0, 0], "B": [4, 4]}
+    assert both.loc[("every rate", "B"), "per seed, the best method's"] == "3.03, 3.03"
+    widths = experiment.good_widths(table, against="best method")
+    assert widths["A"] == [0.0, 0.0] and widths["B"] == pytest.approx([3 + 0.01 / 0.30] * 2)
     with pytest.raises(ValueError, match="against='mine' not one of"):
-        experiment.good_points(table, against="mine")
+        experiment.good_widths(table, against="mine")
 
 
 def test_variants_pair_each_reading_with_the_default(tiny) -> None:

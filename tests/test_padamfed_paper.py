@@ -294,16 +294,20 @@ def test_keeping_up_is_a_paired_margin_against_the_best_tuned_baseline_one_row_p
 
 
 def test_wider_range_is_judged_under_each_reading_against_both_measures() -> None:
-    """FLAT (5 grid points around 1, at the seeds' best score) against PEAKED (1 point) on every seed: wider by
+    """FLAT (the whole grid, 4 decades, at the seeds' best score) against PEAKED (1 alone, its ends carried to
+    where 0.82 falls to 0.79: 0.03 / 0.32 of a decade towards 0.5, 0.03 / 0.42 towards 0.4) on every seed: wider by
     either measure, confirmed; swapped: does not hold; PAdaMFed-VR as peaked as the baselines: the same on every
     seed, undecided (partly); each reading has its own row; one seed: not decidable.  A method flat at a low score
     (0.70, the best method 0.82) is wide by its own best and has no good range against the best method's."""
     swapped = {"fashion_mnist": {"every rate": _robustness(PEAKED, FLAT), "local rate": _robustness(FLAT, PEAKED)}}
     assert verdicts(evidence(robustness=swapped))[7:] == [DOES_NOT_HOLD, HOLDS]
     row = paper.claims_table(evidence(robustness=swapped)).loc[7]
-    assert row["ours"] == ("good range (grid points), ours minus baseline: 16 contradicted of 16; weakest, "
-                           "fashion_mnist PAdaMFed - FedAvg (own best): -4.00 [-4.00, -4.00], p_Holm < 0.001")
-    expected = "-4.00 [-4.00, -4.00], p_Holm < 0.001 (contradicted)"
+    peaked = 0.03 / 0.32 + 0.03 / 0.42  # 0.165 decades
+    assert experiment.good_widths(swapped["fashion_mnist"]["every rate"])["FedAvg"] == pytest.approx([4.0] * 3)
+    assert experiment.good_widths(swapped["fashion_mnist"]["every rate"])["PAdaMFed"] == pytest.approx([peaked] * 3)
+    assert row["ours"] == ("good range (decades), ours minus baseline: 16 contradicted of 16; weakest, "
+                           "fashion_mnist PAdaMFed - FedAvg (own best): -3.83 [-3.83, -3.83], p_Holm < 0.001")
+    expected = "-3.83 [-3.83, -3.83], p_Holm < 0.001 (contradicted)"
     assert row["details"]["fashion_mnist PAdaMFed - FedAvg (best method)"] == expected
     # like against like: under the local rate, only SCAFFOLD-M and -M-VR (local rate moved, server step held)
     local = paper.claims_table(evidence()).loc[8]
@@ -321,10 +325,10 @@ def test_wider_range_is_judged_under_each_reading_against_both_measures() -> Non
     low = [0.70, 0.71, 0.72, 0.71, 0.70]
     poor = {"fashion_mnist": {"every rate": _robustness(low, PEAKED)}}
     details = paper.claims_table(evidence(robustness=poor)).loc[7, "details"]
-    assert details["fashion_mnist PAdaMFed - FedAvg (own best)"].endswith("(confirmed)")  # 5 - 1 points
-    assert details["fashion_mnist PAdaMFed - FedAvg (best method)"] == "-1.00 [-1.00, -1.00], p_Holm " \
-                                                                                  "< 0.001 (contradicted)"  # 0 - 1
-    assert experiment.good_points(poor["fashion_mnist"]["every rate"], against="best method")["PAdaMFed"] == \
+    assert details["fashion_mnist PAdaMFed - FedAvg (own best)"].endswith("(confirmed)")  # 4 - 0.165 decades
+    assert details["fashion_mnist PAdaMFed - FedAvg (best method)"] == "-0.17 [-0.17, -0.17], p_Holm " \
+                                                                                  "< 0.001 (contradicted)"  # 0 - 0.165
+    assert experiment.good_widths(poor["fashion_mnist"]["every rate"], against="best method")["PAdaMFed"] == \
         [0, 0, 0]
 
 

@@ -524,11 +524,23 @@ def span_width(column: pd.Series, within: float, around: float = 1.0) -> float:
     return 0.0 if span is None else float(np.log10(span[1] / span[0]))
 
 
-def span_points(column: pd.Series, within: float, best: float | None = None) -> int:
-    """How many multipliers :func:`good_span` holds (0 when 1 is not within ``within`` of the best, or of
-    ``best``)."""
-    span = good_span(column, within, best=best)
-    return 0 if span is None else int(((column.index >= span[0]) & (column.index <= span[1])).sum())
+def span_decades(column: pd.Series, within: float, around: float = 1.0, best: float | None = None) -> float:
+    """The width in decades of :func:`good_span`, each end carried on towards the next multiplier out to where the
+    score crosses the threshold (the column's best, or ``best``, minus ``within``), linearly in log10 of the
+    multiplier: a width that moves with the scores rather than in grid steps, so that two seeds rarely tie.  0 when
+    ``around`` itself is not within; a grid end or a diverged (NaN) neighbour ends the span at its multiplier."""
+    span = good_span(column, within, around, best)
+    if span is None:
+        return 0.0
+    column = column.sort_index().astype(float)
+    threshold = (column.max() if best is None else best) - within
+    logs, scores = np.log10(column.index.to_numpy(dtype=float)), column.to_numpy()
+    low, high = list(column.index).index(span[0]), list(column.index).index(span[1])
+    width = logs[high] - logs[low]
+    for inner, outer in ((low, low - 1), (high, high + 1)):
+        if 0 <= outer < len(scores) and np.isfinite(scores[outer]):  # scores[outer] < threshold <= scores[inner]
+            width += abs(logs[outer] - logs[inner]) * (scores[inner] - threshold) / (scores[inner] - scores[outer])
+    return float(width)
 
 
 def grids_at(scale: str, grids: Mapping[str, Mapping[str, Sequence[Any]]]) -> dict[str, dict[str, list[Any]]]:

@@ -39,25 +39,25 @@ from fedcore.store import Store
 run, tune = common.run, common.tune
 
 
+STAND_IN = ("fashion_mnist", "fashion_mnist_long")
+
+
 @dataclass(frozen=True)
 class PadamfedScale(Scale):
     """A :class:`~fedcore.experiments.common.Scale` with the clients N, the log10 range of the robustness
-    multipliers (decades) and how many of the judging seeds the robustness sweep runs on (0: all)."""
+    multipliers (in half-decades) and the horizons the robustness sweep runs on (on every judging seed)."""
 
     clients: int = 100
-    multipliers: tuple[int, int] = (-2, 2)
-    sweep_seeds: int = 0
+    multipliers: tuple[float, float] = (-2.0, 2.0)
+    swept: tuple[str, ...] = STAND_IN
 
     def factors(self) -> list[float]:
-        """The robustness figure's multipliers: decades (1/100 ... 100 at small and paper)."""
-        return [float(10.0**k) for k in range(self.multipliers[0], self.multipliers[1] + 1)]
-
-    def sweep(self, seeds: Sequence[int]) -> list[int]:
-        """The judging ``seeds`` the robustness sweep runs on: the first :attr:`sweep_seeds` of them (all: 0)."""
-        return list(seeds)[:self.sweep_seeds or None]
+        """The robustness figure's multipliers: every half-decade from ``10**multipliers[0]`` to
+        ``10**multipliers[1]`` (1 among them)."""
+        low, high = (round(2 * end) for end in self.multipliers)
+        return [float(10.0 ** (k / 2)) for k in range(low, high + 1)]
 
 
-STAND_IN = ("fashion_mnist", "fashion_mnist_long")
 SECOND_PARTITION = "fashion_mnist (partition 2)"
 """The short horizon on a second draw of the partition (:func:`second_partition`)."""
 MLP = "a 784-64-10 MLP standing in for the paper's models"
@@ -65,10 +65,12 @@ MLP = "a 784-64-10 MLP standing in for the paper's models"
 SCALES: dict[str, PadamfedScale] = {
     "smoke": PadamfedScale("smoke", seeds=(0, 1), rounds={"fashion_mnist": 4, "fashion_mnist_long": 8},
                            eval_every={"fashion_mnist": 2, "fashion_mnist_long": 4}, tasks=STAND_IN,
-                           test_samples=200, clients=20, multipliers=(-1, 0), tuning_seeds=(100,), sweep_seeds=1),
+                           test_samples=200, clients=20, multipliers=(-0.5, 0.0), tuning_seeds=(100,),
+                           swept=("fashion_mnist_long",)),
     "small": PadamfedScale("small", seeds=(0, 1, 2, 3, 4), rounds={"fashion_mnist": 60, "fashion_mnist_long": 300},
                            eval_every={"fashion_mnist": 5, "fashion_mnist_long": 25}, tasks=STAND_IN,
-                           test_samples=2000, tuning_seeds=(100, 101), sweep_seeds=3),
+                           test_samples=2000, tuning_seeds=(100, 101), multipliers=(-1.5, 1.5),
+                           swept=("fashion_mnist_long",)),
     "medium": PadamfedScale("medium", seeds=(0, 1, 2, 3, 4), rounds={"fashion_mnist": 200, "fashion_mnist_long": 1000},
                             eval_every={"fashion_mnist": 10, "fashion_mnist_long": 50}, tasks=STAND_IN,
                             tuning_seeds=(100, 101, 102)),
@@ -77,12 +79,11 @@ SCALES: dict[str, PadamfedScale] = {
                            eval_every={"fashion_mnist": 10, "fashion_mnist_long": 100, "cifar10": 10},
                            tasks=STAND_IN, tuning_seeds=(100, 101, 102)),
 }
-"""Per scale: T and the evaluation period of each task, N, the test samples kept, the multipliers' decades, the
-judging seeds, the tuning seeds (apart from them) and the judging seeds the robustness sweep runs on (``smoke``: one,
-the code path only; ``small``: 5 judging seeds, the sweep on the first 3 of them to stay within the notebook's 10
-minutes; ``medium``: 5 seeds, T x
-3.3, the whole test set; about an hour on 2 CPU cores, estimated from ``small``); CIFAR-10 runs at ``paper`` with
-``tasks(dataclasses.replace(scale, tasks=("cifar10",)))``."""
+"""Per scale: T and the evaluation period of each task, N, the test samples kept, the multipliers' range, the
+judging seeds, the tuning seeds (apart from them) and the horizons the robustness sweep runs on (``smoke``: the code
+path only; ``small``: 5 judging seeds, the sweep on the long horizon only and from 10^-1.5 to 10^1.5, to stay within
+the notebook's 10 minutes; ``medium``: 5 seeds, T x 3.3, the whole test set, both horizons swept from 10^-2 to
+10^2); CIFAR-10 runs at ``paper`` with ``tasks(dataclasses.replace(scale, tasks=("cifar10",)))``."""
 HORIZONS = {"fashion_mnist": {"clients_per_round": 10, "local_steps": 5},
             "fashion_mnist_long": {"clients_per_round": 5, "local_steps": 2},
             "cifar10": {"clients_per_round": 10, "local_steps": 5}}
@@ -296,14 +297,15 @@ MEASURES = ("own best", "best method")
 score any method reached on that seed (a method stable at a low score has no good range by the second)."""
 
 
-def good_points(table: pd.DataFrame, within: float = NEAR_BEST, against: str = MEASURES[0]) -> dict[str, list[int]]:
-    """``{method: [each seed's good range around 1 in grid points]}`` of a :func:`robustness` table (the claim's),
-    measured ``against`` (:data:`MEASURES`) each method's own best or the seed's best over every method."""
+def good_widths(table: pd.DataFrame, within: float = NEAR_BEST, against: str = MEASURES[0]) -> dict[str, list[float]]:
+    """``{method: [each seed's good range around 1 in decades, its ends interpolated]}`` of a :func:`robustness`
+    table (the claim's measure, :func:`~fedcore.experiments.common.span_decades`), measured ``against``
+    (:data:`MEASURES`) each method's own best or the seed's best over every method."""
     check_choice("against", against, MEASURES)
     seeds = table.columns.get_level_values("seed").unique()
     best = {seed: table.xs(seed, axis=1, level="seed").max().max() for seed in seeds}
-    return {method: [common.span_points(table[method][seed], within,
-                                        best=None if against == MEASURES[0] else best[seed])
+    return {method: [common.span_decades(table[method][seed], within,
+                                         best=None if against == MEASURES[0] else best[seed])
                      for seed in table[method]]
             for method in table.columns.get_level_values(0).unique()}
 
@@ -311,12 +313,12 @@ def good_points(table: pd.DataFrame, within: float = NEAR_BEST, against: str = M
 def robustness_summary(tables: Mapping[str, pd.DataFrame], within: float = NEAR_BEST) -> pd.DataFrame:
     """Per reading and method: the best multiplier (at an end of the grid, the best may lie beyond) and its mean
     score in %, the score at 1, the good range around 1 of the mean scores (:func:`~fedcore.experiments.common.
-    good_span`) with its width in decades, and each seed's own good range in grid points (the claim's measure); the
-    same measured against the best method's score (:data:`MEASURES`)."""
+    good_span`) with its width in decades, and each seed's own width in decades, ends interpolated (the claim's
+    measure, :func:`good_widths`); the same measured against the best method's score (:data:`MEASURES`)."""
     rows = {}
     for reading, table in tables.items():
         means, top = common.mean_over_seeds(table), common.mean_over_seeds(table).max().max()
-        own, against_best = good_points(table, within), good_points(table, within, MEASURES[1])
+        own, against_best = good_widths(table, within), good_widths(table, within, MEASURES[1])
         for method in means:
             span, best = common.good_span(means[method], within), means[method].idxmax()
             span_top = common.good_span(means[method], within, best=top)
@@ -324,9 +326,10 @@ def robustness_summary(tables: Mapping[str, pd.DataFrame], within: float = NEAR_
                 "best multiplier": best, "best at a grid end": best in (means.index.min(), means.index.max()),
                 "best score (%)": round(100 * means[method].max(), 2),
                 "score at 1 (%)": round(100 * means[method].loc[1.0], 2),
-                "good range": "none (1 is not within)" if span is None else f"{span[0]:g} to {span[1]:g}",
+                "good range": "none (1 is not within)" if span is None else f"{span[0]:.3g} to {span[1]:.3g}",
                 "width (decades)": math.nan if span is None else math.log10(span[1] / span[0]),
-                "per seed (grid points)": ", ".join(map(str, own[method])),
-                "good range, the best method's": "none" if span_top is None else f"{span_top[0]:g} to {span_top[1]:g}",
-                "per seed, the best method's": ", ".join(map(str, against_best[method]))}
+                "per seed (decades)": ", ".join(f"{width:.2f}" for width in own[method]),
+                "good range, the best method's": "none" if span_top is None else
+                f"{span_top[0]:.3g} to {span_top[1]:.3g}",
+                "per seed, the best method's": ", ".join(f"{width:.2f}" for width in against_best[method])}
     return pd.DataFrame(rows).T.rename_axis(["reading", "method"])

@@ -34,7 +34,7 @@ from fedcore.experiments.padamfed.experiment import (
     READINGS,
     SECOND_PARTITION,
     TWO_RATES,
-    good_points,
+    good_widths,
 )
 from fedcore.experiments.padamfed.theory import (
     ABLATION,
@@ -86,8 +86,8 @@ FIGURES = pd.DataFrame({
         "untuned vs tuned": "section 3: Fashion-MNIST stand-in, MLP, Dir(1), two horizons, five seeds at small, "
                             "baselines tuned on a stated grid on two other seeds; CIFAR-10 only at SCALE=paper, as a "
                             "demonstration",
-        "robustness": "section 4: the same stand-in, multipliers 1/100 to 100 in decades, two readings, three of "
-                      "the five seeds at small"},
+        "robustness": "section 4: the same stand-in, multipliers in half-decades, two readings, five seeds; at "
+                      "small the long horizon from 10^-1.5 to 10^1.5, at medium both horizons from 10^-2 to 10^2"},
 })
 """The slides' two experiment figures as they describe them (no numbers), beside where and how we run each."""
 
@@ -292,7 +292,8 @@ def _keeps_up(tasks: Sequence[str]) -> Callable[[Evidence], Judgement]:
 
 
 def _wider(reading: str) -> Callable[[Evidence], Judgement]:
-    """Each parameter-free method's good range (each seed's, in grid points) against each baseline's, measured
+    """Each parameter-free method's good range (each seed's width in decades, its ends interpolated between the
+    multipliers: :func:`~fedcore.experiments.padamfed.experiment.good_widths`) against each baseline's, measured
     against each method's own best and against the best method's score (:data:`~fedcore.experiments.padamfed.
     experiment.MEASURES`); under ``"local rate"`` against the baselines whose local rate moves with their server
     step held (SCAFFOLD-M and -M-VR) only: like against like."""
@@ -302,12 +303,12 @@ def _wider(reading: str) -> Callable[[Evidence], Judgement]:
             if reading not in tables:
                 continue
             for measure in MEASURES:
-                points = good_points(tables[reading], against=measure)
-                baselines = [m for m in points if m not in PARAMETER_FREE and (reading == READINGS[0] or
+                widths = good_widths(tables[reading], against=measure)
+                baselines = [m for m in widths if m not in PARAMETER_FREE and (reading == READINGS[0] or
                                                                                  m in TWO_RATES)]
-                for ours in (m for m in PARAMETER_FREE if m in points):
+                for ours in (m for m in PARAMETER_FREE if m in widths):
                     for other in baselines:
-                        checks[f"{task} {ours} - {other} ({measure})"] = compare(points[ours], points[other])
+                        checks[f"{task} {ours} - {other} ({measure})"] = compare(widths[ours], widths[other])
         scope = _scope(e.robustness_scope or e.scope)
         if not checks:
             return Judgement(f"no runs under the reading {reading!r}", NOT_TESTABLE, _scope(scope, []))
@@ -315,7 +316,7 @@ def _wider(reading: str) -> Callable[[Evidence], Judgement]:
         outcomes = list(family.outcomes.values())
         counts = ", ".join(f"{outcomes.count(o)} {o}" for o in OUTCOMES if outcomes.count(o))
         weakest = _weakest(family)
-        return _judged(family, f"good range (grid points), ours minus baseline: {counts} of {len(outcomes)}; "
+        return _judged(family, f"good range (decades), ours minus baseline: {counts} of {len(outcomes)}; "
                                f"weakest, {weakest}: {family.short(weakest)}", scope, labels=False)
     return assess
 
