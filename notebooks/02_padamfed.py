@@ -38,8 +38,7 @@
 # **Parameters.** `SCALE` is `smoke` (CI), `small` (shown here: about 10 minutes on 2 CPU cores from an empty
 # results store), `medium` (200 and 1,000 rounds: about an hour) or `paper` (500 and 3,000 rounds, CIFAR-10; for a
 # GPU). Rerun with, e.g., `papermill 02_padamfed.ipynb out.ipynb -p SCALE small -y "SEEDS: [5, 6, 7, 8, 9]"`.
-# Finished runs are kept in the results store, so a rerun recomputes only what changed; `-p STORE off` recomputes
-# everything.
+# Finished runs are kept in the results store (`-p STORE off` recomputes everything).
 
 # %% tags=["parameters"]
 import os
@@ -48,7 +47,7 @@ SCALE = os.environ.get("FEDCORE_SCALE", "small")  # smoke | small | medium | pap
 DEVICE = "cpu"  # "cuda" on a GPU
 PARTITION_SEED = 0  # the data partition and the kept test samples: the same for every run
 SEEDS = None  # None: the scale's judging seeds (0-4 at small); each draws the initial model, client sampling, minibatches
-FEDAVG_LR = 0.1  # the one client rate FedAvg and SCAFFOLD use on the scaled and reparametrized quadratics
+FEDAVG_LR = 0.1  # the one client rate FedAvg and SCAFFOLD use on the scaled quadratics (section 1a)
 PROGRESS = False  # tqdm progress bars during training
 STORE = os.environ.get("FEDCORE_STORE", "")  # results store: "" build/store.sqlite, "off" none, or a file path
 FIGURES = os.environ.get("FEDCORE_FIGURES")  # a folder to save the figures into (None: don't save)
@@ -195,8 +194,8 @@ theory.rate_summary(rates, point).map(lambda v: f"{v:.3g}" if isinstance(v, floa
 # %% [markdown]
 # **When normalization cannot help**: the server moves at most $\gamma$ a round, so the rate shows only once its whole
 # path $T\gamma = (SK)^{1/4} T^{1/4}$ covers the distance to the optimum: at $a = 0.1$, $T \ge 36^4 / SK \approx
-# 34{,}000$ rounds for PAdaMFed. A bound from above allows a flat curve, so Theorem 1 is not contradicted; step sizes
-# that need no constant pay for a badly scaled problem in rounds.
+# 34{,}000$ rounds for PAdaMFed. A bound from above allows a flat curve: this contradicts not Theorem 1 but its rate
+# showing within our horizons (section 6's first row). Constant-free step sizes pay for bad scaling in rounds.
 #
 # ### 1c. Growing heterogeneity, and nothing else
 #
@@ -204,7 +203,8 @@ theory.rate_summary(rates, point).map(lambda v: f"{v:.3g}" if isinstance(v, floa
 # $\sigma$ and $\Delta$, which Theorem 1 contains, so we **tilt** each client: $f_i(x) = f_i^0(x) + h\,\langle b_i,
 # x\rangle$ with $\sum_i b_i = 0$ (`fedcore.objectives.tilted_quadratic_task`). The tilts cancel in $f$: its
 # optimum, $\Delta$, $L$ and every sample's gradient noise stay at every level, only the clients' gradients move
-# apart (the table measures them; $\zeta$: the root mean square of $\|\nabla f_i(x^*)\|$). PAdaMFed runs beside
+# apart ($h$ in units of $\|\nabla f(x_0)\|$; the table measures them, $\zeta$ the root mean square of
+# $\|\nabla f_i(x^*)\|$). PAdaMFed runs beside
 # its **ablation without control variates** ($c_i = c = 0$, `fedcore.experiments.padamfed.design`); FedAvg, SCAFFOLD
 # and SCAFFOLD-M are tuned **once**, at $h = 0$, on the tuning seeds. Each run's final over initial gradient norm
 # (mean of its last 20 rounds; geometric mean over the seeds):
@@ -236,7 +236,7 @@ growth.map("{:.3g}".format)
 # ### 1d. The speed-up in $SK$, and variance reduction
 #
 # The theorems also promise that more clients' work per round helps: the bounds' leading terms fall as
-# $(SK)^{-1/4}$ and $(SK)^{-1/3}$, their second terms grow with $SK$, so while $SK \ll T$. On the quadratic
+# $(SK)^{-1/4}$ and $(SK)^{-1/3}$, their second terms grow with $SK$, so the speed-up is promised while $SK \ll T$. On the quadratic
 # ($a = 1$) at $T = 200$, $S$ from 1 to 5 ($K = 5$, $SK \le T/8$), the same pass rule on the slope in $SK$:
 
 # %%
@@ -248,16 +248,15 @@ plots.savefig(figures.RatesDisplay.from_table(speedup, theory.EXPONENTS).plot(xl
 theory.rate_summary(speedup, point)
 
 # %% [markdown]
-# The variance-reduced variant's improvement, Theorem 2's exponent against Theorem 1's, is section 6's claim row
-# on the $a = 1$ runs of 1b: a lower mean gradient norm at every $T$ (the slopes are shown, not judged: both theorems
-# bound from above).
+# Variance reduction's improvement is judged in section 6 on 1b's $a = 1$ runs: a lower mean gradient norm at every
+# $T$ (the slopes are shown, not judged: both theorems bound from above).
 #
 # ## 2. Explorer: the step sizes of Theorems 1 and 2
 #
 # `fedcore.explore.explore_padamfed` computes $\eta$, $\gamma$, $\beta$ from $S$, $K$, $T$, multiplies them under
-# the reading you pick (section 4's two), and runs PAdaMFed, PAdaMFed-VR and FedAvg there. Its task is **not**
-# section 3's: to answer in seconds it trains a logistic regression on Fashion-MNIST dealt to 20 clients by
-# Dirichlet(0.5); the legend gives each run's final test accuracy. Once headless, then live:
+# the reading you pick (section 4's two), and runs PAdaMFed, PAdaMFed-VR and FedAvg. To answer in seconds it trains
+# a logistic regression on Fashion-MNIST over 20 clients (Dirichlet(0.5)), not section 3's task. Once headless, then
+# live:
 
 # %%
 explore.explore_padamfed(clients_per_round=5, local_steps=5, rounds=30, multiplier=1.0, fedavg_lr=0.1,
@@ -305,7 +304,7 @@ steps = pd.DataFrame({(name, method): {**experiment.theorem_step_sizes(method, t
                       if method in experiment.METHODS_AT[name]}).T
 with pd.option_context("display.max_colwidth", None):
     display(pd.DataFrame({name: {**{k: v for k, v in task.settings.items()}, "model": task.model_label,
-                                 "trivial baseline": round(task.baseline, 3),
+                                 "trivial baseline (%)": round(100 * task.baseline, 1),
                                  "score window": common.window_rounds(task.settings)}
                           for name, task in tasks.items()}))
 steps
@@ -364,14 +363,14 @@ print(records.status("02_padamfed", "accuracy"))
 records.beside(accuracy.fillna("not run"), "02_padamfed", "accuracy", label=f"ours, {SCALE}")
 
 # %% [markdown]
-# The curves: the mean over the seeds with a band of one standard deviation. Section 6 sets each untuned method
-# against the best tuned baseline of its horizon, paired by seed.
+# The curves: the mean over the seeds, a band of one standard deviation.
 #
 # **The design, one ingredient at a time.** The slides build PAdaMFed in three steps: normalized local steps (each
 # client walks a fixed length, whatever its gradient's scale), a momentum shared through the server (it averages the
 # noise over rounds), and control variates (each client corrects towards the federation's gradient). Each step below
-# runs at Theorem 1's step sizes (`fedcore.experiments.padamfed.design`); the last is PAdaMFed itself. The difference
-# from the step before is paired by seed (95% interval, uncorrected):
+# runs at Theorem 1's $\eta$ and $\gamma$, the first without momentum ($\beta = 1$), then Theorem 1's $\beta$
+# (`fedcore.experiments.padamfed.design`); the last is PAdaMFed itself. The difference from the step before is
+# paired by seed (95% interval, uncorrected):
 
 # %%
 story = {name: common.run(task, design.design_steps({key: task.settings[key] for key in
@@ -382,11 +381,13 @@ with pd.option_context("display.max_colwidth", None):
                       names=["task"]))
 
 # %% [markdown]
-# Every step helps on both horizons; the momentum most where Theorem 1's $\beta$ is small (0.18 on the long horizon).
+# Each added ingredient helps on both horizons, the momentum most where Theorem 1's $\beta$ is small (0.18, the long
+# horizon).
 #
-# **Readings of the algorithm.** The same runs with line 1 for the first round's clients only (it saves the $N$
-# extra uploads) and with PAdaMFed-VR's server momentum as the clients' mean direction, each against fedcore's
-# default on the short horizon, paired by seed (95% interval, uncorrected). What line 1 for every client costs:
+# **Readings of the algorithm.** The same runs with line 1 for the first round's clients only (it saves $N - S$
+# uploads) and with the variance-reduced methods' server momentum as the clients' mean direction (PAdaMFed-VR and
+# SCAFFOLD-M-VR), each against fedcore's default on the short horizon, paired by seed (95% interval, uncorrected).
+# What line 1 for every client costs:
 
 # %%
 clients = tasks[short].data.num_clients
@@ -402,7 +403,7 @@ with pd.option_context("display.max_colwidth", None):
     display(variants)
 
 # %% [markdown]
-# "Higher" or "lower": the interval excludes 0, however small the change. Everything else uses fedcore's defaults.
+# "Higher" or "lower": the interval excludes 0. Everything else uses fedcore's defaults.
 #
 # ## 4. Robustness to the learning rate (the slides' second figure)
 #
@@ -410,14 +411,16 @@ with pd.option_context("display.max_colwidth", None):
 # five judging seeds: at `small` from $10^{-1.5}$ to $10^{1.5}$ on the long horizon, the theorems' regime (`medium`
 # sweeps both horizons from $10^{-2}$ to $10^2$). The slides do not say which rates their x-axis moves, so two
 # readings: **every rate** multiplies every learning rate a method has, **local rate** $\eta$ alone (PAdaMFed's and
-# SCAFFOLD-M's server step stays $\gamma$). FedAvg and SCAFFOLD have one rate.
+# SCAFFOLD-M's server step stays $\gamma$). FedAvg and SCAFFOLD have one rate. PAdaMFed-VR is swept at `medium`
+# only (`experiment.SWEPT_AT`), so at `small` section 6's robustness rows judge PAdaMFed.
 #
-# **The good range** of a method: the contiguous multipliers around 1 (the default a user gets) whose score lies
-# within three points of the method's best; "none" when 1 itself is not. A method can be stable at a poor score, so
-# the range is also measured against **the best method's** score. Filled markers: in the good range (its own); where
+# **The good range** of a method: the contiguous multipliers around 1 (the default a user gets) scoring within three
+# points of the method's best ("none" when 1 itself is not), and, since a method can be stable at a poor score,
+# within three points of **the best method's** score. Filled markers: in the good range (its own); where
 # a line stops, the run diverged. Below the figure: its points (mean over the seeds), then per reading and method the
-# best multiplier, both good ranges and each seed's width in decades, its ends interpolated between the multipliers
-# (what section 6 compares).
+# best multiplier, both good ranges of the mean scores, and each seed's width in decades against that seed's own
+# reference, its ends interpolated between the multipliers (what section 6 compares; a range that reaches an end of
+# the grid may extend beyond it, so its width is a lower bound).
 
 # %%
 factors = scale.factors()  # half-decades
@@ -434,7 +437,7 @@ summary
 
 # %% [markdown]
 # Under **local rate** PAdaMFed's server step is untouched and its normalized step bounds how far a client walks,
-# so its curve can only be flat; FedAvg's and SCAFFOLD's one rate moves their server step too, so section 6 compares
+# so its curve stays nearly flat until the local steps grow large; FedAvg's and SCAFFOLD's one rate moves their server step too, so section 6 compares
 # like with like there: PAdaMFed against SCAFFOLD-M.
 
 # %% [markdown]
@@ -454,10 +457,9 @@ pd.DataFrame(rows).T.map(lambda v: f"{v:.3g}")
 # %% [markdown]
 # ## 5. CIFAR-10 (paper scale): a demonstration
 #
-# The slides' first figure is CIFAR-10 with ResNet-18 and Dirichlet(0.5). At `SCALE=paper`, where torchvision has
-# the files, this cell runs PAdaMFed at Theorem 1's step sizes and FedAvg at the short horizon's tuned rate on it
-# (ResNet-18 with GroupNorm; 100 control variates of 11.2M numbers, 4.5 GB: a GPU job). FedAvg is **not** tuned
-# there: a demonstration that the code runs at that scale; no verdict rests on it.
+# The slides' first figure: CIFAR-10, ResNet-18, Dirichlet(0.5). At `SCALE=paper`, where torchvision has the files,
+# PAdaMFed at Theorem 1's step sizes and FedAvg at the short horizon's tuned rate, untuned there (100 control
+# variates of 11.2M numbers: a GPU job): a demonstration, no verdict rests on it.
 
 # %%
 if SCALE == "paper":
@@ -476,13 +478,14 @@ else:
 #
 # The slides give no table of results, so there are no numbers to set beside ours. Each verdict is computed from the
 # results above (`paper.CLAIMS`) by the shared rules of `fedcore.experiments.claims`: every check is a paired
-# comparison over the seeds (the mean difference, its 95% paired t interval, p Holm-corrected within a claim);
-# **confirmed** or **contradicted** when the interval clears the margin. A claim **holds** when every check is
+# comparison over the seeds (the mean difference, its own 95% paired t interval, uncorrected, and p Holm-corrected
+# within a claim); **confirmed** or **contradicted** when p_Holm is at most 0.05, by the side of the margin the mean
+# lies on. A claim **holds** when every check is
 # confirmed, **does not hold** when one is contradicted, is **partly** true when some are confirmed and none
 # contradicted, **inconclusive** (or **not decidable**: the interval is wider than the margin's room) when none is
-# decided, and **not testable here** when nothing we ran can test it. A row of many checks shows its weakest
-# (contradicted first, then the largest p_Holm); the details below the rows list every check. "~n seeds would
-# decide": at the measured spread.
+# decided, and **not testable here** when nothing we ran can test it or its checks pass by construction (rows 1 and
+# 2). A row of many checks shows its weakest (contradicted first, then the largest p_Holm, then the smallest
+# difference); the details below list every check. "~n seeds would decide": at the measured spread.
 
 # %%
 judged = {**tasks, second.name: second}
@@ -504,26 +507,27 @@ claims.show(claims_table)
 # at $a = 0.1$, where the server's whole path $T\gamma$ stays shorter than the distance to the optimum. The tilts
 # leave PAdaMFed's runs unchanged, by construction: shown, not evidence. In $SK$ (from 5 to 25) PAdaMFed's mean
 # gradient norm falls more slowly than its bound's leading $(SK)^{-1/4}$, PAdaMFed-VR's at Theorem 2's rate, and
-# PAdaMFed-VR ends lower than PAdaMFed at every $T$. Untuned, both fall short of the margin on the short horizon, on
+# PAdaMFed-VR ends lower than PAdaMFed at every $T$, by less at larger $T$ (its norm falls more slowly here). Untuned, both fall short of the margin on the short horizon, on
 # both partitions; on the long one PAdaMFed's interval reaches the margin (undecided), PAdaMFed-VR's falls short. On
 # the long horizon PAdaMFed's own good range is wider than SCAFFOLD-M's under "local rate" and than SCAFFOLD's under
-# "every rate"; against the best method's score nothing is decided. None of this tests the slides' CIFAR-10 or
-# EMNIST numbers, which we do not have.
+# "every rate"; against the best method's score nothing is decided after Holm, though uncorrected its range is
+# narrower than FedAvg's and SCAFFOLD-M's. The slides give no CIFAR-10 or EMNIST numbers to test.
 
 # %%
 with pd.option_context("display.max_colwidth", None):
     display(paper.FIGURES)
-print(f"notebook ran in {(time.perf_counter() - started) / 60:.1f} min at SCALE={SCALE}")
+print(f"notebook ran in {(time.perf_counter() - started) / 60:.1f} min at SCALE={SCALE} (the runs the results store "
+      "held were read back, not run)")
 
 # %% [markdown]
 # **What differs from the paper, and why it matters.**
 #
 # | what | the slides | here |
 # |---|---|---|
-# | source | slides and main text | the slides only; the main text's settings and its IMDB appendix are not here |
+# | source | slides and main text | the slides only (not the main text's settings, nor its IMDB appendix) |
 # | data, model | EMNIST (3-layer RNN), CIFAR-10 (ResNet-18) | Fashion-MNIST, a 784-64-10 MLP; CIFAR-10 at `paper` only, a demonstration |
 # | $N$, $S$, $K$, $T$, batch | not found | ours, two horizons; two partitions on the short one |
-# | code | not released | reconstructions: "nSK" read as $\eta S K$, $g^{t-1}$ fixed during the local steps, line 1 for every client, PAdaMFed-VR's server momentum line 16 (section 3 shows the other readings); SCAFFOLD-M(-VR) as the slides describe them |
-# | tuning, multiplier | grid, moved rates unknown | our grids, generous to the baselines; both readings judged |
-# | rules on the quadratics | none | ours: a slope at most the exponent + 0.05 (the theorems bound from above) |
+# | code | not released | reconstructions: "nSK" read as $\eta S K$, $g^{t-1}$ fixed during the local steps, line 1 for every client, PAdaMFed-VR's server momentum line 16 (section 3: other readings) |
+# | tuning, multiplier | unknown grid and rates | our grids; both readings judged |
+# | rules on the quadratics | none | ours: a slope at most the exponent + 0.05 |
 # | seeds | not said | five judging seeds, two tuning seeds apart; the robustness sweep at `small` on the long horizon only |

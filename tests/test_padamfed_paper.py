@@ -226,7 +226,8 @@ def test_heterogeneity_is_judged_on_padamfed_at_every_level_holm_corrected() -> 
                                                              seeds_differ={theory.ABLATION: [[0.01] * 5, [0.6] * 5]})))
     assert same.loc[2, "verdict"] == NOT_TESTABLE
     assert same.loc[2, "ours"] == ("by construction (shown, not evidence): the control variates cancel the tilts, "
-                                   "PAdaMFed's runs equal at every tilt; without them the ratio grows 0.01 to 0.6")
+                                   "PAdaMFed's runs equal at every tilt; without them the ratio grows 0.01 to 0.6 "
+                                   "(details: decades fallen)")
     close = _ratios([0.01, 0.01 * (1 + 1e-6)], methods=("PAdaMFed",))  # apart by more than SAME_RUNS: judged
     assert paper.claims_table(evidence(heterogeneity=close))["ours"][2].startswith(
         "PAdaMFed's decades fallen (rule: above 0.30), every tilt: +2.00 [+2.00, +2.00]")
@@ -305,7 +306,7 @@ def test_wider_range_is_judged_under_each_reading_against_both_measures() -> Non
     peaked = 0.03 / 0.32 + 0.03 / 0.42  # 0.165 decades
     assert experiment.good_widths(swapped["fashion_mnist"]["every rate"])["FedAvg"] == pytest.approx([4.0] * 3)
     assert experiment.good_widths(swapped["fashion_mnist"]["every rate"])["PAdaMFed"] == pytest.approx([peaked] * 3)
-    assert row["ours"] == ("good range (decades), ours minus baseline: 16 contradicted of 16; weakest, "
+    assert row["ours"] == ("good range (decades, margin 0), ours minus baseline: 16 contradicted of 16; weakest, "
                            "fashion_mnist PAdaMFed - FedAvg (own best): -3.83 [-3.83, -3.83], p_Holm < 0.001")
     expected = "-3.83 [-3.83, -3.83], p_Holm < 0.001 (contradicted)"
     assert row["details"]["fashion_mnist PAdaMFed - FedAvg (best method)"] == expected
@@ -352,3 +353,15 @@ def test_figures_table_sets_each_slide_beside_our_section() -> None:
 @pytest.mark.parametrize("name, value", [("KEEPS_UP", 0.03), ("TARGET", 0.5)])
 def test_thresholds_are_the_stated_ones(name, value) -> None:
     assert getattr(paper if hasattr(paper, name) else theory, name) == value
+
+
+def test_the_weakest_check_ties_the_p_values_the_table_prints_alike() -> None:
+    """Both confirmed with p below 0.001 (printed alike): the smaller difference is the weaker, though its raw p is
+    the smaller (t about 197 against 29)."""
+    from fedcore.experiments.claims import Family, compare
+    steady, wide = [1.0, 1.01, 0.99, 1.0, 1.02], [5.0, 5.5, 4.5, 5.2, 4.8]
+    family = Family({"steady": compare(steady, [0.0] * 5), "wide": compare(wide, [0.0] * 5)})
+    assert family.checks["steady"].p < family.checks["wide"].p < 0.001
+    assert paper._weakest(family) == "steady"
+    undecided = Family({"steady": compare(steady, [0.0] * 5), "noisy": compare([1.0, -0.5, 2.0, 0.1, 0.2], [0.0] * 5)})
+    assert paper._weakest(undecided) == "noisy"  # an undecided check before any confirmed one

@@ -170,7 +170,7 @@ def _heterogeneity(e: Evidence) -> Judgement:
     runs = table["PAdaMFed"].astype(float)
     if len(table) > 1 and np.allclose(runs, runs.iloc[0], rtol=SAME_RUNS, atol=0):
         return Judgement(f"by construction (shown, not evidence): the control variates cancel the tilts, PAdaMFed's "
-                         f"runs equal at every tilt{ablation}", NOT_TESTABLE,
+                         f"runs equal at every tilt{ablation} (details: decades fallen)", NOT_TESTABLE,
                          dataclasses.replace(scope, tuning_seeds=()), details)
     fallen = {label: check.paired.mean for label, check in family.checks.items() if check.paired is not None}
     lowest = min(fallen, key=fallen.get) if fallen else next(iter(family.checks))
@@ -255,14 +255,15 @@ def _invariant(e: Evidence) -> Judgement:
 
 def _weakest(family: Family) -> str:
     """The check nearest to failing the claim: a contradicted one, else an undecided one, else a confirmed one; among
-    those the largest p_Holm, then the smallest mean difference (the one a row of several checks shows, the others in
-    its details)."""
+    those the largest p_Holm as the table prints it (every p below 0.001 alike), then the smallest mean difference
+    (the one a row of several checks shows, the others in its details)."""
     rank = {CONTRADICTED: 0, NOT_DECIDABLE: 1, WITHIN_NOISE: 1, CONFIRMED: 2}
     p = family.p_values
 
     def key(label: str) -> tuple[int, float, float]:
         check = family.checks[label]
-        return rank[family.outcomes[label]], -p.get(label, 0.0), check.paired.mean if check.paired else -math.inf
+        printed = round(max(p.get(label, 0.0), 0.001), 3)
+        return rank[family.outcomes[label]], -printed, check.paired.mean if check.paired else -math.inf
     return min(family.checks, key=key)
 
 
@@ -316,7 +317,7 @@ def _wider(reading: str) -> Callable[[Evidence], Judgement]:
         outcomes = list(family.outcomes.values())
         counts = ", ".join(f"{outcomes.count(o)} {o}" for o in OUTCOMES if outcomes.count(o))
         weakest = _weakest(family)
-        return _judged(family, f"good range (decades), ours minus baseline: {counts} of {len(outcomes)}; "
+        return _judged(family, f"good range (decades, margin 0), ours minus baseline: {counts} of {len(outcomes)}; "
                                f"weakest, {weakest}: {family.short(weakest)}", scope, labels=False)
     return assess
 
