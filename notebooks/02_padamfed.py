@@ -411,8 +411,8 @@ with pd.option_context("display.max_colwidth", None):
 # five judging seeds: at `small` from $10^{-1.5}$ to $10^{1.5}$ on the long horizon, the theorems' regime (`medium`
 # sweeps both horizons from $10^{-2}$ to $10^2$). The slides do not say which rates their x-axis moves, so two
 # readings: **every rate** multiplies every learning rate a method has, **local rate** $\eta$ alone (PAdaMFed's and
-# SCAFFOLD-M's server step stays $\gamma$). FedAvg and SCAFFOLD have one rate. PAdaMFed-VR is swept at `medium`
-# only (`experiment.SWEPT_AT`), so at `small` section 6's robustness rows judge PAdaMFed.
+# SCAFFOLD-M's server step stays $\gamma$). FedAvg and SCAFFOLD have one rate. PAdaMFed-VR is swept on the short
+# horizon only (`experiment.SWEPT_AT`), so at `small` section 6's robustness rows judge PAdaMFed.
 #
 # **The good range** of a method: the contiguous multipliers around 1 (the default a user gets) scoring within three
 # points of the method's best ("none" when 1 itself is not), and, since a method can be stable at a poor score,
