@@ -141,8 +141,8 @@ with pd.option_context("display.max_colwidth", None):
 # **Theorem 2**: $\eta = \frac{1}{KT}$, $\gamma = \beta = \frac{(SK)^{1/3}}{T^{2/3}}$, rate
 # $\mathcal O\big(\frac{\Delta + L + \sigma}{(SKT)^{1/3}} + \frac{(L + \sigma)(SK)^{1/3}}{T^{2/3}}\big)$.
 #
-# fedcore runs line 1 as written (`initialization="every_client"`): before round 0 all $N$ clients send their
-# gradient at $\theta^0$ on all their samples; `"first_round"` is the cheaper reading (section 3 compares them).
+# fedcore runs line 1 for every client (`initialization="every_client"`), each sending its full-data gradient at
+# $\theta^0$ (the expectation of the $K$ minibatches' mean); `"first_round"` is the cheaper reading (section 3 compares them).
 # PAdaMFed-VR's server side is not given: fedcore reuses line 16 (`server_momentum="line16"`; section 3 measures
 # `"mean_direction"`). The code, with Algorithm 1's line numbers:
 
@@ -157,7 +157,7 @@ print(inspect.getsource(PAdaMFed.server_round))
 # **Why normalization helps**: the local step has length exactly $\eta$, however large the gradient, and
 # $\|\bar g^t\| \le 1$, so the server moves at most $\gamma$ a round. Scale $f$ by $s$ (every constant scales,
 # the minimizer does not): every direction scales by $s$, every normalized step stays, and PAdaMFed's path does not
-# change at all. That holds by construction, so it is shown, not counted as evidence. A least-squares federation (50
+# change at all: by construction, so shown, not counted as evidence. A least-squares federation (50
 # clients, 10 per round, 5 local steps of 4 samples, 200 rounds: `fedcore.experiments.padamfed.theory`) scaled by
 # $s$ from $10^{-2}$ to $10^{2}$ ($L = 1.158\, s$), one seed: the mean $\|\nabla f\|$ over the last 20 rounds over
 # the initial one, the parameter-free methods at their theorems' step sizes, FedAvg and SCAFFOLD at `FEDAVG_LR`:
@@ -180,8 +180,8 @@ smoothness.map("{:.3g}".format)
 # **rate**: the mean gradient norm over the $T$ rounds falls as $T^{-1/4}$ ($T^{-1/3}$ for PAdaMFed-VR), with a
 # constant that holds $\Delta$, $L$ and $\sigma$. So at each $a$ we run $T$ from 50 to 400 at the theorems' step
 # sizes for each $T$ and fit the slope of log (mean gradient norm) against $\log T$ per seed. **Pass rule**: the
-# slope's 95% interval lies below the exponent plus 0.05 (ours; a steeper fall meets an upper bound too),
-# Holm-corrected over the $a$'s and both methods.
+# slope at most the exponent plus 0.05 (ours; a steeper fall meets an upper bound too), at 95% with Holm over the
+# $a$'s and both methods.
 
 # %%
 quadratic_seeds = list(seeds)
@@ -279,8 +279,8 @@ display(padamfed_explorer)
 # %% [markdown]
 # ## 3. Untuned against tuned, at two horizons
 #
-# The slides' robustness experiment trains a 3-layer RNN on EMNIST split by Dirichlet(1); EMNIST cannot be fetched
-# here, so Fashion-MNIST stands in: 100 clients by Dirichlet(1), a 784-64-10 MLP, batches of 32, uniform weights.
+# The slides' robustness experiment is EMNIST (a 3-layer RNN, Dirichlet(1)), which cannot be fetched here;
+# Fashion-MNIST stands in: 100 clients by Dirichlet(1), a 784-64-10 MLP, batches of 32, uniform weights.
 # The slides' $N$, $S$, $K$, $T$ were not found, so two horizons of ours, on the same partition:
 #
 # - `fashion_mnist`: $S = 10$, $K = 5$, $T = 60$ at `small`: $SK = 50$ is close to $T$, and Theorem 1's momentum
@@ -476,16 +476,15 @@ else:
 # %% [markdown]
 # ## 6. The slides' claims beside ours
 #
-# The slides give no table of results, so there are no numbers to set beside ours. Each verdict is computed from the
-# results above (`paper.CLAIMS`) by the shared rules of `fedcore.experiments.claims`: every check is a paired
+# The slides give no table of results, so no numbers to set beside ours. Each verdict is computed from the results
+# above (`paper.CLAIMS`) by the shared rules of `fedcore.experiments.claims`: every check is a paired
 # comparison over the seeds (the mean difference, its own 95% paired t interval, uncorrected, and p Holm-corrected
-# within a claim); **confirmed** or **contradicted** when p_Holm is at most 0.05, by the side of the margin the mean
-# lies on. A claim **holds** when every check is
+# within a claim); **confirmed** or **contradicted** when p_Holm is at most 0.05, by the mean's side of the margin. A claim **holds** when every check is
 # confirmed, **does not hold** when one is contradicted, is **partly** true when some are confirmed and none
 # contradicted, **inconclusive** (or **not decidable**: the interval is wider than the margin's room) when none is
-# decided, and **not testable here** when nothing we ran can test it or its checks pass by construction (rows 1 and
-# 2). A row of many checks shows its weakest (contradicted first, then the largest p_Holm, then the smallest
-# difference); the details below list every check. "~n seeds would decide": at the measured spread.
+# decided, and **not testable here** when nothing we ran can test it or (this notebook's rule) its checks pass by
+# construction (rows 1 and 2). A row of many checks shows its weakest (contradicted first, then the largest p_Holm as
+# printed, then the smallest difference); the details list every check. "~n seeds would decide": at the measured spread.
 
 # %%
 judged = {**tasks, second.name: second}
@@ -509,8 +508,8 @@ claims.show(claims_table)
 # gradient norm falls more slowly than its bound's leading $(SK)^{-1/4}$, PAdaMFed-VR's at Theorem 2's rate, and
 # PAdaMFed-VR ends lower than PAdaMFed at every $T$, by less at larger $T$ (its norm falls more slowly here). Untuned, both fall short of the margin on the short horizon, on
 # both partitions; on the long one PAdaMFed's interval reaches the margin (undecided), PAdaMFed-VR's falls short. On
-# the long horizon PAdaMFed's own good range is wider than SCAFFOLD-M's under "local rate" and than SCAFFOLD's under
-# "every rate"; against the best method's score nothing is decided after Holm, though uncorrected its range is
+# the long horizon PAdaMFed's own good range is wider than SCAFFOLD-M's under "local rate" (within the grid: both
+# reach its low end) and than SCAFFOLD's under "every rate"; against the best method's score nothing is decided after Holm, though uncorrected its range is
 # narrower than FedAvg's and SCAFFOLD-M's. The slides give no CIFAR-10 or EMNIST numbers to test.
 
 # %%

@@ -187,7 +187,8 @@ def _signed(value: float, digits: int) -> str:
 
 
 def _p(p: float) -> str:
-    return "n/a" if math.isnan(p) else "< 0.001" if p < 0.001 else f"{p:.3f}"
+    """p to three decimals (four where three would print 0.050 and hide which side of 0.05 decided it)."""
+    return "n/a" if math.isnan(p) else "< 0.001" if p < 0.001 else f"{p:.4f}" if 0.0495 <= p < 0.0505 else f"{p:.3f}"
 
 
 def holm(p_values: Sequence[float]) -> list[float]:
