@@ -35,7 +35,7 @@
 # SCAFFOLD-M and SCAFFOLD-M-VR **tuned** on Fashion-MNIST at two horizons, and the design one ingredient at a time;
 # (4) the robustness figure; (5) CIFAR-10 at `paper` scale; (6) the claims' verdicts.
 #
-# **Parameters.** `SCALE` is `smoke` (CI), `small` (shown here: about 10 minutes on 2 CPU cores from an empty
+# **Parameters.** `SCALE` is `smoke` (CI), `small` (shown here: about 12 minutes on 2 CPU cores from an empty
 # results store), `medium` (200 and 1,000 rounds: about an hour) or `paper` (500 and 3,000 rounds, CIFAR-10; for a
 # GPU). Rerun with, e.g., `papermill 02_padamfed.ipynb out.ipynb -p SCALE small -y "SEEDS: [5, 6, 7, 8, 9]"`.
 # Finished runs are kept in the results store (`-p STORE off` recomputes everything).
