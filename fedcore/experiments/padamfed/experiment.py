@@ -317,7 +317,8 @@ def robustness_summary(tables: Mapping[str, pd.DataFrame], within: float = NEAR_
     measure, :func:`good_widths`); the same measured against the best method's score (:data:`MEASURES`)."""
     rows = {}
     for reading, table in tables.items():
-        means, top = common.mean_over_seeds(table), common.mean_over_seeds(table).max().max()
+        means = common.mean_over_seeds(table)
+        top = means.max().max()
         own, against_best = good_widths(table, within), good_widths(table, within, MEASURES[1])
         for method in means:
             span, best = common.good_span(means[method], within), means[method].idxmax()
