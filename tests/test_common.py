@@ -319,3 +319,67 @@ def test_a_recorded_table_reads_back_with_its_commit_and_date(tmp_path) -> None:
         records.record({"t": table}, "../x", "medium", root=tmp_path)
     with pytest.raises(ValueError, match="scale='huge'"):
         records.record({"t": table}, "01_fedopt", "huge", root=tmp_path)
+
+
+HALF_DECADES = [float(10.0 ** (k / 2)) for k in range(-4, 5)]  # 0.01 .. 100, 1 among them
+
+
+def _curves(centres: dict[int, float], height: float = 0.9, fall: float = 0.1) -> dict:
+    """A unimodal score per seed: ``height - fall (log10 v - centre)^2``."""
+    return {seed: (lambda v, c=centre: height - fall * (math.log10(v) - c) ** 2) for seed, centre in centres.items()}
+
+
+def _full(curves: dict, values: list[float]) -> pd.DataFrame:
+    return pd.DataFrame({seed: [f(v) for v in values] for seed, f in curves.items()}, index=values)
+
+
+def test_outward_sweep_gives_the_whole_grids_widths_from_fewer_runs() -> None:
+    """Run outward from 1 and stopped on a side at the first value where every seed (and the mean) lies more than
+    ``within`` below its best so far: the good spans and their interpolated widths, against the curve's own best and
+    against a higher reference, equal the whole grid's; the values beyond the stop are not run."""
+    curves, asked = _curves({0: 0.3, 1: 0.5, 2: 0.4}), []
+
+    def score_at(values: list[float]) -> pd.DataFrame:
+        asked.append(list(values))
+        return _full(curves, values)
+    outward = common.outward_sweep(score_at, HALF_DECADES, within=0.03)
+    full = _full(curves, HALF_DECADES)
+    # by hand (log10 v = x): the bests so far at x = 0.5 are 0.896, 0.900, 0.899; at x = -0.5 the seeds score
+    # 0.836, 0.800, 0.819, all more than 0.03 below: the lower side stops; at x = 1 seed 1 scores 0.875, within
+    # 0.03 of its 0.900: the upper side goes on; at x = 1.5 (0.756, 0.800, 0.779) it stops
+    assert asked == [[1.0], [10 ** -0.5, 10 ** 0.5], [10.0], [10 ** 1.5]]
+    ran = [v for v in HALF_DECADES if not outward.loc[v].isna().all()]
+    assert ran == [10 ** -0.5, 1.0, 10 ** 0.5, 10.0, 10 ** 1.5]
+    assert sorted(v for step in asked for v in step) == ran  # each value run once
+    pd.testing.assert_frame_equal(outward.loc[ran], full.loc[ran])
+    for seed in curves:
+        assert common.span_decades(outward[seed], 0.03) == pytest.approx(common.span_decades(full[seed], 0.03))
+        assert common.good_span(outward[seed], 0.03) == common.good_span(full[seed], 0.03)
+        higher = full[seed].max() + 0.01  # another method's better score: a span inside the own one
+        assert common.span_decades(outward[seed], 0.03, best=higher) == pytest.approx(
+            common.span_decades(full[seed], 0.03, best=higher))
+    means_full, means_out = full.mean(axis=1), outward.mean(axis=1, skipna=False)
+    assert common.good_span(means_out, 0.03) == common.good_span(means_full, 0.03)
+    # each side's last run value has fallen on every seed; the one before it has not on some seed
+    for side in (ran[0], ran[-1]):
+        assert (full.loc[side] < full.loc[ran].max() - 0.03).all()
+    assert not (full.loc[ran[1]] < full.loc[ran].max() - 0.03).all()
+
+
+def test_outward_sweep_stops_at_a_divergence_and_checks_its_start() -> None:
+    """A value where every seed diverged (NaN) ends its side; ``around`` must be one of the values."""
+    asked = []
+
+    def score_at(values: list[float]) -> pd.DataFrame:
+        asked.extend(values)
+        return pd.DataFrame({0: [0.8 if v <= 1 else math.nan for v in values],
+                             1: [0.81 if v <= 1 else math.nan for v in values]}, index=values)
+    table = common.outward_sweep(score_at, [0.01, 0.1, 1.0, 10.0, 100.0], within=0.03)
+    assert sorted(asked) == [0.01, 0.1, 1.0, 10.0]  # 100 never run
+    assert table.loc[10.0].isna().all() and table.loc[100.0].isna().all()
+    assert table.loc[0.01].tolist() == [0.8, 0.81]
+    assert table.loc[0.1].tolist() == [0.8, 0.81]  # flat below 1: runs to the grid's end
+    with pytest.raises(ValueError, match="around=1.0 is not one of values"):
+        common.outward_sweep(score_at, [0.1, 10.0], within=0.03)
+    with pytest.raises(ValueError, match="within"):
+        common.outward_sweep(score_at, [0.1, 1.0], within=-1)

@@ -477,6 +477,35 @@ def sweep_table(task: Task, builds: Mapping[str, Builder], name: str, values: Se
                                                  store=store, progress=progress).items()}, name)
 
 
+def outward_sweep(score_at: Callable[[list[float]], pd.DataFrame], values: Sequence[float], within: float,
+                  around: float = 1.0) -> pd.DataFrame:
+    """A sweep run outward from ``around`` (the default a user gets), one value of ``values`` at a time on each side,
+    and stopped on a side at the first value where every seed, and the mean over the seeds, lies more than
+    ``within`` below its best so far (or diverged).  On a curve that falls away from its best on both sides, the
+    values beyond can neither join the good range around ``around`` (:func:`good_span`, its own best or a higher
+    reference) nor carry its ends (:func:`span_decades`): the widths equal the whole grid's, at a fraction of its
+    runs.  ``score_at(values)`` runs those values: rows the values, one column per seed (NaN: diverged).  Returns a
+    row for every value of ``values`` (sorted), NaN where not run."""
+    check_range("within", within, 0)
+    values = sorted(float(check_number("values", value)) for value in values)
+    if around not in values:
+        raise ValueError(f"around={around!r} is not one of values={values}: the sweep starts from it")
+    last = dict.fromkeys((-1, 1), values.index(around))  # the last index run on each side
+    table = score_at([around])
+    open_sides = [side for side in last if 0 <= last[side] + side < len(values)]
+    while open_sides:
+        for side in open_sides:
+            last[side] += side
+        table = pd.concat([table, score_at([values[last[side]] for side in open_sides])])
+        best, mean_best = table.max(), table.mean(axis=1, skipna=False).max()
+        fallen = {side: bool(((table.loc[values[last[side]]] < best - within)
+                              | table.loc[values[last[side]]].isna()).all())
+                  and not table.loc[values[last[side]]].mean(skipna=False) >= mean_best - within
+                  for side in open_sides}
+        open_sides = [side for side in open_sides if not fallen[side] and 0 <= last[side] + side < len(values)]
+    return table.reindex(values)
+
+
 def best_value(table: pd.DataFrame, method: str | None = None) -> float:
     """The value (a rate, a constant, a multiplier; a row of ``table``) with the best mean over the seeds: of
     ``method``'s columns of a ``(method, seed)`` table, or of a table with one column per seed."""

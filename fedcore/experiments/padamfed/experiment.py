@@ -273,22 +273,26 @@ def scaled(method: str, hyperparameters: Mapping[str, float], multiplier: float,
 
 
 def robustness(task: Task, builders: Mapping[str, Builder], points: Mapping[str, Mapping[str, float]],
-               factors: Sequence[float], seeds: Sequence[int], *, store: Store | None = None,
-               progress: bool = False) -> dict[str, pd.DataFrame]:
-    """``{reading: table}``: the task's score of every method of ``builders`` at every multiplier of ``factors``
-    (rows) from its point (:func:`points`) under each reading (:func:`scaled`), from every seed (columns: method,
-    seed; NaN: diverged), through :func:`fedcore.experiments.common.sweep_table`.  FedAvg and SCAFFOLD run once:
-    both readings move their one rate."""
+               factors: Sequence[float], seeds: Sequence[int], *, within: float = NEAR_BEST,
+               store: Store | None = None, progress: bool = False) -> dict[str, pd.DataFrame]:
+    """``{reading: table}``: the task's score of every method of ``builders`` at the multipliers of ``factors``
+    (rows; 1 among them) from its point (:func:`points`) under each reading (:func:`scaled`), from every seed
+    (columns: method, seed; NaN: diverged or not run).  Each method's curve is run outward from 1 and stops on a side
+    once every seed has fallen more than ``within`` below its best
+    (:func:`~fedcore.experiments.common.outward_sweep`): the good ranges are the whole grid's.  FedAvg and SCAFFOLD
+    run once: both readings move their one rate."""
     factors, tables = [check_positive("factors", factor) for factor in factors], {}
+    if 1.0 not in factors:
+        raise ValueError(f"factors={factors} must hold 1, the point every curve starts from")
 
-    def build(method: str, reading: str) -> Callable[[float], Any]:
-        return lambda multiplier: builders[method](**scaled(method, points[method], multiplier, reading))
+    def curve(method: str, reading: str) -> pd.DataFrame:
+        build = {method: lambda multiplier: builders[method](**scaled(method, points[method], multiplier, reading))}
+        return common.outward_sweep(lambda values: common.sweep_table(
+            task, build, "multiplier", values, seeds, store=store, progress=progress)[method], factors, within)
     for reading in READINGS:  # FedAvg and SCAFFOLD run once: both readings move their one rate
-        moved = [method for method in builders if reading == READINGS[0] or method in TWO_RATES]
-        table = common.sweep_table(task, {method: build(method, reading) for method in moved}, "multiplier",
-                                   factors, seeds, store=store, progress=progress)
-        tables[reading] = pd.concat({method: (table if method in moved else tables[READINGS[0]])[method]
-                                     for method in builders}, axis=1, names=["method"])
+        tables[reading] = pd.concat({method: curve(method, reading) if reading == READINGS[0] or method in TWO_RATES
+                                     else tables[READINGS[0]][method] for method in builders},
+                                    axis=1, names=["method"]).rename_axis("multiplier")
     return tables
 
 
