@@ -373,6 +373,30 @@ def test_fedli_lu_rounds_match_a_hand_computation(hyperparameters: dict, x0: lis
     assert {"inside": 0 < first < 1, "one": first == 1.0, "zero": first == 0.0}[clipped]
 
 
+@pytest.mark.parametrize(("losses", "capped"), [([0.9, 1.1], True), ([1e-4, 3e-4], False)])
+def test_fedli_lu_step_is_a_polyak_step_capped_at_eta(losses: list[float], capped: bool) -> None:
+    """Without weight decay and momentum, and eps negligible, DFW's plain step is ``min(eta, L / ||d||^2) d``:
+    Polyak's step with f* = 0 and the clients' loss average L for f(x), capped at eta; the scale option divides the
+    clients' move first (d = -Delta / scale), and the run's identity holds the scale only when it is not 1."""
+    server = algorithms.deep_frank_wolfe(eta=0.5, mu=0.0, weight_decay=0.0, eps=1e-300)
+    x = torch.tensor([[[1.0, -2.0]]], dtype=F64)
+    delta = torch.tensor([[[0.03, -0.04]]], dtype=F64)  # ||d||^2 = 0.0025
+    client_losses = torch.tensor([[[losses[0]], [losses[1]]]], dtype=F64)
+    weights = torch.tensor([[[0.25, 0.75]]], dtype=F64)
+    L = 0.25 * losses[0] + 0.75 * losses[1]  # 1.05, or 2.5e-4
+    step, state = server.update(delta, server.init(x), x=x, client_losses=client_losses, weights=weights)
+    polyak = min(0.5, L / 0.0025)  # 0.5 (capped: gamma = 1), or 0.1 (gamma = 0.2)
+    torch.testing.assert_close(step, polyak * delta, rtol=1e-12, atol=0)  # x - eta gamma d = x + polyak Delta
+    assert float(state["gamma"]) == pytest.approx(1.0 if capped else 0.2, rel=1e-12)
+    scaled = algorithms.deep_frank_wolfe(eta=0.5, mu=0.0, weight_decay=0.0, eps=1e-300, scale=0.1)
+    step, state = scaled.update(delta, scaled.init(x), x=x, client_losses=client_losses, weights=weights)
+    d_squared = 0.0025 / 0.01  # d = -Delta / 0.1
+    torch.testing.assert_close(step, min(0.5, L / d_squared) * delta / 0.1, rtol=1e-12, atol=0)
+    assert ("scale", 0.1) in scaled.options and not any(key == "scale" for key, _ in server.options)
+    with pytest.raises(ValueError, match="scale=0.0 must be > 0"):
+        algorithms.fedli_lu(0.1, pseudo_gradient_scale=0.0)
+
+
 def test_fedli_lu_gamma_stays_in_the_unit_interval() -> None:
     """Over 25 rounds with sampled clients and minibatches, for a server step that saturates (eta = 0.01) and one
     that does not (eta = 5): gamma in [0, 1] every round, and with eta = 5 it is strictly inside in some rounds."""

@@ -137,35 +137,48 @@ fedli_ls = FedLiLS  # its hyperparameters by keyword, with SLS's defaults
 
 
 def deep_frank_wolfe(
-    *, eta: float = 0.01, mu: float = 0.9, weight_decay: float = 1e-5, eps: float = 1e-5,
+    *, eta: float = 0.01, mu: float = 0.9, weight_decay: float = 1e-5, eps: float = 1e-5, scale: float = 1.0,
 ) -> ServerOptimizer:
-    """FedLi-LU's server (Algorithm 2): the DFW step on ``d = -Delta`` with the weighted mean client loss ``L``,
-    ``gamma = clip((L - eta <d, r>) / (eta ||d||^2 + eps), 0, 1)``, ``r = weight_decay x``, then momentum
-    ``z <- mu z - eta gamma (d + r)``, ``x <- x - eta (r + gamma d) + mu z``.  The state keeps ``z`` and ``gamma``."""
+    """FedLi-LU's server (Algorithm 2): the DFW step on ``d = -Delta / scale`` with the weighted mean client loss
+    ``L``, ``gamma = clip((L - eta <d, r>) / (eta ||d||^2 + eps), 0, 1)``, ``r = weight_decay x``, then momentum
+    ``z <- mu z - eta gamma (d + r)``, ``x <- x - eta (r + gamma d) + mu z``.  The state keeps ``z`` and ``gamma``.
+
+    **A Polyak step.**  Without weight decay and ``eps``, ``eta gamma = min(eta, L / ||d||^2)``: the plain step
+    ``eta gamma d`` is Polyak's ``(f(x) - f*) / ||g||^2`` along ``d`` with ``f* = 0`` and ``L`` for ``f(x)``, capped
+    at ``eta``.  ``d`` is the clients' move (``scale = 1``), about ``client_lr K`` times a gradient, so ``||d||^2`` is
+    small, the cap binds (``gamma = 1``) and ``eta`` acts as a server learning rate; ``scale = client_lr K`` puts
+    ``d`` on the gradient's scale (an ablation, not the paper's)."""
     check_positive("eta", eta)
     check_range("mu", mu, 0, 1)
     check_range("weight_decay", weight_decay, 0)
     check_positive("eps", eps)
+    check_positive("scale", scale)
 
     def init(x: Tensor) -> State:
         return {"z": torch.zeros_like(x), "gamma": per_run_scalar(x, 0.0)}
 
     def update(delta: Tensor, state: State, *, x: Tensor, client_losses: Tensor, weights: Tensor,
                **extras: Tensor) -> tuple[Tensor, State]:
-        d, r = -delta, weight_decay * x
+        d, r = -delta / scale, weight_decay * x
         L = weights @ client_losses  # the pseudo-objective
         gamma = ((L - eta * dot(d, r)) / (eta * dot(d, d) + eps)).clamp(0, 1)
         z = mu * state["z"] - eta * gamma * (d + r)
         return -eta * (r + gamma * d) + mu * z, {"z": z, "gamma": gamma}
 
-    every = (("rule", "deep_frank_wolfe"), ("eta", eta), ("mu", mu), ("weight_decay", weight_decay), ("eps", eps))
+    every = (("rule", "deep_frank_wolfe"), ("eta", eta), ("mu", mu), ("weight_decay", weight_decay), ("eps", eps),
+             *((("scale", scale),) if scale != 1.0 else ()))  # the default keeps the runs' identity
     return ServerOptimizer(init, update, f"deep_frank_wolfe(eta={shown(eta)}, mu={shown(mu)}, "
-                           f"weight_decay={shown(weight_decay)}, eps={shown(eps)})", every, reports=("gamma",))
+                           f"weight_decay={shown(weight_decay)}, eps={shown(eps)}"
+                           + (f", scale={shown(scale)})" if scale != 1.0 else ")"), every, reports=("gamma",))
 
 
 def fedli_lu(
     client_lr: float | Schedule, *, eta: float = 0.01, mu: float = 0.9, weight_decay: float = 1e-5, eps: float = 1e-5,
+    pseudo_gradient_scale: float = 1.0,
 ) -> FedOpt:
     """FedLi-LU: SGD clients at ``client_lr``, the server's Deep-Frank-Wolfe step with momentum (the authors'
-    constants ``eta = 0.01``, ``mu = 0.9``, ``weight_decay = 1e-5``, ``eps = 1e-5``); each round reports ``gamma``."""
-    return FedOpt(client_lr, deep_frank_wolfe(eta=eta, mu=mu, weight_decay=weight_decay, eps=eps), "FedLi-LU")
+    constants ``eta = 0.01``, ``mu = 0.9``, ``weight_decay = 1e-5``, ``eps = 1e-5``); each round reports ``gamma``.
+    The step is a Polyak step capped at ``eta`` (:func:`deep_frank_wolfe`); ``pseudo_gradient_scale`` divides the
+    clients' move before it (``client_lr K``: the gradient's scale, an ablation)."""
+    return FedOpt(client_lr, deep_frank_wolfe(eta=eta, mu=mu, weight_decay=weight_decay, eps=eps,
+                                              scale=pseudo_gradient_scale), "FedLi-LU")
