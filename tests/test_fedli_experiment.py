@@ -297,3 +297,44 @@ def test_server_steps_by_hand() -> None:
     assert lu_row["server step"] == "gamma_t" and lu_row[beyond] == 3 and lu_row["min"] == 0.25  # clipped at 1
     assert steps.round(1).loc[("femnist", "FedLi-LS"), "min"] == 0.2  # numeric columns, so the notebook can round
     assert steps["rounds (all seeds)"].dtype.kind == "i"  # counts print as counts
+
+
+def test_step_means_capped_rounds_and_the_gamma_table_by_hand() -> None:
+    """Each seed's mean eta_g (0.6 and 0.9), the rounds where FedLi-LU's gamma_t sits at its cap (3 of 4), and the
+    gamma table: shares, means and the paired difference of two labels' scores (+1 on every seed: confirmed)."""
+    ls = [_history([{"round": 1, "eta_g": 0.2}, {"round": 2, "eta_g": 1.0}]),
+          _history([{"round": 1, "eta_g": 1.5}, {"round": 2, "eta_g": 0.3}])]
+    lu = [_history([{"round": 1, "gamma": 1.0}, {"round": 2, "gamma": 0.25}]),
+          _history([{"round": 1, "gamma": 1.0}, {"round": 2, "gamma": 1.0}])]
+    means = experiment.step_means({"femnist": {"FedLi-LS": ls, "FedAvg": [_history([{"round": 1}])] * 2}})
+    assert list(means.index) == [("femnist", "FedLi-LS")]
+    assert means.loc[("femnist", "FedLi-LS")].tolist() == pytest.approx([0.6, 0.9])
+    assert experiment.step_means({"femnist": {"FedLi-LU": lu}}, "gamma").loc[("femnist", "FedLi-LU")].tolist() == \
+        pytest.approx([0.625, 1.0])
+    with pytest.raises(ValueError, match="no run reports 'eta_g'"):
+        experiment.step_means({"femnist": {"FedLi-LU": lu}})
+    assert experiment.capped_rounds(lu) == (3, 4)
+    ablated = [_history([{"round": 1, "gamma": 0.5}, {"round": 2, "gamma": 0.5}])] * 2
+    table = experiment.gamma_table({"FedLi-LU": (lu, [80.0, 81.0]), "ablation": (ablated, [81.0, 82.0])}, "FedLi-LU")
+    assert table.loc["FedLi-LU", "rounds at gamma_t = 1 (%)"] == 75.0
+    assert table.loc["ablation", "rounds at gamma_t = 1 (%)"] == 0.0 and table.loc["ablation", "mean gamma_t"] == 0.5
+    assert table.loc["FedLi-LU", "mean gamma_t"] == pytest.approx(0.812, abs=1e-3)  # (1 + 0.25 + 1 + 1) / 4
+    assert table.loc["ablation"].iloc[-1].startswith("+1.00 [+1.00, +1.00]") and "(confirmed)" in \
+        table.loc["ablation"].iloc[-1]
+    with pytest.raises(ValueError, match="reference='FedAvg' is not one of the runs"):
+        experiment.gamma_table({"FedLi-LU": (lu, [80.0, 81.0])}, "FedAvg")
+
+
+def test_gamma_sweep_reads_the_dfw_sweeps_runs(femnist) -> None:
+    """gamma_t of FedLi-LU at each DFW eta: the runs constant_sweep made (the same runs: their gamma is that of a
+    direct simulate), and the authors' eta = 0.01 capped in every round here."""
+    table = experiment.gamma_sweep(femnist, 0.1, [0.01, 1.0], [0, 1])
+    assert list(table.index) == [0.01, 1.0]
+    direct = simulate(femnist.problem(0), algorithms.fedli_lu(0.1, eta=1.0), seed=0, x0=femnist.initial([0])[0],
+                      progress=False, **femnist.settings)
+    other = simulate(femnist.problem(1), algorithms.fedli_lu(0.1, eta=1.0), seed=1, x0=femnist.initial([1])[1],
+                     progress=False, **femnist.settings)
+    gammas = pd.concat([direct.frame["gamma"].dropna(), other.frame["gamma"].dropna()])
+    assert table.loc[1.0, "mean gamma_t"] == pytest.approx(float(gammas.mean()))
+    assert table.loc[1.0, "smallest gamma_t"] == pytest.approx(float(gammas.min()))
+    assert table.loc[0.01, "rounds at gamma_t = 1 (%)"] == 100.0

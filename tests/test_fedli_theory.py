@@ -40,6 +40,20 @@ def test_two_client_run_ascends_globally_while_each_client_descends() -> None:
     assert [round(v, 3) for v in one_step.global_objective] == [0.5, 0.496]
 
 
+def test_one_step_clients_raise_the_global_objective_at_k_1() -> None:
+    """theory.ONE_STEP_CLIENTS by hand: client 1 (f_1 = 10 x^2, slope -20 at -1) backtracks from 1 to 0.9^23 (Armijo:
+    eta <= 0.9 / 10), x_1 = -1 + 20 * 0.9^23; client 2 (slope 14.4) keeps 1 (1 <= 0.9 / 0.8), x_2 = -15.4; the global
+    objective (f_1 + f_2) / 2 goes from 37.4 to f((x_1 + x_2) / 2), more than 7 times."""
+    run = theory.two_client_run(**theory.ONE_STEP_CLIENTS, local_steps=1, rounds=1)
+    x1, x2 = -1 + 20 * 0.9**23, -15.4
+    assert run.x[1] == pytest.approx((x1 + x2) / 2, rel=1e-12)
+    assert run.own_after[0] == pytest.approx([10 * x1**2, 0.8 * (x2 + 10) ** 2], rel=1e-12)
+    assert run.own_after[0][0] < run.own_before[0][0] and run.own_after[0][1] < run.own_before[0][1]
+    assert run.global_objective[0] == pytest.approx(37.4)
+    assert run.global_objective[1] == pytest.approx((10 * run.x[1] ** 2 + 0.8 * (run.x[1] + 10) ** 2) / 2)
+    assert run.global_objective[1] > 7 * run.global_objective[0]
+
+
 def test_remark2_instance_by_hand() -> None:
     """f_1 = (x^2-1)^2 + 3x, f_2 = (x^2-1)^2 - 3x at x_0 = 0.5: slopes 4 * 0.5 * (-0.75) +- 3 = 1.5, -4.5;
     x_1 = 0.5 - 0.5 * 1.5 = -0.25, x_2 = 0.5 + 0.05 * 4.5 = 0.725, mean 0.2375."""

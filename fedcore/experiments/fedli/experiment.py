@@ -219,6 +219,62 @@ def server_steps(results: Mapping[str, Mapping[str, Sequence[History]]]) -> pd.D
     return pd.DataFrame.from_dict(rows, orient="index").rename_axis(["task", "method"])
 
 
+def step_means(results: Mapping[str, Mapping[str, Sequence[History]]], column: str = "eta_g") -> pd.DataFrame:
+    """Per (task, method) whose runs report ``column`` (FedLi-LS's ``eta_g``, FedLi-LU's ``gamma``), each seed's
+    mean over its rounds: rows ``(task, method)``, one column per seed (in the runs' order)."""
+    rows = {(task, method): [float(h.frame[column].dropna().mean()) for h in histories]
+            for task, by_method in results.items() for method, histories in by_method.items()
+            if column in histories[0].frame}
+    if not rows:
+        raise ValueError(f"no run reports {column!r}: give FedLi-LS's runs (eta_g) or FedLi-LU's (gamma)")
+    return pd.DataFrame(list(rows.values()), index=pd.MultiIndex.from_tuples(list(rows), names=["task", "method"]))
+
+
+def capped_rounds(histories: Sequence[History]) -> tuple[int, int]:
+    """``(rounds with gamma_t = 1, rounds)`` over FedLi-LU's runs ``histories``: where ``gamma_t`` is clipped at 1 the
+    clients' loss average does not enter the step (:func:`fedcore.algorithms.deep_frank_wolfe`)."""
+    gammas = pd.concat([h.frame["gamma"].dropna() for h in histories])
+    return int((gammas >= 1.0).sum()), len(gammas)
+
+
+ABLATION = "FedLi-LU, pseudo-gradient / (client rate K)"
+"""FedLi-LU with its pseudo-gradient on the gradient's scale (``fedli_lu(pseudo_gradient_scale=client_lr K)``): an
+ablation of ours, where the Polyak step can fall below its cap."""
+
+
+def gamma_table(runs: Mapping[str, tuple[Sequence[History], Sequence[float]]], reference: str) -> pd.DataFrame:
+    """Per label of ``runs`` (``{label: (FedLi-LU's histories, their scores)}``, one of each per seed): the score
+    (mean ± sd), the share of rounds with ``gamma_t = 1`` and the mean ``gamma_t`` over all rounds and seeds, and the
+    paired difference from ``reference``'s scores (mean [95% interval], p; outcome)."""
+    if reference not in runs:
+        raise ValueError(f"reference={reference!r} is not one of the runs {list(runs)}")
+    rows = {}
+    for label, (histories, scores) in runs.items():
+        at_one, rounds = capped_rounds(histories)
+        gammas = pd.concat([h.frame["gamma"].dropna() for h in histories])
+        rows[label] = {"accuracy (%, mean ± sd)": common.mean_sd_cell(scores),
+                       "rounds at gamma_t = 1 (%)": round(100 * at_one / rounds, 1),
+                       "mean gamma_t": round(float(gammas.mean()), 3),
+                       f"minus {reference} (points, mean [95% interval], p)": "-" if label == reference else
+                       "{1} ({0})".format(*compare(list(scores), list(runs[reference][1])))}
+    return pd.DataFrame(rows).T
+
+
+def gamma_sweep(task: Task, client_lr: float, values: Sequence[float], seeds: Sequence[int], *,
+                store: Store | None = None, progress: bool = False) -> pd.DataFrame:
+    """FedLi-LU's Deep-Frank-Wolfe ``gamma_t`` at each DFW ``eta`` of ``values`` (its clients at ``client_lr``; the
+    runs of :func:`constant_sweep`, read back from ``store``): per ``eta`` the share of rounds with ``gamma_t = 1``
+    (the cap: the step is ``eta`` times the pseudo-gradient), the mean and the smallest ``gamma_t``, all seeds."""
+    ran = run(task, {f"{eta:g}": partial(algorithms.fedli_lu, client_lr, eta=eta) for eta in values}, seeds,
+              store=store, progress=progress)[task.name]
+    rows = {}
+    for eta, label in zip(values, ran):
+        gammas = pd.concat([h.frame["gamma"].dropna() for h in ran[label]])
+        rows[eta] = {"rounds at gamma_t = 1 (%)": round(100 * float((gammas >= 1.0).mean()), 1),
+                     "mean gamma_t": float(gammas.mean()), "smallest gamma_t": float(gammas.min())}
+    return pd.DataFrame(rows).T.rename_axis("DFW eta")
+
+
 def client_rate_sweep(task: Task, chosen: Mapping[str, Mapping[str, float]], seeds: Sequence[int],
                       rates: Sequence[float] = CLIENT_LRS, *, store: Store | None = None,
                       progress: bool = False) -> pd.DataFrame:

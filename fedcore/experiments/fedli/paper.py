@@ -176,7 +176,9 @@ class Evidence:
     (``Results.scores``) with each task's trivial ``baselines``; the client-rate sweeps ``rates`` (``{"tables":
     ..., "long": ...}``) with the baselines' ``tuned_rates``; FedLi's ``constants`` (``{setting: sweep}``, described
     by ``constant_settings``); the ``scale``, and per task (and :data:`SWEEPS`, :data:`LONG`) the ``Scope`` of its
-    runs."""
+    runs; FedLi-LS under each server rule (``server_rules``: scores, rows ``(task, rule)``, one column per seed;
+    ``server_step_means``: each run's mean ``eta_g``, alike) and FedLi-LU's ``gamma_rounds`` (``{runs: (rounds
+    with gamma_t = 1, rounds)}``)."""
 
     shared_gaps: Sequence[float]
     shared_bound: float
@@ -191,6 +193,9 @@ class Evidence:
     constant_settings: Mapping[str, Mapping[str, Any]] | None = None
     scale: str = "?"
     scopes: Mapping[str, Scope] | None = None
+    server_rules: pd.DataFrame | None = None
+    server_step_means: pd.DataFrame | None = None
+    gamma_rounds: Mapping[str, tuple[int, int]] | None = None
 
     def __post_init__(self) -> None:
         trained = [] if self.accuracy is None else list(self.accuracy.index.get_level_values("task"))
@@ -317,11 +322,56 @@ def _least_tuning(e: Evidence) -> Judgement:
                          + ", ".join(f"minus {m} {family.said(m)}" for m in BASELINE_RATES), e.runs_scope([LONG]))
 
 
+def _lost(e: Evidence) -> Judgement:
+    return Judgement("their statements are lost in our copy of the text (only the headings of Sections 5.1 and 5.3 "
+                     "survive): nothing to test", NOT_TESTABLE, e.exact_scope("the text"))
+
+
+ONE_RULE = "FedLi-LS (server step 1, cap 10)"
+"""The convex rule ``eta_g = 1`` (``experiment.SERVER_RULES``), against which the largest-client-step rule is read."""
+
+
+def _larger_server_step(e: Evidence) -> Judgement:
+    """Section 3: "a larger server-side step-size offsets the small client-side step-size", so FedLi-LS's server
+    takes the largest client step: read as ``eta_g`` above 1 (larger than the convex rule's) and an accuracy above
+    the convex rule's, paired over seeds on each task."""
+    if e.server_rules is None or e.server_step_means is None:
+        return Judgement("no runs of the server rules", NOT_TESTABLE, e.runs_scope([]))
+    tasks, checks = list(dict.fromkeys(e.server_rules.index.get_level_values(0))), {}
+    for task in tasks:
+        steps = e.server_step_means.loc[(task, "FedLi-LS")]
+        checks[f"{task}: eta_g - 1"] = compare(list(steps), [1.0] * len(steps), digits=3)
+        checks[f"{task}: accuracy, largest step - step 1"] = compare(e.server_rules.loc[(task, "FedLi-LS")],
+                                                                     e.server_rules.loc[(task, ONE_RULE)])
+    family = Family(checks)
+    return family.judged("; ".join(f"{label} {family.short(label)}" for label in checks), e.runs_scope(tasks))
+
+
+def _substitute(e: Evidence) -> Judgement:
+    """The abstract: the clients' loss average is "a practical and effective substitute" for f(x_t) in FedLi-LU's
+    step.  Where gamma_t = 1 (the cap) the loss never enters the step, and any other number would do as well."""
+    if not e.gamma_rounds:
+        return Judgement("no FedLi-LU runs", NOT_TESTABLE, e.runs_scope([]))
+    capped = sum(at for at, _ in e.gamma_rounds.values())
+    total = sum(rounds for _, rounds in e.gamma_rounds.values())
+    found = "; ".join(f"{runs}: gamma_t = 1 in {at} of {rounds} rounds" for runs, (at, rounds) in
+                      e.gamma_rounds.items())
+    why = ("the step is capped in every round, so the loss never enters it" if capped == total else
+           f"the loss entered the step in {total - capped} rounds, but no run had f(x_t) to set beside it")
+    tasks = [] if e.accuracy is None else list(dict.fromkeys(e.accuracy.index.get_level_values("task")))
+    return Judgement(f"{found}: {why}", NOT_TESTABLE, e.runs_scope(tasks))
+
+
 CLAIMS: tuple[Claim, ...] = (
     Claim("Descent-ensuring client steps give descent of the convex global objective (Lemma 3, Remark 1)", _descent),
     Claim("Linear convergence to the optimum for strongly convex objectives (Section 5; read: a linear rate and the "
           "optimum reached, so a rate to another point does not satisfy it)", _linear),
     Claim("For non-convex clients, local descent need not give global descent (Remark 2)", _remark2),
+    Claim("Theorems 1 and 3: FedLi-LS's rates for convex and non-convex objectives (Section 5)", _lost),
+    Claim("The largest client step as the server's step: 'a larger server-side step-size offsets the small "
+          "client-side step-size' (Section 3; read: eta_g above 1, accuracy above eta_g = 1)", _larger_server_step),
+    Claim("The clients' loss average is 'a practical and effective substitute' for f(x_t) in FedLi-LU's step "
+          "(abstract)", _substitute),
     Claim("Hyper-parameter-free (title, Section 1): FedLi's constants, set once, need no tuning; judged as their "
           "good span around the default against the baselines' tuned client rate", _free),
     Claim("For FedLi-LU 'hyperparameter tuning is almost the least effort-taking' (Appendix C): its clients' SGD "

@@ -27,6 +27,10 @@ SHARED_LINE_SEARCH = {"init_step_size": 10.0}
 CONVEX_CLIENTS = {"a": (0.01, 1.1), "b": (10.0, 0.0), "x0": 0.0}
 """Two convex clients, ``f_1(x) = 0.01 (x - 10)^2`` and ``f_2(x) = 1.1 x^2`` (off the Armijo tie of ``x^2``), from
 ``x_0 = 0``; the optimum of their mean is ``x* = 10 / 111``."""
+ONE_STEP_CLIENTS = {"a": (10.0, 0.8), "b": (0.0, -10.0), "x0": -1.0}
+"""``f_1(x) = 10 x^2`` and ``f_2(x) = 0.8 (x + 10)^2`` from ``x_0 = -1``: with one Armijo step each (K = 1, exact
+gradients) client 1 backtracks to ``0.9^23`` and client 2 keeps 1 and overshoots; both descend, their mean raises
+the global objective about sevenfold (Lemma 3 fails at K = 1 too)."""
 TWO_CLIENT_LINE_SEARCH = {"eta_max": 1.0, "init_step_size": 1.0, "fallback_step_size": None}
 """Its line search: c = 0.1, backtrack 0.9, every step from 1 (its numbers are checked by hand in the tests)."""
 
