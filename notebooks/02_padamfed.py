@@ -35,7 +35,7 @@
 # SCAFFOLD-M and SCAFFOLD-M-VR **tuned** on Fashion-MNIST at two horizons, and the design one ingredient at a time;
 # (4) the robustness figure; (5) CIFAR-10 at `paper` scale; (6) the claims' verdicts.
 #
-# **Parameters.** `SCALE` is `smoke` (CI), `small` (shown here: about 12 minutes on 2 CPU cores from an empty
+# **Parameters.** `SCALE` is `smoke` (CI), `small` (shown here: about 8 minutes on 2 CPU cores from an empty
 # results store), `medium` (200 and 1,000 rounds: about an hour) or `paper` (500 and 3,000 rounds, CIFAR-10; for a
 # GPU). Rerun with, e.g., `papermill 02_padamfed.ipynb out.ipynb -p SCALE small -y "SEEDS: [5, 6, 7, 8, 9]"`.
 # Finished runs are kept in the results store (`-p STORE off` recomputes everything).
@@ -310,9 +310,9 @@ with pd.option_context("display.max_colwidth", None):
 steps
 
 # %% [markdown]
-# The baselines are tuned by a grid search (ours; SCAFFOLD-M over $\eta$ and $\beta$ with $\gamma = \eta K$), each
-# point run for the full $T$ on the tuning seeds: the most favourable tuning a baseline can get. The claim's
-# reference is the best tuned baseline, picked on the tuning seeds.
+# The baselines are tuned by a grid search (ours; $\gamma = \eta K$), each point run for the full $T$ on the tuning
+# seeds. SCAFFOLD-M's $\beta$ is searched on the short horizon; SCAFFOLD-M-VR and the long horizon search
+# the rate at that $\beta$ (`experiment.tune_horizons`). The claim's reference is the best tuned baseline.
 
 # %%
 grids = common.grids_at(SCALE, experiment.GRIDS)  # at smoke, each axis's two ends
@@ -321,8 +321,7 @@ with pd.option_context("display.max_colwidth", None):
                        for method, grid in grids.items()}, name="grid").to_frame())
 
 # %%
-tunings = {name: common.tune(task, builders[name], {m: g for m, g in grids.items() if m in builders[name]},
-                             tuning_seeds, store=store, progress=PROGRESS) for name, task in tasks.items()}
+tunings = experiment.tune_horizons(tasks, builders, grids, tuning_seeds, store=store, progress=PROGRESS)
 best = {name: experiment.best_tuned(tuning) for name, tuning in tunings.items()}  # the claim's reference
 for name, tuning in tunings.items():
     edges = tuning.on_edge()
@@ -367,22 +366,20 @@ records.beside(accuracy.fillna("not run"), "02_padamfed", "accuracy", label=f"ou
 #
 # **The design, one ingredient at a time.** The slides build PAdaMFed in three steps: normalized local steps (each
 # client walks a fixed length, whatever its gradient's scale), a momentum shared through the server (it averages the
-# noise over rounds), and control variates (each client corrects towards the federation's gradient). Each step below
-# runs at Theorem 1's $\eta$ and $\gamma$, the first without momentum ($\beta = 1$), then Theorem 1's $\beta$
-# (`fedcore.experiments.padamfed.design`); the last is PAdaMFed itself. The difference from the step before is
-# paired by seed (95% interval, uncorrected):
+# noise over rounds), and control variates (each client corrects towards the federation's gradient). On the long
+# horizon (`design`), each step at Theorem 1's $\eta$ and $\gamma$, the first without momentum ($\beta = 1$), then
+# Theorem 1's $\beta$; the last is PAdaMFed. Each minus the step before, paired by seed (95% interval, uncorrected):
 
 # %%
-story = {name: common.run(task, design.design_steps({key: task.settings[key] for key in
-                                                       ("clients_per_round", "local_steps", "rounds")}),
-                          seeds, store=store, progress=PROGRESS) for name, task in tasks.items()}
+long = "fashion_mnist_long"  # the long horizon
+story = common.run(tasks[long], design.design_steps({key: tasks[long].settings[key] for key in
+                                                     ("clients_per_round", "local_steps", "rounds")}),
+                   seeds, store=store, progress=PROGRESS)
 with pd.option_context("display.max_colwidth", None):
-    display(pd.concat({name: design.effects(runs.scores().loc[name]) for name, runs in story.items()},
-                      names=["task"]))
+    display(design.effects(story.scores().loc[long]))
 
 # %% [markdown]
-# Each added ingredient helps on both horizons, the momentum most where Theorem 1's $\beta$ is small (0.18, the long
-# horizon).
+# Each added ingredient helps, the momentum most (Theorem 1's $\beta$ is 0.18 here).
 #
 # **Readings of the algorithm.** The same runs with line 1 for the first round's clients only (it saves $N - S$
 # uploads) and with the variance-reduced methods' server momentum as the clients' mean direction (PAdaMFed-VR and
@@ -407,20 +404,21 @@ with pd.option_context("display.max_colwidth", None):
 #
 # ## 4. Robustness to the learning rate (the slides' second figure)
 #
-# Each method's step sizes multiplied from its own default (the theorems' or the tuned ones) by half-decades, on the
-# five judging seeds: at `small` from $10^{-1.5}$ to $10^{1.5}$ on the long horizon, the theorems' regime (`medium`
+# Each method's step sizes multiplied from its default (the theorems' or tuned) by half-decades, on the five
+# judging seeds: at `small` from $10^{-1.5}$ to $10^{1.5}$ on the long horizon, the theorems' regime (`medium`
 # sweeps both horizons from $10^{-2}$ to $10^2$). The slides do not say which rates their x-axis moves, so two
 # readings: **every rate** multiplies every learning rate a method has, **local rate** $\eta$ alone (PAdaMFed's and
 # SCAFFOLD-M's server step stays $\gamma$). FedAvg and SCAFFOLD have one rate. PAdaMFed-VR is swept on the short
-# horizon only (`experiment.SWEPT_AT`), so at `small` section 6's robustness rows judge PAdaMFed.
+# horizon only, so at `small` the robustness rows judge PAdaMFed.
 #
 # **The good range** of a method: the contiguous multipliers around 1 (the default a user gets) scoring within three
-# points of the method's best ("none" when 1 itself is not), and, since a method can be stable at a poor score,
-# within three points of **the best method's** score. Filled markers: in the good range (its own); where
-# a line stops, the run diverged. Below the figure: its points (mean over the seeds), then per reading and method the
-# best multiplier, both good ranges of the mean scores, and each seed's width in decades against that seed's own
-# reference, its ends interpolated between the multipliers (what section 6 compares; a range that reaches an end of
-# the grid may extend beyond it, so its width is a lower bound).
+# points of its own best ("none" when 1 is not), or, since a method can be stable at a poor score, of **the best
+# method's** score. Each curve runs outward from 1 and stops on a side once every seed lies more than three points
+# below its best (`common.outward_sweep`): points beyond could not change a range. Filled markers: in the own good
+# range; a line ends where a run diverged or the curve had fallen. Below the figure: its points (mean over seeds),
+# then per reading and method the best multiplier, both good ranges of the mean scores, and each seed's width in
+# decades, ends interpolated between multipliers (what section 6 compares; a range reaching a grid end is a lower
+# bound).
 
 # %%
 factors = scale.factors()  # half-decades
@@ -431,7 +429,7 @@ for name, tables in robustness.items():
     shown = figures.RobustnessDisplay.from_tables(tables).plot(title=f"{name}: ")
     plots.savefig(shown.figure_, f"02_robustness_{name}.png", FIGURES)
     means = pd.concat({reading: 100 * common.mean_over_seeds(table) for reading, table in tables.items()}, axis=1)
-    display(means.rename_axis(f"{name}: multiplier").map("{:.1f}".format))  # the figure's points, % (NaN: diverged)
+    display(means.rename_axis(f"{name}: multiplier").map("{:.1f}".format))  # the figure's points, % (nan: diverged or not run)
 summary = pd.concat({name: experiment.robustness_summary(tables) for name, tables in robustness.items()})
 summary
 

@@ -571,7 +571,8 @@ def test_tune_horizons_searches_beta_once_on_the_short_horizon(tiny) -> None:
     builders = {name: {m: functools.partial(b, initialization="first_round")  # line 1 on every client: 6 s
                        for m, b in experiment.make_builders(task, "smoke").items() if m.startswith("SCAFFOLD-M")}
                 for name, task in tasks.items()}
-    grids = {"SCAFFOLD-M": {"eta": [0.1], "beta": [0.1, 1.0]}, "SCAFFOLD-M-VR": {"eta": [0.01, 0.1], "beta": [0.1, 1.0]}}
+    grids = {"SCAFFOLD-M": {"eta": [0.1], "beta": [0.1, 1.0]},
+             "SCAFFOLD-M-VR": {"eta": [0.01, 0.1], "beta": [0.1, 1.0]}}
     tunings = experiment.tune_horizons(tasks, builders, grids, [100])
     short, other = tunings["fashion_mnist"], tunings["fashion_mnist_long"]
     beta = short.chosen["SCAFFOLD-M"]["beta"]
