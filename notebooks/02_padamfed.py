@@ -32,7 +32,7 @@
 # This notebook: (1) least-squares federations that each isolate one thing: scaling $f$, the rate in $T$ of
 # $f(a\theta)$, heterogeneity alone (with the control variates removed), the rates in $SK$ and of variance
 # reduction; (2) an explorer of the step sizes; (3) PAdaMFed and PAdaMFed-VR **untuned** against FedAvg, SCAFFOLD,
-# SCAFFOLD-M and SCAFFOLD-M-VR **tuned** on Fashion-MNIST at two horizons, and the design one ingredient at a time;
+# SCAFFOLD-M (and SCAFFOLD-M-VR, short horizon) **tuned** on Fashion-MNIST at two horizons, and the design one ingredient at a time;
 # (4) the robustness figure; (5) CIFAR-10 at `paper` scale; (6) the claims' verdicts.
 #
 # **Parameters.** `SCALE` is `smoke` (CI), `small` (shown here: about 8 minutes on 2 CPU cores from an empty
@@ -405,19 +405,20 @@ with pd.option_context("display.max_colwidth", None):
 # ## 4. Robustness to the learning rate (the slides' second figure)
 #
 # Each method's step sizes multiplied from its default (the theorems' or tuned) by half-decades, on the five
-# judging seeds: at `small` from $10^{-1.5}$ to $10^{1.5}$ on the long horizon, the theorems' regime (`medium`
+# judging seeds: at `small` from $10^{-1.5}$ to $10^{1.5}$ on the long horizon (`medium`
 # sweeps both horizons from $10^{-2}$ to $10^2$). The slides do not say which rates their x-axis moves, so two
 # readings: **every rate** multiplies every learning rate a method has, **local rate** $\eta$ alone (PAdaMFed's and
 # SCAFFOLD-M's server step stays $\gamma$). FedAvg and SCAFFOLD have one rate. PAdaMFed-VR is swept on the short
 # horizon only, so at `small` the robustness rows judge PAdaMFed.
 #
-# **The good range** of a method: the contiguous multipliers around 1 (the default a user gets) scoring within three
+# **The good range** of a method: the contiguous multipliers around 1 scoring within three
 # points of its own best ("none" when 1 is not), or, since a method can be stable at a poor score, of **the best
 # method's** score. Each curve runs outward from 1 and stops on a side once every seed lies more than three points
-# below its best (`common.outward_sweep`): points beyond could not change a range. Filled markers: in the own good
+# below its best (`common.outward_sweep`): on a curve falling away from its best, points beyond could not change a
+# range. Filled: in the own good
 # range; a line ends where a run diverged or the curve had fallen. Below the figure: its points (mean over seeds),
-# then per reading and method the best multiplier, both good ranges of the mean scores, and each seed's width in
-# decades, ends interpolated between multipliers (what section 6 compares; a range reaching a grid end is a lower
+# then per reading and method the best multiplier, both good ranges of the means, and each seed's width in
+# decades, ends interpolated (what section 6 compares; a range reaching a grid end is a lower
 # bound).
 
 # %%
@@ -474,7 +475,7 @@ else:
 # %% [markdown]
 # ## 6. The slides' claims beside ours
 #
-# The slides give no table of results, so no numbers to set beside ours. Each verdict is computed from the results
+# The slides give no table of results to set beside ours. Each verdict is computed from the results
 # above (`paper.CLAIMS`) by the shared rules of `fedcore.experiments.claims`: every check is a paired
 # comparison over the seeds (the mean difference, its own 95% paired t interval, uncorrected, and p Holm-corrected
 # within a claim); **confirmed** or **contradicted** when p_Holm is at most 0.05, by the mean's side of the margin. A claim **holds** when every check is
@@ -503,12 +504,12 @@ claims.show(claims_table)
 # **Reading the verdicts** (the numbers are in the rows above). The rate in $T$ shows at $a = 1$ and $a = 10$, not
 # at $a = 0.1$, where the server's whole path $T\gamma$ stays shorter than the distance to the optimum. The tilts
 # leave PAdaMFed's runs unchanged, by construction: shown, not evidence. In $SK$ (from 5 to 25) PAdaMFed's mean
-# gradient norm falls more slowly than its bound's leading $(SK)^{-1/4}$, PAdaMFed-VR's at Theorem 2's rate, and
+# gradient norm falls more slowly than its bound's leading $(SK)^{-1/4}$, PAdaMFed-VR's at least at Theorem 2's rate, and
 # PAdaMFed-VR ends lower than PAdaMFed at every $T$, by less at larger $T$ (its norm falls more slowly here). Untuned, both fall short of the margin on the short horizon, on
 # both partitions; on the long one PAdaMFed's interval reaches the margin (undecided), PAdaMFed-VR's falls short. On
 # the long horizon PAdaMFed's own good range is wider than SCAFFOLD-M's under "local rate" (within the grid: both
-# reach its low end) and than SCAFFOLD's under "every rate"; against the best method's score nothing is decided after Holm, though uncorrected its range is
-# narrower than FedAvg's and SCAFFOLD-M's. The slides give no CIFAR-10 or EMNIST numbers to test.
+# reach its low end) and than SCAFFOLD's under "every rate"; against the best method's score nothing is decided after Holm (under "every rate" its per-seed
+# widths, uncorrected, are narrower than FedAvg's and SCAFFOLD-M's). The slides give no CIFAR-10 or EMNIST numbers to test.
 
 # %%
 with pd.option_context("display.max_colwidth", None):
