@@ -585,3 +585,5 @@ def test_tune_horizons_searches_beta_once_on_the_short_horizon(tiny) -> None:
     assert short.seeds == other.seeds == (100,)
     with pytest.raises(ValueError, match="must hold 'fashion_mnist'"):
         experiment.tune_horizons({"fashion_mnist_long": long}, builders, grids, [100])
+    with pytest.raises(ValueError, match=r"grids=\['SCAFFOLD-M-VR'\] and builders\['fashion_mnist'\] must hold"):
+        experiment.tune_horizons(tasks, builders, {"SCAFFOLD-M-VR": grids["SCAFFOLD-M-VR"]}, [100])

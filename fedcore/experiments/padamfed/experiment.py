@@ -188,6 +188,9 @@ def tune_horizons(tasks: Mapping[str, Task], builders: Mapping[str, Mapping[str,
     its ``builders``."""
     if SHORT not in tasks:
         raise ValueError(f"tasks={list(tasks)} must hold {SHORT!r}, the horizon where beta is searched")
+    if "SCAFFOLD-M" not in grids or "SCAFFOLD-M" not in builders[SHORT]:
+        raise ValueError(f"grids={list(grids)} and builders[{SHORT!r}] must hold 'SCAFFOLD-M', whose beta the other "
+                         "momentum methods take")
     first = common.tune(tasks[SHORT], builders[SHORT], {m: g for m, g in grids.items() if m in builders[SHORT]
                                                         and m != "SCAFFOLD-M-VR"}, seeds, store=store,
                         progress=progress)
