@@ -497,13 +497,17 @@ def outward_sweep(score_at: Callable[[list[float]], pd.DataFrame], values: Seque
         for side in open_sides:
             last[side] += side
         table = pd.concat([table, score_at([values[last[side]] for side in open_sides])])
-        best, mean_best = table.max(), table.mean(axis=1, skipna=False).max()
-        fallen = {side: bool(((table.loc[values[last[side]]] < best - within)
-                              | table.loc[values[last[side]]].isna()).all())
-                  and not table.loc[values[last[side]]].mean(skipna=False) >= mean_best - within
-                  for side in open_sides}
-        open_sides = [side for side in open_sides if not fallen[side] and 0 <= last[side] + side < len(values)]
+        open_sides = [side for side in open_sides if not _fallen(table, values[last[side]], within)
+                      and 0 <= last[side] + side < len(values)]
     return table.reindex(values)
+
+
+def _fallen(table: pd.DataFrame, value: float, within: float) -> bool:
+    """Whether every seed at ``value`` (a row of ``table``), and their mean, lies more than ``within`` below its
+    best over the table's rows, or diverged."""
+    row = table.loc[value]
+    seeds_fallen = bool(((row < table.max() - within) | row.isna()).all())
+    return seeds_fallen and not row.mean(skipna=False) >= table.mean(axis=1, skipna=False).max() - within
 
 
 def best_value(table: pd.DataFrame, method: str | None = None) -> float:

@@ -230,11 +230,16 @@ def step_means(results: Mapping[str, Mapping[str, Sequence[History]]], column: s
     return pd.DataFrame(list(rows.values()), index=pd.MultiIndex.from_tuples(list(rows), names=["task", "method"]))
 
 
+def gammas(histories: Sequence[History]) -> pd.Series:
+    """FedLi-LU's Deep-Frank-Wolfe ``gamma_t`` over every round of every run of ``histories``."""
+    return pd.concat([h.frame["gamma"].dropna() for h in histories])
+
+
 def capped_rounds(histories: Sequence[History]) -> tuple[int, int]:
     """``(rounds with gamma_t = 1, rounds)`` over FedLi-LU's runs ``histories``: where ``gamma_t`` is clipped at 1 the
     clients' loss average does not enter the step (:func:`fedcore.algorithms.deep_frank_wolfe`)."""
-    gammas = pd.concat([h.frame["gamma"].dropna() for h in histories])
-    return int((gammas >= 1.0).sum()), len(gammas)
+    every = gammas(histories)
+    return int((every >= 1.0).sum()), len(every)
 
 
 ABLATION = "FedLi-LU, pseudo-gradient / (client rate K)"
@@ -250,11 +255,10 @@ def gamma_table(runs: Mapping[str, tuple[Sequence[History], Sequence[float]]], r
         raise ValueError(f"reference={reference!r} is not one of the runs {list(runs)}")
     rows = {}
     for label, (histories, scores) in runs.items():
-        at_one, rounds = capped_rounds(histories)
-        gammas = pd.concat([h.frame["gamma"].dropna() for h in histories])
+        every = gammas(histories)
         rows[label] = {"accuracy (%, mean ± sd)": common.mean_sd_cell(scores),
-                       "rounds at gamma_t = 1 (%)": round(100 * at_one / rounds, 1),
-                       "mean gamma_t": round(float(gammas.mean()), 3),
+                       "rounds at gamma_t = 1 (%)": round(100 * float((every >= 1.0).mean()), 1),
+                       "mean gamma_t": round(float(every.mean()), 3),
                        f"minus {reference} (points, mean [95% interval], p)": "-" if label == reference else
                        "{1} ({0})".format(*compare(list(scores), list(runs[reference][1])))}
     return pd.DataFrame(rows).T
@@ -269,9 +273,9 @@ def gamma_sweep(task: Task, client_lr: float, values: Sequence[float], seeds: Se
               store=store, progress=progress)[task.name]
     rows = {}
     for eta, label in zip(values, ran):
-        gammas = pd.concat([h.frame["gamma"].dropna() for h in ran[label]])
-        rows[eta] = {"rounds at gamma_t = 1 (%)": round(100 * float((gammas >= 1.0).mean()), 1),
-                     "mean gamma_t": float(gammas.mean()), "smallest gamma_t": float(gammas.min())}
+        every = gammas(ran[label])
+        rows[eta] = {"rounds at gamma_t = 1 (%)": round(100 * float((every >= 1.0).mean()), 1),
+                     "mean gamma_t": float(every.mean()), "smallest gamma_t": float(every.min())}
     return pd.DataFrame(rows).T.rename_axis("DFW eta")
 
 
