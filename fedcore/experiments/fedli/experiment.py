@@ -22,9 +22,9 @@ from fedcore import algorithms, models
 from fedcore.checks import check_choice, check_seed, check_seeds
 from fedcore.data import FederatedData, load_fashion_mnist, load_shakespeare, load_torchvision
 from fedcore.experiments import common
-from fedcore.experiments.claims import check_apart, compare, trivial_baseline
-from fedcore.experiments.common import Scale, Selection, Task, best_value, half_decades, scale_at, span_width
-from fedcore.experiments.fedli.paper import METHODS, NEAR_BEST, RATE_METHODS, TASKS, span_widths
+from fedcore.experiments.claims import compare, trivial_baseline
+from fedcore.experiments.common import Scale, Selection, Task, best_value, half_decades, scale_at
+from fedcore.experiments.fedli.paper import METHODS, NEAR_BEST, RATE_METHODS, TASKS, widths
 from fedcore.results import History
 from fedcore.store import Store
 
@@ -33,22 +33,11 @@ run, tune = common.run, common.tune  # the contract's machinery, not a copy
 
 @dataclass(frozen=True)
 class FedliScale(Scale):
-    """A ``Scale`` with the Shakespeare roles (None: all), the long horizon of FedLi-LU's sweeps (:func:`long_task`)
-    and the judging seeds of the sweeps behind the tuning claims (None: ``seeds``; fewer where the budget says)."""
+    """A ``Scale`` with the Shakespeare roles (None: all) and the long horizon (:func:`long_task`: the paper's 500
+    rounds) on which the paper's accuracy sentences and FedLi-LU's sweeps are judged."""
 
     shakespeare_roles: int | None = None
     long: Mapping[str, int] = field(default_factory=lambda: {"rounds": 500, "eval_every": 10})
-    sweep_seeds: tuple[int, ...] | None = None
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        if self.sweep_seeds is not None:
-            object.__setattr__(self, "sweep_seeds", tuple(check_seeds("sweep_seeds", self.sweep_seeds)))
-            check_apart(self.tuning_seeds, self.sweep_seeds)
-
-    def sweep_seeds_or(self, seeds: Sequence[int] | None = None) -> list[int]:
-        """``seeds`` (checked) when given (a notebook's ``SEEDS``), else the sweeps' seeds."""
-        return self.seeds_or(seeds if seeds is not None or self.sweep_seeds is None else self.sweep_seeds)
 
 
 SCALES: dict[str, FedliScale] = {
@@ -57,7 +46,7 @@ SCALES: dict[str, FedliScale] = {
                         long={"rounds": 4, "eval_every": 2}, tuning_seeds=(100,)),
     "small": FedliScale("small", seeds=(0, 1, 2, 3, 4), rounds=40, eval_every=5, tasks=("femnist",), tune_rounds=10,
                         max_local_steps=5, shakespeare_roles=100, long={"rounds": 500, "eval_every": 50},
-                        tuning_seeds=(100, 101), sweep_seeds=(0, 1, 2, 3)),
+                        tuning_seeds=(100, 101)),
     "medium": FedliScale("medium", seeds=(0, 1, 2, 3, 4), rounds=100, eval_every=10, tasks=("femnist",),
                          tune_rounds=25, max_local_steps=10, shakespeare_roles=100,
                          long={"rounds": 500, "eval_every": 50}, tuning_seeds=(100, 101, 102)),
@@ -67,8 +56,7 @@ SCALES: dict[str, FedliScale] = {
 }
 """The paper: 5 seeds, 500 rounds, tuning runs of 100 rounds, the full local epoch, every task.  ``medium``: the
 paper's 5 seeds, 100 rounds, twice ``small``'s K (about an hour on 2 CPU cores, estimated from ``small``).  The grid
-searches run on ``tuning_seeds``, apart from the judging ``seeds``; the partition is the same for both.  At ``small``
-the sweeps judge on 4 seeds: at 5 the notebook took 11 minutes, over its 10."""
+searches run on ``tuning_seeds``, apart from the judging ``seeds``; the partition is the same for both."""
 CIFAR = ("cifar10", "cifar100")
 CLIENTS, CLIENTS_PER_ROUND, BATCH_SIZE, ALPHA = 100, 10, 32, 0.5
 WEIGHTING = "samples"
@@ -87,21 +75,33 @@ each list's ends, ``common.grids_at``)."""
 FEDADAM_TAU = 1e-3
 SERVER_RULES: dict[str, dict[str, Any]] = {
     "FedLi-LS": {"server_step_size": "max_client_step"},
-    "FedLi-LS (largest client step, cap 1)": {"server_step_size": "max_client_step", "eta_max": 1.0},
-    "FedLi-LS (server step 1, cap 10)": {"server_step_size": "one"},
+    "FedLi-LS (server step 1)": {"server_step_size": "one"},
 }
-"""FedLi-LS under each server rule: Table 1's (``eta_g = max_i eta_i`` under SLS's cap of 10), the same under a cap
-of 1 (where it can only shrink the update), and the convex rule ``eta_g = 1``."""
+"""FedLi-LS under each server rule: Table 1's (``eta_g = max_i eta_i``, the non-convex rule) and the convex rule
+``eta_g = 1``."""
 CONSTANTS: dict[str, dict[str, Any]] = {
-    "FedLi-LS eta_max": {"method": "FedLi-LS", "name": "eta_max", "default": 10.0,
-                         "values": [0.1, 1.0, 10.0, 100.0, 1000.0], "horizon": "tables"},
-    "FedLi-LS c": {"method": "FedLi-LS", "name": "c", "default": 0.1,
-                   "values": [0.001, 0.01, 0.1, 0.3, 0.9], "horizon": "tables"},
-    "FedLi-LU eta (DFW)": {"method": "FedLi-LU", "name": "eta", "default": 0.01,
-                           "values": [1e-4, 1e-3, 1e-2, 1e-1, 1.0], "horizon": "long"},
+    "FedLi-LS c": {"method": "FedLi-LS", "name": "c", "default": 0.1, "values": [0.01, 0.1, 0.3, 0.9],
+                   "horizon": "tables"},
+    "FedLi-LS 1 - beta_b": {"method": "FedLi-LS", "name": "shrink", "default": 0.1, "values": [0.05, 0.1, 0.5],
+                            "horizon": "tables"},
+    "FedLi-LS growth gamma": {"method": "FedLi-LS", "name": "gamma", "default": 2.0, "values": [1.0, 2.0, 10.0],
+                              "horizon": "tables"},
+    "FedLi-LU eta (DFW)": {"method": "FedLi-LU", "name": "eta", "default": 0.01, "values": [1e-3, 1e-2, 1e-1, 1.0],
+                           "horizon": "long"},
+    "FedLi-LU 1 - mu (DFW)": {"method": "FedLi-LU", "name": "damping", "default": 0.1, "values": [0.01, 0.1, 0.5, 1.0],
+                              "horizon": "long"},
 }
-"""FedLi's constants swept around their defaults (SLS's cap and Armijo constant; the authors' DFW step), each on
-the horizon where it is judged: the tables' for FedLi-LS, the long one (:func:`long_task`) for FedLi-LU."""
+"""FedLi's constants that act, swept around their defaults, each on the horizon where it is judged: the tables' for
+FedLi-LS (SLS's Armijo constant, backtracking factor and growth), the long one (:func:`long_task`) for FedLi-LU (the
+authors' DFW step and its momentum).  The two factors below 1 are swept as what they take away, so that decades of
+them compare with decades of a rate: ``1 - beta_b`` (the share of the step each backtrack removes) and ``1 - mu``
+(``1 / (1 - mu)`` is the momentum's gain).  SLS's cap ``eta_max = 10`` is left out: the accepted steps stay far below
+it (:func:`largest_client_step`), so it never acts."""
+LONG_RATES = [0.01, 0.1, 1.0]
+"""The clients' rates swept on the long horizon: decades (the tables' grid in half-decades costs twice the runs)."""
+LONG_RATE_METHODS = ("FedLi-LU", "FedAvg")
+"""The methods whose client rate is swept on the long horizon: FedLi-LU and the paper's first baseline (the budget
+leaves FedExP's to Table 1's horizon)."""
 
 
 def epoch_steps(data: FederatedData) -> int:
@@ -264,13 +264,15 @@ def gamma_table(runs: Mapping[str, tuple[Sequence[History], Sequence[float]]], r
     return pd.DataFrame(rows).T
 
 
-def gamma_sweep(task: Task, client_lr: float, values: Sequence[float], seeds: Sequence[int], *,
-                store: Store | None = None, progress: bool = False) -> pd.DataFrame:
-    """FedLi-LU's Deep-Frank-Wolfe ``gamma_t`` at each DFW ``eta`` of ``values`` (its clients at ``client_lr``; the
-    runs of :func:`constant_sweep`, read back from ``store``): per ``eta`` the share of rounds with ``gamma_t = 1``
-    (the cap: the step is ``eta`` times the pseudo-gradient), the mean and the smallest ``gamma_t``, all seeds."""
+def gamma_sweep(task: Task, client_lr: float, table: pd.DataFrame, seeds: Sequence[int], *,
+                store: Store | None = None) -> pd.DataFrame:
+    """FedLi-LU's Deep-Frank-Wolfe ``gamma_t`` at each DFW ``eta`` that :func:`constant_sweep` ran (``table``: its
+    sweep of ``"FedLi-LU eta (DFW)"``, its clients at ``client_lr``; the runs read back from ``store``): per ``eta``
+    the share of rounds with ``gamma_t = 1`` (the cap: the step is ``eta`` times the pseudo-gradient), the mean and
+    the smallest ``gamma_t``, all seeds."""
+    values = [float(eta) for eta in table.index if table.loc[eta].notna().any()]
     ran = run(task, {f"{eta:g}": partial(algorithms.fedli_lu, client_lr, eta=eta) for eta in values}, seeds,
-              store=store, progress=progress)[task.name]
+              store=store)[task.name]
     rows = {}
     for eta, label in zip(values, ran):
         every = gammas(ran[label])
@@ -279,28 +281,45 @@ def gamma_sweep(task: Task, client_lr: float, values: Sequence[float], seeds: Se
     return pd.DataFrame(rows).T.rename_axis("DFW eta")
 
 
+def largest_client_step(histories: Sequence[History]) -> float:
+    """The largest step any FedLi-LS client accepted last in a round, over every round of ``histories``: where it
+    stays below SLS's cap ``eta_max`` the cap never acted on a last step (earlier steps are not recorded)."""
+    return float(max(h.frame["client_step_max"].max() for h in histories))
+
+
 def client_rate_sweep(task: Task, chosen: Mapping[str, Mapping[str, float]], seeds: Sequence[int],
-                      rates: Sequence[float] = CLIENT_LRS, *, store: Store | None = None,
-                      progress: bool = False) -> pd.DataFrame:
-    """How much FedLi-LU still depends on a learning rate: ``Task.score`` at every clients' SGD rate of ``rates``
-    (rows) for :data:`RATE_METHODS` (FedExP at its ``chosen`` eps) from every seed (columns: method, seed)."""
+                      methods: Sequence[str] = RATE_METHODS, rates: Sequence[float] = CLIENT_LRS, *,
+                      store: Store | None = None, progress: bool = False) -> pd.DataFrame:
+    """How much each SGD method of ``methods`` (of :data:`RATE_METHODS`; FedExP at its ``chosen`` eps) depends on
+    its clients' rate: ``Task.score`` at the ``rates`` (rows) from every seed (columns: method, seed), each curve run
+    outward from the method's ``chosen`` rate (FedLi-LU: FedAvg's) and stopped on a side once it has fallen
+    :data:`NEAR_BEST` below its best (:func:`~fedcore.experiments.common.outward_sweep`; NaN: not run)."""
     seeds = check_seeds("seeds", seeds)
     builds = {"FedLi-LU": _BUILDERS["FedLi-LU"], "FedAvg": _BUILDERS["FedAvg"],
               "FedExP": partial(_BUILDERS["FedExP"], eps=chosen["FedExP"]["eps"])}
-    return common.sweep_table(task, {method: builds[method] for method in RATE_METHODS}, "client_lr", rates, seeds,
-                              store=store, progress=progress).rename_axis("client SGD rate")
+    tables = {}
+    for method in methods:
+        around = chosen["FedAvg" if check_choice("methods", method, RATE_METHODS) == "FedLi-LU" else method]
+        tables[method] = common.outward_sweep(lambda values, method=method: common.sweep_table(
+            task, {method: builds[method]}, "client_lr", values, seeds, store=store, progress=progress)[method],
+            rates, NEAR_BEST, around["client_lr"])
+    return pd.concat(tables, axis=1, names=["method"]).rename_axis("client SGD rate")
 
 
 def constant_sweep(task: Task, constant: str, seeds: Sequence[int], client_lr: float | None = None, *,
                    store: Store | None = None, progress: bool = False) -> pd.DataFrame:
-    """``Task.score`` of FedLi at every value of one ``constant`` of :data:`CONSTANTS` (rows), the others at their
-    defaults, from every seed (columns): FedLi-LS as in Table 1, FedLi-LU's clients at ``client_lr``."""
+    """``Task.score`` of FedLi at the values of one ``constant`` of :data:`CONSTANTS` (rows), the others at their
+    defaults, from every seed (columns): FedLi-LS as in Table 1, FedLi-LU's clients at ``client_lr``; run outward
+    from the default (:func:`~fedcore.experiments.common.outward_sweep`; NaN: not run)."""
     entry = CONSTANTS[check_choice("constant", constant, tuple(CONSTANTS))]
     if entry["method"] == "FedLi-LU" and client_lr is None:
         raise ValueError(f"constant={constant!r} needs client_lr, the rate of FedLi-LU's SGD clients")
-    build = partial(algorithms.fedli_lu, client_lr) if entry["method"] == "FedLi-LU" else fedli_ls
-    return common.sweep_table(task, {constant: build}, entry["name"], entry["values"], seeds, store=store,
-                              progress=progress)[constant]
+    build = {"shrink": lambda shrink: fedli_ls(backtrack=1 - shrink),
+             "damping": lambda damping: algorithms.fedli_lu(client_lr, mu=1 - damping)}.get(
+        entry["name"], fedli_ls if entry["method"] == "FedLi-LS" else partial(algorithms.fedli_lu, client_lr))
+    return common.outward_sweep(lambda values: common.sweep_table(
+        task, {constant: build}, entry["name"], values, seeds, store=store, progress=progress)[constant],
+        entry["values"], NEAR_BEST, entry["default"]).rename_axis(entry["name"])
 
 
 def at_best(tables: Mapping[str, pd.DataFrame], reference: str) -> pd.DataFrame:
@@ -310,26 +329,41 @@ def at_best(tables: Mapping[str, pd.DataFrame], reference: str) -> pd.DataFrame:
     if reference not in tables:
         raise ValueError(f"reference={reference!r} is not one of the tables {list(tables)}")
     best = {label: table.loc[best_value(table)] for label, table in tables.items()}
-    rows = {label: {"best value (client lr; DFW eta in its row)": best_value(tables[label]), "accuracy (%, mean ± sd)":
-                    common.mean_sd_cell(scores), f"minus {reference} (points, mean [95% interval], p)": "-"
-                    if label == reference else "{1} ({0})".format(*compare(list(scores), list(best[reference])))}
+    rows = {label: {"best value": best_value(tables[label]), "accuracy (%, mean ± sd)": common.mean_sd_cell(scores),
+                    f"minus {reference} (points, mean [95% interval], p)": "-" if label == reference else
+                    "{1} ({0})".format(*compare(list(scores), list(best[reference])))}
             for label, scores in best.items()}
     return pd.DataFrame(rows).T
 
 
 def span_table(tables: Mapping[str, pd.DataFrame], around: Mapping[str, float],
-               within: float = NEAR_BEST) -> pd.DataFrame:
-    """Per sweep (``{setting: table}``, one column per seed, rows the values): the value ``around`` which its span
-    is measured, the best value (mean over seeds) and its score, the score at ``around``, and
-    :func:`~fedcore.experiments.common.span_width` per seed, their mean (what the claims compare) and on the means."""
+               best: Mapping[str, Mapping[Any, float]], within: float = NEAR_BEST) -> pd.DataFrame:
+    """Per sweep (``{setting: table}``, one column per seed, rows the values; NaN: not run): the value ``around``
+    which its span is measured, the best value (mean over seeds) and its score, the score at ``around``, and each
+    seed's width in decades (:func:`~fedcore.experiments.fedli.paper.widths`) within ``within`` of its own best and
+    of ``best[setting]`` (per seed: the best score any method reached at that horizon), with their means."""
     rows = {}
     for setting, table in tables.items():
         mean = table.mean(axis=1, skipna=False)
         at = around[setting]
-        widths = span_widths(table, at, within)
-        rows[setting] = {"around": at, "best value": mean.idxmax(),
-                         "best (%)": round(mean.max(), 2), "at 'around' (%)": round(mean[at], 2),
-                         "width per seed (decades)": ", ".join(f"{w:.2g}" for w in widths),
-                         "mean width (decades)": round(float(np.mean(widths)), 2),
-                         "width on the mean scores (decades)": round(span_width(mean, within, at), 2)}
+        own, common_target = widths(table, at, within), widths(table, at, within, best[setting])
+        rows[setting] = {"around": at, "best value": mean.idxmax(), "best (%)": round(mean.max(), 2),
+                         "at 'around' (%)": round(mean[at], 2),
+                         "own best: width per seed (decades)": ", ".join(f"{w:.2f}" for w in own),
+                         "own best: mean": round(float(np.mean(own)), 2),
+                         "best method: width per seed": ", ".join(f"{w:.2f}" for w in common_target),
+                         "best method: mean": round(float(np.mean(common_target)), 2)}
     return pd.DataFrame(rows).T
+
+
+def accuracy_at(results: Mapping[str, Mapping[str, Sequence[History]]], rounds: Sequence[int]) -> pd.DataFrame:
+    """Test accuracy in % at each of ``rounds`` that the runs evaluated (else the first round they evaluated after
+    round 0): rows ``(task, round, method)``, one column per seed (the runs' order)."""
+    rows = {}
+    for task, by_method in results.items():
+        evaluated = [int(r) for r in by_method[next(iter(by_method))][0].frame["test_accuracy"].dropna().index if r > 0]
+        for r in [r for r in rounds if r in evaluated] or evaluated[:1]:
+            for method, histories in by_method.items():
+                rows[(task, r, method)] = [100 * float(h.frame.loc[r, "test_accuracy"]) for h in histories]
+    return pd.DataFrame(list(rows.values()),
+                        index=pd.MultiIndex.from_tuples(list(rows), names=["task", "round", "method"]))
