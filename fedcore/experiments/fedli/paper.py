@@ -251,9 +251,11 @@ def _descent(e: Evidence) -> Judgement:
     shared = all(b < a for a, b in zip(e.shared_gaps, e.shared_gaps[1:]) if a > 1e-12)
     values = e.convex_run.global_objective
     rises = sum(b > a for a, b in zip(values, values[1:]))
+    before, after = getattr(e.convex_run, "own_before", []), getattr(e.convex_run, "own_after", [])
+    descend = sum(all(y <= x for x, y in zip(start, end)) for start, end in zip(before, after))
+    own = f"; every client's own falls or stays in {descend} of {len(before)}" if before else ""
     return Judgement(f"shared data: the gap falls every round: {'yes' if shared else 'no'}; two convex clients, "
-                     f"K = 10: the global objective rises in {rises} of {len(values) - 1} rounds, each client's own "
-                     "does not",
+                     f"K = 10: the global objective rises in {rises} of {len(values) - 1} rounds{own}",
                      _universal(shared, rises == 0), _quadratics(e))
 
 
