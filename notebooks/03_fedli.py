@@ -129,10 +129,10 @@ print(f"shared data: worst per-round factor {worst:.4f}, bound {bound:.4f}; two 
       f"x* = {x_star:.3f}; x converges linearly, factor {factor:.3f} per round, to {limit:.3f}")
 
 # %% [markdown]
-# Left: the lemma holds, well within the bound. Middle: every client lowers its own objective (each hollow triangle
-# below its square; client 2 starts at its optimum and returns close to it), yet the global objective climbs. Right:
-# $x_t$ converges **linearly** (the fitted factor above), but to the clients' fixed point, where their mean move is
-# zero, not to $x^*$: a linear rate holds, the optimum is missed.
+# Left: the lemma holds, well within the bound. Middle: every client lowers or keeps its own objective (each hollow
+# triangle below or on its square; client 2 starts at its optimum and returns close to it), yet the global objective
+# climbs. Right: $x_t$ converges **linearly** (the fitted factor above), but to the clients' fixed point, where their
+# mean move is zero, not to $x^*$: a linear rate holds, the optimum is missed.
 #
 # This is the known bias of local methods with constant steps (Pathak & Wainwright, NeurIPS 2020; Charles &
 # Konečný, AISTATS 2021). The two clients meet the lemma's surviving assumptions: smooth and convex (Assumptions
@@ -337,15 +337,16 @@ print(f"the ablation's pseudo-gradient: the clients' move times 1 / (client rate
 # The cap binds on the gradient's scale too: the ablation only multiplies the server's step by the factor printed,
 # and its gain is that larger step. In our runs $L_t$ never enters FedLi-LU's step (below: every $\eta$ swept).
 #
-# **The constants.** FedLi-LS keeps the line search's Armijo constant $c$, backtracking factor $\beta_b$ and growth
-# $\gamma$ (its cap $\eta_{\max}$ never acts: the largest accepted step is printed below); FedLi-LU keeps the DFW step
-# $\eta$, the momentum $\mu$ and its clients' SGD rate. The factors below 1 are swept as what they take away, $1 -
-# \beta_b$ and $1 - \mu$ (the momentum multiplies the step by $1/(1-\mu)$), so that their decades compare with a
-# rate's. "Free" should mean the defaults work untuned. Each constant is swept around its default, the others at
-# theirs, outward, stopping on a side once every seed lies more than 3 points below its best (`common.outward_sweep`;
-# unrun values are gaps), else at the grid's end (a span that reaches an end is a lower bound): FedLi-LS's on 40 rounds, FedLi-LU's on 500, where its fixed small
-# server step has time to act. Beside them, the clients' SGD rate of FedAvg and FedExP (at its tuned $\epsilon$) on 40
-# rounds in half-decades, and of FedAvg and FedLi-LU on 500 rounds in decades (the budget).
+# **The constants.** FedLi-LS keeps the Armijo constant $c$, the backtracking factor $\beta_b$ and the growth
+# $\gamma$ (its cap $\eta_{\max} = 10$ never acts: the largest accepted step, printed below for 40 rounds and as
+# $\eta_g$ in the server-steps table for 500, stays far below it); FedLi-LU keeps the DFW step $\eta$, the momentum
+# $\mu$ and its clients' SGD rate. Factors below 1 are swept as what they take away, $1 - \beta_b$ and $1 - \mu$ (the
+# momentum multiplies the step by $1/(1-\mu)$), so that their decades compare with a rate's. Each constant is swept
+# around its default, the others at theirs, outward, stopping on a side once every seed and their mean lie more than 3
+# points below the best so far (`common.outward_sweep`; unrun values are gaps), else at the grid's end (a span or a
+# best that reaches an end is a bound): FedLi-LS's on 40 rounds, FedLi-LU's on 500, where its small server step has
+# time to act. Beside them, the clients' SGD rate of FedAvg and FedExP (at its tuned $\epsilon$) on 40 rounds in
+# half-decades, and of FedAvg and FedLi-LU on 500 rounds in decades (the budget).
 
 # %%
 tuned = {m: chosen[sweep_task][m]["client_lr"] for m in paper.BASELINE_RATES}
@@ -370,7 +371,7 @@ print(f"FedLi-LS's largest accepted (last) client step on 40 rounds: "
 experiment.gamma_sweep(long[sweep_task], lu_rate, constants["FedLi-LU eta (DFW)"], seeds, store=store).round(3)
 
 # %% [markdown]
-# Filled markers: within 3 points of the method's best (means over the seeds); the table under the figure: FedLi-LU's
+# Filled markers: within 3 points of the method's best (means over the seeds); the table beside the figure: FedLi-LU's
 # $\gamma_t$ at each DFW $\eta$ that ran. The spans in decades, per seed and their mean, ends interpolated
 # (`common.span_decades`), around the value a user runs with (FedLi: the default; a baseline: its tuned rate; on 500
 # rounds its best rate, none being tuned there), within 3 points of the setting's **own best** or of the **best
@@ -390,8 +391,8 @@ span_widths
 
 # %% [markdown]
 # And on 500 rounds, FedAvg and FedLi-LU at their best client rate, FedLi-LU once with its default DFW step and once
-# with its best (at FedAvg's tuned rate), paired against FedAvg. Each "best" is picked on the test accuracy it is scored by,
-# so each number is optimistic for its method.
+# with its best (at FedAvg's tuned rate), paired against FedAvg. Each "best" is picked on the test accuracy it is
+# scored by, so each number is optimistic for its method.
 
 # %%
 with pd.option_context("display.max_colwidth", None):
@@ -407,7 +408,8 @@ with pd.option_context("display.max_colwidth", None):
 #   rounds (0 decades). With $\gamma_t = 1$ at every $\eta$, $\eta$ is a server learning rate.
 # - **Its clients' rate** on 500 rounds is less forgiving than FedAvg's by each one's own best, and at the default DFW
 #   step no rate comes within 3 points of the best method. Measured around its best value (section 7, row 8), the
-#   DFW step reaches it over a wider range than FedAvg's rate. (On the decade grid a width is interpolated between grid points: a curve that stays flat past a point
+#   DFW step reaches it over a wider range than FedAvg's rate. (On the decade grid a width is interpolated between
+#   grid points: a curve that stays flat past a point
 #   gets a shorter width than it has.)
 # - **At their best** on 500 rounds, FedLi-LU with its best DFW step (a tuned constant, picked on the test set) is
 #   level with FedAvg; with its default it stays below.
@@ -430,7 +432,8 @@ plots.savefig(steps.figure_, "03_step_sizes.png", FIGURES)
 # Every round starts each client's search from about 1 (SLS's first step times the growth), far above the steps the
 # MLP accepts (each round's smallest last step averages 0.06, its largest 0.24; the figure shows rounds lower still),
 # so a round's first step backtracks some 14 to 27 times or more ($0.9^{14} \approx 0.23$, $0.9^{27} \approx 0.06$);
-# later steps start near the last accepted one, but the count is the worst of ten clients. Hence the loss evaluations per step and
+# later steps start near the last accepted one, but the count is the worst of ten clients. Hence the loss evaluations
+# per step and
 # FedLi-LS's several-fold time per round above.
 #
 # ## 6. Explorer: move the baselines' learning rate
@@ -492,11 +495,13 @@ print(f"notebook ran in {(time.perf_counter() - started) / 60:.1f} min at SCALE=
 
 # %% [markdown]
 # In the committed run: rows 0-2 as in sections 1-2; Theorems 1 and 3 cannot be tested. The **largest-client-step
-# rule** does not hold on 40 rounds: $\eta_g$ lies below 1 and the convex rule scores higher. The **loss average as a substitute**
+# rule** does not hold on 40 rounds: $\eta_g$ lies below 1 and the convex rule scores higher. The **loss average as a
+# substitute**
 # is not testable: FedLi-LU's step is capped in every round, so the loss never enters it. **Hyper-parameter-free**
 # holds for FedLi-LS by its constants' own best (though no value reaches the best method on 40 rounds) and does not
 # hold for FedLi-LU (its DFW step and momentum must be tuned). The **tuning remark** does not hold against the best
-# method's score: at its default DFW step no client rate reaches it (its DFW step, tuned, does). **Epoch-to-accuracy** does not hold: the better FedLi method trails the best
+# method's score: at its default DFW step no client rate reaches it (its DFW step, tuned, does).
+# **Epoch-to-accuracy** does not hold: the better FedLi method trails the best
 # baseline at rounds 5, 10 and 20. The **summary sentences** do not hold on the stand-in at 500 rounds: both FedLi
 # methods end below FedAvg and the best baseline; "FedLi-LU best in most cases" speaks of four tasks and cannot be
 # tested on one. A FedLi method above the best baseline (row 10), both above FedAvg (row 12), or ahead at rounds 5, 10
