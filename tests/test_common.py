@@ -383,3 +383,12 @@ def test_outward_sweep_stops_at_a_divergence_and_checks_its_start() -> None:
         common.outward_sweep(score_at, [0.1, 10.0], within=0.03)
     with pytest.raises(ValueError, match="within"):
         common.outward_sweep(score_at, [0.1, 1.0], within=-1)
+
+
+def test_span_decades_by_seed_measures_each_column_against_its_own_or_a_shared_best() -> None:
+    """Seed 0 [0.70, 0.80, 0.79] at 0.1, 1, 10 within 0.03 of its 0.80: 1..10 and (0.80 - 0.77) / (0.80 - 0.70) = 0.3
+    of the decade towards 0.1, 1.3 decades; against a shared 0.85 (threshold 0.82) nothing is within: 0.  Seed 1 [0.80, 0.80, 0.80]: the
+    whole grid, 2 decades, either way."""
+    table = pd.DataFrame({0: [0.70, 0.80, 0.79], 1: [0.80, 0.80, 0.80]}, index=[0.1, 1.0, 10.0])
+    assert common.span_decades_by_seed(table, 0.03) == pytest.approx([1.3, 2.0])
+    assert common.span_decades_by_seed(table, 0.03, best={0: 0.85, 1: 0.80}) == pytest.approx([0.0, 2.0])

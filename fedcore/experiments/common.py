@@ -576,6 +576,14 @@ def span_decades(column: pd.Series, within: float, around: float = 1.0, best: fl
     return float(width)
 
 
+def span_decades_by_seed(table: pd.DataFrame, within: float, around: float = 1.0,
+                         best: Mapping[Any, float] | None = None) -> list[float]:
+    """:func:`span_decades` of each column of ``table`` (one per seed, rows the swept values; NaN: diverged or not
+    run) around ``around``, against the column's own best or ``best[seed]`` (a reference shared by the methods:
+    the best score any method reached on that seed)."""
+    return [span_decades(table[seed], within, around, None if best is None else best[seed]) for seed in table]
+
+
 def grids_at(scale: str, grids: Mapping[str, Mapping[str, Sequence[Any]]]) -> dict[str, dict[str, list[Any]]]:
     """``grids`` at ``scale``: as they are, except at ``smoke`` (the tests' scale), where each axis keeps its
     first and last values only."""

@@ -235,6 +235,14 @@ def gammas(histories: Sequence[History]) -> pd.Series:
     return pd.concat([h.frame["gamma"].dropna() for h in histories])
 
 
+def gamma_columns(histories: Sequence[History]) -> dict[str, float]:
+    """Over every round of FedLi-LU's runs ``histories``: the share of rounds (%) with ``gamma_t = 1`` (the cap),
+    the mean and the smallest ``gamma_t``."""
+    every = gammas(histories)
+    return {"rounds at gamma_t = 1 (%)": round(100 * float((every >= 1.0).mean()), 1),
+            "mean gamma_t": float(every.mean()), "smallest gamma_t": float(every.min())}
+
+
 def capped_rounds(histories: Sequence[History]) -> tuple[int, int]:
     """``(rounds with gamma_t = 1, rounds)`` over FedLi-LU's runs ``histories``: where ``gamma_t`` is clipped at 1 the
     clients' loss average does not enter the step (:func:`fedcore.algorithms.deep_frank_wolfe`)."""
@@ -255,10 +263,10 @@ def gamma_table(runs: Mapping[str, tuple[Sequence[History], Sequence[float]]], r
         raise ValueError(f"reference={reference!r} is not one of the runs {list(runs)}")
     rows = {}
     for label, (histories, scores) in runs.items():
-        every = gammas(histories)
+        shares = gamma_columns(histories)
         rows[label] = {"accuracy (%, mean ± sd)": common.mean_sd_cell(scores),
-                       "rounds at gamma_t = 1 (%)": round(100 * float((every >= 1.0).mean()), 1),
-                       "mean gamma_t": round(float(every.mean()), 3),
+                       "rounds at gamma_t = 1 (%)": shares["rounds at gamma_t = 1 (%)"],
+                       "mean gamma_t": round(shares["mean gamma_t"], 3),
                        f"minus {reference} (points, mean [95% interval], p)": "-" if label == reference else
                        "{1} ({0})".format(*compare(list(scores), list(runs[reference][1])))}
     return pd.DataFrame(rows).T
@@ -273,12 +281,7 @@ def gamma_sweep(task: Task, client_lr: float, table: pd.DataFrame, seeds: Sequen
     values = [float(eta) for eta in table.index if table.loc[eta].notna().any()]
     ran = run(task, {f"{eta:g}": partial(algorithms.fedli_lu, client_lr, eta=eta) for eta in values}, seeds,
               store=store)[task.name]
-    rows = {}
-    for eta, label in zip(values, ran):
-        every = gammas(ran[label])
-        rows[eta] = {"rounds at gamma_t = 1 (%)": round(100 * float((every >= 1.0).mean()), 1),
-                     "mean gamma_t": float(every.mean()), "smallest gamma_t": float(every.min())}
-    return pd.DataFrame(rows).T.rename_axis("DFW eta")
+    return pd.DataFrame({eta: gamma_columns(ran[label]) for eta, label in zip(values, ran)}).T.rename_axis("DFW eta")
 
 
 def largest_client_step(histories: Sequence[History]) -> float:

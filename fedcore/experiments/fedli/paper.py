@@ -29,7 +29,7 @@ from fedcore.experiments.claims import (
     verdict,
 )
 from fedcore.experiments.claims import claims_table as shared_claims_table
-from fedcore.experiments.common import best_value, span_decades
+from fedcore.experiments.common import best_value, span_decades_by_seed
 from fedcore.experiments.fedli.theory import convex_optimum, linear_fit
 
 METHODS = ("FedLi-LU", "FedLi-LS", "FedAdam", "FedAvg", "FedProx", "SCAFFOLD", "FedExP")
@@ -284,7 +284,7 @@ def widths(table: pd.DataFrame, around: float, within: float = NEAR_BEST,
     """Per seed (the columns of ``table``, rows the values; NaN: not run): the width in decades of the good span
     around ``around``, its ends interpolated (:func:`fedcore.experiments.common.span_decades`), within ``within`` of
     the seed's own best, or of ``best[seed]`` (a common target: the best score any method reached on that seed)."""
-    return [span_decades(table[seed], within, around, None if best is None else best[seed]) for seed in table]
+    return span_decades_by_seed(table, within, around, best)
 
 
 def _widths_against(ours: Sequence[float], others: Mapping[str, Sequence[float]]) -> dict[str, Check]:

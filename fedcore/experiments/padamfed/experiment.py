@@ -346,9 +346,7 @@ def good_widths(table: pd.DataFrame, within: float = NEAR_BEST, against: str = M
     check_choice("against", against, MEASURES)
     seeds = table.columns.get_level_values("seed").unique()
     best = {seed: table.xs(seed, axis=1, level="seed").max().max() for seed in seeds}
-    return {method: [common.span_decades(table[method][seed], within,
-                                         best=None if against == MEASURES[0] else best[seed])
-                     for seed in table[method]]
+    return {method: common.span_decades_by_seed(table[method], within, best=None if against == MEASURES[0] else best)
             for method in table.columns.get_level_values(0).unique()}
 
 
