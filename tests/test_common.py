@@ -4,6 +4,7 @@ seeds and the tolerance rules, against hand computations and separate runs."""
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -194,6 +195,46 @@ def test_tune_chooses_the_best_mean_over_seeds_and_never_a_point_that_diverged()
         common.tune(task(), {}, grids, seeds=[0])
     with pytest.raises(ValueError, match="repeats a seed"):
         common.tune(task(), {"FedAvg": algorithms.fedavg}, grids, seeds=[0, 0])
+
+
+def test_beyond_edges_continues_an_axis_on_its_own_spacing() -> None:
+    grid = {"lr": [0.001, 0.01, 0.02, 0.05, 0.1], "alpha": [0.1, 0.9], "server_lr": [10**-2.5, 10**-2, 10**-1.5]}
+    assert common.beyond_edges(grid, {"lr": 0.1, "alpha": 0.9, "server_lr": 0.01}) == {"lr": 0.2}
+    assert common.beyond_edges(grid, {"lr": 0.001, "alpha": 0.1, "server_lr": 10**-1.5}) == pytest.approx(
+        {"lr": 0.0001, "server_lr": 0.1})  # below 0.001 by 0.01's ratio; a decade above 10^-1.5 in half-decades
+    assert common.beyond_edges(grid, {"lr": 0.02, "alpha": 0.1, "server_lr": 0.01}) == {}  # two values: no edge
+
+
+def test_tune_widens_an_axis_whose_choice_sits_at_its_end() -> None:
+    """FedAvg on the blobs for 4 rounds: a larger step is better up to well beyond 0.04, so a grid ending there is
+    continued (0.08, then 0.16) and the search goes on; with widen=0 the end stays the choice."""
+    selection = common.Selection("train_loss", higher_is_better=False)
+    grids = {"FedAvg": {"client_lr": [0.01, 0.02, 0.04]}}
+    narrow = common.tune(task(selection=selection), {"FedAvg": algorithms.fedavg}, grids, seeds=[0])
+    wide = common.tune(task(selection=selection), {"FedAvg": algorithms.fedavg}, grids, seeds=[0], widen=2)
+    assert narrow.chosen["FedAvg"]["client_lr"] == 0.04 and narrow.on_edge() == {"FedAvg": ["client_lr"]}
+    assert wide.grids["FedAvg"]["client_lr"] == [0.01, 0.02, 0.04, 0.08, 0.16]
+    assert list(wide.tables["FedAvg"].index) == [0.01, 0.02, 0.04, 0.08, 0.16]
+    assert wide.tables["FedAvg"].loc[0.04, "score"] == narrow.tables["FedAvg"].loc[0.04, "score"]
+    assert wide.chosen["FedAvg"]["client_lr"] == wide.tables["FedAvg"]["score"].idxmin() > 0.04
+    with pytest.raises(ValueError, match=r"widen=-1"):
+        common.tune(task(), {"FedAvg": algorithms.fedavg}, grids, seeds=[0], widen=-1)
+
+
+def test_a_second_stage_replaces_the_choice_only_where_it_scores_better() -> None:
+    first = common.Tuning({"A": {"lr": 0.1}, "B": {"lr": 0.2}},
+                          {"A": pd.DataFrame({"score": [0.5, 0.3]}, index=[0.01, 0.1]),
+                           "B": pd.DataFrame({"score": [0.4, 0.2]}, index=[0.1, 0.2])},
+                          {"A": {"lr": [0.01, 0.1]}, "B": {"lr": [0.1, 0.2]}}, higher_is_better=False, seeds=(5,))
+    second = common.Tuning({"A": {"lr": 0.1, "beta": 0.9}, "B": {"lr": 0.2, "beta": 0.1}},
+                           {"A": pd.DataFrame({"score": [0.25, 0.35]}), "B": pd.DataFrame({"score": [0.3, 0.21]})},
+                           {"A": {"lr": [0.1], "beta": [0.1, 0.9]}, "B": {"lr": [0.2], "beta": [0.1, 0.9]}},
+                           higher_is_better=False, seeds=(5,))
+    merged = first.merged(second)  # A: 0.25 < 0.3, taken; B: 0.21 > 0.2, the first stage's point stands
+    assert merged.chosen == {"A": {"lr": 0.1, "beta": 0.9}, "B": {"lr": 0.2}}
+    assert merged.grids["A"] == {"lr": [0.01, 0.1], "beta": [0.1, 0.9]} and "A, stage 2" in merged.tables
+    with pytest.raises(ValueError, match="same seeds and rule"):
+        first.merged(replace(second, seeds=(6,)))
 
 
 def test_a_tuning_marks_its_edges_and_draws_its_heat_map() -> None:
@@ -387,8 +428,8 @@ def test_outward_sweep_stops_at_a_divergence_and_checks_its_start() -> None:
 
 def test_span_decades_by_seed_measures_each_column_against_its_own_or_a_shared_best() -> None:
     """Seed 0 [0.70, 0.80, 0.79] at 0.1, 1, 10 within 0.03 of its 0.80: 1..10 and (0.80 - 0.77) / (0.80 - 0.70) = 0.3
-    of the decade towards 0.1, 1.3 decades; against a shared 0.85 (threshold 0.82) nothing is within: 0.  Seed 1 [0.80, 0.80, 0.80]: the
-    whole grid, 2 decades, either way."""
+    of the decade towards 0.1, 1.3 decades; against a shared 0.85 (threshold 0.82) nothing is within: 0.  Seed 1
+    [0.80, 0.80, 0.80]: the whole grid, 2 decades, either way."""
     table = pd.DataFrame({0: [0.70, 0.80, 0.79], 1: [0.80, 0.80, 0.80]}, index=[0.1, 1.0, 10.0])
     assert common.span_decades_by_seed(table, 0.03) == pytest.approx([1.3, 2.0])
     assert common.span_decades_by_seed(table, 0.03, best={0: 0.85, 1: 0.80}) == pytest.approx([0.0, 2.0])

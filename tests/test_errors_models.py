@@ -149,6 +149,14 @@ CASES = [
     (lambda: theory.law_table(pd.Series([10.0, 10.1]), eta=0.1, beta=1.0), ValueError, r"beta=1.0 not in \[0, 1\)"),
     (lambda: theory.law_table(pd.Series([10.0, 10.1]), eta=0, beta=0.5), ValueError, r"eta=0 must be > 0"),
     (lambda: theory.law_table([10.0, 10.1], eta=0.1, beta=0.5), TypeError, r"naive_mean must be a Series .* got list"),
+    (lambda: theory.divergence_maps(0.5, 0.01, "huge"), ValueError, r"scale='huge' not one of"),
+    (lambda: theory.divergence_maps(1.5, 0.01, "smoke"), ValueError, r"beta=1.5 not in \[0, 1\)"),
+    (lambda: theory.storm_tracking(quadratic_task().problem(), [1.0], lr=0, steps=3, batch_size=2), ValueError,
+     r"lr=0 must be > 0"),
+    (lambda: theory.storm_tracking(quadratic_task().problem(), [1.0], lr=0.1, steps=1, batch_size=2), ValueError,
+     r"steps=1 must be >= 2"),
+    (lambda: replace(experiment.SCALES["small"], widen=-1), ValueError, r"widen=-1 must be >= 0"),
+    (lambda: experiment.start_scores({}, rounds=1), ValueError, r"rounds=1 must be >= 2"),
 ]
 
 

@@ -39,7 +39,7 @@ def test_settings_build_the_documented_partitions(fashion_mnist):
     assert table.loc["low", "samples per client"] == "15000..15000"
     assert experiment.settings_table().loc["high", "partition"] == "shards(classes_per_client=5)"
     assert experiment.epochs(fashion_mnist)["low"] == pytest.approx(40 * 10 * 5 / 15000)  # rounds q b / samples
-    assert experiment.grid_table().loc["FedAdam", "server_lr"] == "0.0316228, 0.01, 0.00316228"
+    assert experiment.grid_table().loc["FedAdam", "server_lr"] == "0.00316228, 0.01, 0.0316228"
     assert experiment.grid_table()["points"].to_dict() == {"FedAvg": 5, "SCAFFOLD": 5, "FedAdam": 15, "FedAMS": 15,
                                                           "STEM": 10, "FAFED": 20}
 
@@ -87,8 +87,8 @@ def test_builders_build_the_named_algorithms_with_the_given_hyperparameters():
         "SCAFFOLD": ({"lr": 0.05}, algorithms.scaffold(0.05, server_lr=1.0, option="II")),
         "FedAdam": ({"lr": 0.1, "server_lr": 0.01},
                     algorithms.fedadam(0.1, server_lr=0.01, beta1=0.9, beta2=0.99, tau=0.01)),
-        "FedAMS": ({"lr": 0.1, "server_lr": 0.01},
-                   algorithms.fedams(0.1, server_lr=0.01, beta1=0.9, beta2=0.99, eps=1e-4)),
+        "FedAMS": ({"lr": 0.1, "server_lr": 0.01, "beta1": 0.1, "beta2": 0.9},
+                   algorithms.fedams(0.1, server_lr=0.01, beta1=0.1, beta2=0.9, eps=1e-4)),
         "STEM": ({"lr": 0.001, "alpha": 0.9}, algorithms.stem(0.001, alpha=0.9)),
         "FAFED": ({"lr": 0.01, "alpha": 0.1, "beta": 0.9}, algorithms.fafed(0.01, alpha=0.1, beta=0.9, rho=0.05)),
     }
@@ -184,22 +184,27 @@ HIGHER = [0.60, 0.63, 0.61, 0.62, 0.60]                 # 0.1 above FedAvg
 def test_lowest_loss_claim_counts_differences_whose_95_interval_excludes_0(fafed, verdict):
     loss = _scores({"FedAvg": [FEDAVG_LOSS] * 3, "FAFED": fafed})
     accuracy = _scores({"FedAvg": [[0.8] * 5] * 3, "FAFED": [[0.8] * 5] * 3})
-    judged = _judged(0, loss=loss, accuracy=accuracy)
-    assert judged.verdict == verdict and judged.ours.startswith("low: FAFED ranks ")
-    assert "FAFED - FedAvg (the best other) " in judged.ours
+    judged = _judged(0, train_loss=loss, accuracy=accuracy)
+    assert judged.verdict == verdict and judged.ours.startswith("low: rank ") and len(judged.ours) < 200
+    assert judged.details["low"].startswith("FAFED ranks ") and "FAFED - FedAvg (the best other) " in \
+        judged.details["low"]
     assert judged.scope.tasks == tuple(SETTINGS) and judged.scope.seeds == SEEDS
     assert str(judged.scope).endswith("tuned on seeds 100, 101; Holm over 3 comparisons")
-    assert ("another method lower (FedAvg)" in judged.ours) == (HIGHER in fafed)
+    assert ("not lowest (FedAvg)" in judged.ours) == (HIGHER in fafed)
+    assert _judged(1, loss=loss, accuracy=accuracy).verdict == verdict  # the clients' minibatch loss: row 1
+    assert _judged(0, loss=loss, accuracy=accuracy).verdict == NOT_TESTABLE  # row 0 reads the server model's loss
+    named = _judged(0, train_loss=loss, accuracy=accuracy, data="Fashion-MNIST, partition seed 0")
+    assert str(named.scope).startswith("Fashion-MNIST, partition seed 0: low, moderate, high; small; 40 rounds")
 
 
 def test_lowest_loss_text_is_the_mean_its_95_interval_and_holms_p_by_hand():
-    judged = _judged(0, loss=_scores({"FedAvg": [FEDAVG_LOSS] * 3, "FAFED": [TIE] * 3}),
+    judged = _judged(0, train_loss=_scores({"FedAvg": [FEDAVG_LOSS] * 3, "FAFED": [TIE] * 3}),
                      accuracy=_scores({"FedAvg": [[0.8] * 5] * 3, "FAFED": [[0.8] * 5] * 3}))
     mean, low, high, p = _by_hand([0.01, 0.03, -0.01, 0.02, 0.0], comparisons=3)  # three equal p: Holm's 3 p
     assert (round(mean, 3), round(low, 3), round(high, 3), round(p, 3)) == (0.01, -0.01, 0.03, 0.691)  # 3 x 0.230
-    assert f"FAFED - FedAvg (the best other) +0.010 [{low:+.3f}, +0.030], p_Holm {p:.3f}; ~" in judged.ours
-    assert judged.ours.count(": undecided") == 3
-    one = _judged(0, seeds=(0,), loss=_scores({"FedAvg": [[0.5]] * 3, "FAFED": [[0.3]] * 3}, seeds=(0,)),
+    assert f"FAFED - FedAvg (the best other) +0.010 [{low:+.3f}, +0.030], p_Holm {p:.3f}; ~" in judged.details["low"]
+    assert judged.ours.count(", undecided") == 3
+    one = _judged(0, seeds=(0,), train_loss=_scores({"FedAvg": [[0.5]] * 3, "FAFED": [[0.3]] * 3}, seeds=(0,)),
                   accuracy=_scores({"FedAvg": [[0.8]] * 3, "FAFED": [[0.8]] * 3}, seeds=(0,)))
     assert one.verdict == "not decidable at 1 seed"
 
@@ -207,12 +212,13 @@ def test_lowest_loss_text_is_the_mean_its_95_interval_and_holms_p_by_hand():
 def test_a_setting_where_nothing_was_learned_is_not_testable_with_its_numbers():
     loss = _scores({"FedAvg": [FEDAVG_LOSS] * 3, "FAFED": [LOWER] * 3})
     accuracy = _scores({"FedAvg": [[0.8] * 5, [0.8] * 5, [0.11] * 5], "FAFED": [[0.8] * 5, [0.8] * 5, [0.12] * 5]})
-    judged = _judged(0, loss=loss, accuracy=accuracy)
+    judged = _judged(0, train_loss=loss, accuracy=accuracy)
     assert judged.verdict == HOLDS and judged.scope.tasks == ("low", "moderate") and judged.scope.corrected == 2
-    assert "high not testable at this scale (best mean accuracy 0.120, baseline 0.100)" in judged.ours
+    assert judged.details["not testable"] == "high not testable at this scale (best mean accuracy 0.120, baseline " \
+                                             "0.100)" and judged.ours.endswith("other settings not testable")
     nothing = _scores({"FedAvg": [[0.11] * 5] * 3, "FAFED": [[0.12] * 5] * 3})
-    assert _judged(0, loss=loss, accuracy=nothing).verdict == NOT_TESTABLE
-    assert _judged(0, loss=_scores({"FedAvg": [FEDAVG_LOSS] * 3}), accuracy=accuracy).verdict == NOT_TESTABLE
+    assert _judged(0, train_loss=loss, accuracy=nothing).verdict == NOT_TESTABLE
+    assert _judged(0, train_loss=_scores({"FedAvg": [FEDAVG_LOSS] * 3}), accuracy=accuracy).verdict == NOT_TESTABLE
 
 
 FEDAVG_ACCURACY = [0.80, 0.81, 0.80, 0.81, 0.80]
@@ -232,13 +238,18 @@ WIDE = [0.74, 0.85, 0.75, 0.86, 0.80]                   # [-6.6, +5.8]: wider th
 ])
 def test_performs_well_claim_is_the_whole_95_interval_within_two_points(fafed, verdict):
     accuracy = _scores({"FedAvg": [FEDAVG_ACCURACY] * 3, "FAFED": fafed})
-    judged = _judged(1, accuracy=accuracy, loss=accuracy)
+    judged = _judged(3, accuracy=accuracy, loss=accuracy)
     assert judged.verdict == verdict and judged.scope.corrected == 3
-    assert judged.ours.count("(so do FedAvg)") == sum(scores is WELL for scores in fafed)  # where FAFED passes
+    passed = [judged.details[s].endswith("; so do FedAvg") for s in SETTINGS]
+    assert passed == [scores is WELL for scores in fafed]  # where FAFED passes, FedAvg does too
     mean, low, high, _ = _by_hand(np.subtract(fafed[0], FEDAVG_ACCURACY) * 100, 3, margin=-2)
-    assert judged.ours.startswith(f"low: FAFED ranks 2 of 2; FAFED - FedAvg (the best other) {mean:+.1f} "
-                                  f"[{low:+.1f}, {high:+.1f}], p_Holm ")
+    assert judged.details["low"].startswith(f"FAFED ranks 2 of 2; FAFED - FedAvg (the best other) {mean:+.1f} "
+                                            f"[{low:+.1f}, {high:+.1f}], p_Holm ")
     assert ("interval wider than the margin" in judged.ours) == (WIDE in fafed)
+    strict = _judged(4, accuracy=accuracy, loss=accuracy)  # no method more accurate than FAFED
+    behind = sum(_by_hand(np.subtract(scores, FEDAVG_ACCURACY) * 100, 3)[2] < 0 for scores in fafed)  # FedAvg above
+    assert strict.ours.count("another more accurate (FedAvg)") == behind and (behind == 0) != (
+        strict.verdict == DOES_NOT_HOLD)
 
 
 DROP = [[0.80, 0.81, 0.80, 0.82, 0.80], [0.70, 0.72, 0.69, 0.71, 0.70], [0.60, 0.62, 0.61, 0.60, 0.61]]
@@ -254,31 +265,43 @@ NOISY = [0.70, 0.80, 0.75, 0.72, 0.78]
 ])
 def test_harder_with_heterogeneity_claim(per_setting, verdict):
     accuracy = _scores({"FedAvg": per_setting, "FAFED": per_setting})
-    judged = _judged(2, accuracy=accuracy, loss=accuracy)
-    assert judged.verdict == verdict and judged.ours.startswith("mean test accuracy over the methods, in points: low")
-    assert judged.scope.corrected == 2 and "low to moderate " in judged.ours
+    judged = _judged(5, accuracy=accuracy, loss=accuracy)
+    assert judged.verdict == verdict and judged.ours.startswith("low to moderate: ")
+    assert judged.scope.corrected == 2 and "; moderate to high: " in judged.ours
+    means = [f"{100 * np.mean(per_setting[i]):.1f}%" for i in range(3)]
+    assert [judged.details[f"{s}, mean accuracy over the methods"] for s in SETTINGS] == means
     one = _scores({"FedAvg": [per_setting[0]]}, ["low"])
-    assert _judged(2, accuracy=one, loss=one).verdict == NOT_TESTABLE
+    assert _judged(5, accuracy=one, loss=one).verdict == NOT_TESTABLE
     same = {"low": 6.7, "moderate": 6.8, "high": 6.6}  # epochs a client's data was passed through: within 10%
-    assert _judged(2, accuracy=accuracy, loss=accuracy, epochs=same).verdict == verdict
-    apart = _judged(2, accuracy=accuracy, loss=accuracy, epochs={**same, "low": 1.3})
-    assert apart.verdict == NOT_TESTABLE and "ran the same rounds" in apart.ours and "low 1.3" in apart.ours
+    assert _judged(5, accuracy=accuracy, loss=accuracy, epochs=same).verdict == verdict
+    apart = _judged(5, accuracy=accuracy, loss=accuracy, epochs={**same, "low": 1.3})  # only moderate to high
+    assert apart.ours.endswith("low to moderate not compared (1.3 vs 6.8 epochs)") and apart.scope.corrected == 1
+    assert apart.scope.tasks == ("moderate", "high")
+    none = _judged(5, accuracy=accuracy, loss=accuracy, epochs={"low": 1.3, "moderate": 6.8, "high": 1.2})
+    assert none.verdict == NOT_TESTABLE and none.details["moderate, epochs"] == "6.8"
+    ablation = paper.Evidence(accuracy=accuracy, baselines=BASELINES, scope=Scope(tuple(SETTINGS), "small", 40, SEEDS))
+    assert _judged(6, accuracy=accuracy, ablation=ablation).verdict == verdict  # row 6 reads the ablation
+    assert _judged(6, accuracy=accuracy).verdict == NOT_TESTABLE
 
 
 def test_divergence_claim_on_the_real_counterexample_and_on_wrong_numbers():
     first = counterexample.run(algorithms.local_adaptive(0.1, beta=0.5), 1, 1).frame.loc[1]
     naive = counterexample.run(algorithms.local_adaptive(0.3, beta=0.7), 10, 1)
     law = theory.law_table(naive.frame["mean"], 0.3, 0.7)
-    judged = _judged(3, first_step=first, law=law)
+    judged = _judged(8, first_step=first, law=law)
     assert (judged.ours, judged.verdict) == (
-        "agrees with the printed digits: 9.8586, 10.1414 (twice), mean 10.0471; "
+        "the printed digits agree (9.8586, 10.1414 (twice), mean 10.0471); "
         "the mean moves by eta/(3 sqrt(1-beta^t))", HOLDS)
     assert str(judged.scope) == "the counterexample; small; no training; deterministic"
     wrong = first.copy()
     wrong["client 1"] = 9.85  # the paper prints 9.858: off by more than one unit in its last digit
-    assert _judged(3, first_step=wrong, law=law).verdict == f"{DOES_NOT_HOLD} (holds on 1 of 2)"
-    assert _judged(3, first_step=wrong, law=theory.law_table(naive.frame["mean"], 0.3, 0.5)).verdict == DOES_NOT_HOLD
-    assert _judged(3).verdict == NOT_TESTABLE
+    assert _judged(8, first_step=wrong, law=law).verdict == f"{DOES_NOT_HOLD} (holds on 1 of 2)"
+    assert _judged(8, first_step=wrong, law=theory.law_table(naive.frame["mean"], 0.3, 0.5)).verdict == DOES_NOT_HOLD
+    assert _judged(8).verdict == NOT_TESTABLE
+    maps = {method: pd.DataFrame([[12.0, 30.0], [11.0, 0.5]]) for method in theory.MAP_METHODS}
+    with_map = _judged(8, first_step=first, law=law, maps=maps)  # the naive run ends nearer 0 on one cell of four
+    assert with_map.verdict == f"{DOES_NOT_HOLD} (holds on 2 of 3)" and "farther than x0 = 10 on 3 of 4" in \
+        with_map.ours
 
 
 def test_claims_table_has_a_verdict_scope_and_seeds_per_claim():
@@ -286,14 +309,101 @@ def test_claims_table_has_a_verdict_scope_and_seeds_per_claim():
     accuracy = _scores({"FAFED": [[0.9, 0.91, 0.9, 0.92, 0.9]] * 3, "FedAvg": fedavg})
     loss = _scores({"FAFED": [LOWER] * 3, "FedAvg": [FEDAVG_LOSS] * 3})
     scope = Scope(tuple(SETTINGS), "small", 40, SEEDS, tuning_seeds=(100, 101, 102))
-    table = claims_table(paper.Evidence(loss, accuracy, BASELINES, scope), paper.CLAIMS)
+    evidence = paper.Evidence(train_loss=loss, loss=loss, accuracy=accuracy, baselines=BASELINES, scope=scope)
+    table = claims_table(evidence, paper.CLAIMS)
     assert list(table.columns) == ["claim (main text)", "ours", "verdict", "scope", "model", "seeds",
                                    "details"]
-    assert list(table["verdict"]) == [HOLDS, HOLDS, HOLDS, NOT_TESTABLE]
+    assert list(table["verdict"]) == [HOLDS, HOLDS, NOT_TESTABLE, HOLDS, HOLDS, HOLDS] + [NOT_TESTABLE] * 7
     assert table.loc[0, "scope"] == ("low, moderate, high; small; 40 rounds; 5 seeds (0-4); tuned on seeds 100-102; "
                                      "Holm over 3 comparisons")
-    assert table.loc[2, "scope"].endswith("Holm over 2 comparisons")
-    assert list(table["seeds"]) == [5, 5, 5, 0]
+    assert table.loc[5, "scope"].endswith("Holm over 2 comparisons")
+    assert list(table["seeds"])[:6] == [5] * 6 and list(table["seeds"])[8:] == [0] * 5
+    assert all(len(str(cell)) < 200 for column in ("claim (main text)", "ours", "scope") for cell in table[column])
+
+
+def _start(first: dict[str, list[float]], rises: dict[str, list[float]]) -> dict[str, pd.DataFrame]:
+    return {"first-round loss": _scores({m: [v] * 3 for m, v in first.items()}),
+            "upward moves": _scores({m: [v] * 3 for m, v in rises.items()})}
+
+
+def test_steadier_start_claim_needs_both_readings_below_fedadams_and_fedams_on_every_setting():
+    accuracy = _scores({"FAFED": [[0.8] * 5] * 3, "FedAdam": [[0.8] * 5] * 3, "FedAMS": [[0.8] * 5] * 3})
+    low, high = [1.0, 1.1, 1.0, 1.05, 1.0], [2.0, 2.1, 2.0, 2.2, 2.05]
+    steady = _start({"FAFED": low, "FedAdam": high, "FedAMS": high}, {"FAFED": low, "FedAdam": high, "FedAMS": high})
+    judged = _judged(7, accuracy=accuracy, start=steady)
+    assert judged.verdict == HOLDS and judged.scope.corrected == 12  # 3 settings x 2 readings x 2 methods
+    assert judged.ours == "low: FAFED steadier; moderate: FAFED steadier; high: FAFED steadier"
+    assert judged.details["low, first-round loss (mean)"] == "FAFED 1.030, FedAdam 2.070, FedAMS 2.070"
+    spiky = _start({"FAFED": high, "FedAdam": low, "FedAMS": high}, {"FAFED": low, "FedAdam": high, "FedAMS": high})
+    assert _judged(7, accuracy=accuracy, start=spiky).verdict == DOES_NOT_HOLD  # FedAdam's first round is lower
+    assert _judged(7, accuracy=accuracy).verdict == NOT_TESTABLE
+
+
+def test_start_scores_by_hand():
+    from fedcore.results import History
+
+    frame = pd.DataFrame({"train_loss": [2.0, 1.5, 1.7, 1.2, 1.4, 1.3]}, index=pd.RangeIndex(1, 7, name="round"))
+    runs = common.Results({"low": {"A": [History(frame, "A", "loop", {}, None)]}}, (0,), {})
+    scores = experiment.start_scores(runs, rounds=5)  # rises over rounds 1-5: 0.2 + 0.2
+    assert scores["first-round loss"].loc[("low", "A"), 0] == 2.0
+    assert scores["upward moves"].loc[("low", "A"), 0] == pytest.approx(0.4)
+
+
+def test_server_train_loss_is_the_final_models_cross_entropy_on_every_training_row():
+    task = _tiny_task()
+    results = experiment.run(task, {"FedAvg": lambda: algorithms.fedavg(0.1)}, [0, 1])
+    table = experiment.server_train_loss(results)
+    for seed, history in zip((0, 1), results["low"]["FedAvg"]):
+        module = models.make("logistic_regression", (6,), 3, seed=0)
+        torch.nn.utils.vector_to_parameters(history.final_state["x"].reshape(-1), module.parameters())
+        by_hand = torch.nn.functional.cross_entropy(module(task.data.inputs), task.data.targets).item()
+        assert table.loc[("low", "FedAvg"), seed] == pytest.approx(by_hand, rel=1e-5)
+
+
+def test_the_readings_of_fafeds_start_on_the_counterexample():
+    """m_0 = mean g = 2/3 and v_0 = mean g^2 = 44/3 at x_0 = 10: line 3 as printed moves the mean to 10 - eta 2/3,
+    read with A_0^-1 to 10 - eta (2/3) / (sqrt(44/3) + rho)."""
+    printed = counterexample.run(algorithms.fafed(0.3, alpha=0.5, beta=0.5, rho=0.01), 1, 2).frame.loc[1, "mean"]
+    read = counterexample.run(experiment.FirstStepPreconditioned(0.3, alpha=0.5, beta=0.5, rho=0.01), 1, 2)
+    assert printed == pytest.approx(10 - 0.3 * 2 / 3)
+    assert read.frame.loc[1, "mean"] == pytest.approx(10 - 0.3 * (2 / 3) / (math.sqrt(44 / 3) + 0.01))
+    one_batch = counterexample.run(experiment.FirstBatchOfB(0.3, alpha=0.5, beta=0.5, rho=0.01), 1, 2)
+    assert one_batch.frame.loc[1, "mean"] == pytest.approx(printed)  # one sample per client: B = b = q b here
+    task = _tiny_task()
+    table = experiment.first_round_readings(task, {"lr": 0.05, "alpha": 0.5, "beta": 0.9}, [0, 1], "small")
+    assert list(table.index) == list(experiment.READINGS) and table.notna().all().all()
+    assert table.loc["B = b"].tolist() != table.loc["as coded: line 3 as printed, B = q b"].tolist()
+
+
+def test_divergence_maps_with_fedavg_as_the_control():
+    """FedAvg from 10 on the linear pieces: the mean moves by -eta (6 - 2 - 2) / 3 per step whatever q, so 300 steps
+    of 0.01 end at 8; the naive method ends above 10 there."""
+    maps = theory.divergence_maps(0.5, 0.01, "smoke")
+    assert list(maps) == list(theory.MAP_METHODS) and maps["FedAvg"].shape == (2, 2)
+    assert maps["FedAvg"].loc[0.01].tolist() == pytest.approx([8.0, 8.0])
+    assert (maps["naive (Alg. 1)"].loc[0.01] > 10).all()
+    judged = _judged(9, maps=maps)
+    fafed = maps["FAFED (Alg. 2)"].stack()
+    assert judged.ours.startswith(f"FAFED (Alg. 2) nearer 0 than x0 on {(fafed < 10).sum()} of 4")
+    assert judged.verdict == (HOLDS if (fafed < 10).all() else f"{DOES_NOT_HOLD} (holds on {(fafed < 10).sum()} of 4)")
+    assert len(judged.details) == (fafed >= 10).sum() and _judged(9).verdict == NOT_TESTABLE
+
+
+def test_storm_tracks_the_full_gradient_exactly_when_a_minibatch_is_the_whole_client():
+    task = _tiny_task()  # 30 rows per client: a batch of 30 is every row, and STORM's m_t is the gradient itself
+    errors = theory.storm_tracking(task.problem(0), [1.0, 0.3], lr=0.05, steps=4, batch_size=30)
+    assert list(errors.columns) == [1.0, 0.3] and list(errors.index) == [1, 2, 3, 4]
+    assert errors.abs().max().max() < 1e-4
+    noisy = theory.storm_tracking(task.problem(0), [1.0], lr=0.05, steps=4, batch_size=3)
+    assert (noisy[1.0] > 0.01).all()
+
+
+def test_the_ablation_runs_every_partition_with_the_moderate_batch_and_period(fashion_mnist):
+    ablation = experiment.ablation_tasks(fashion_mnist, "small")
+    assert list(ablation) == ["low, b 50, q 10", "moderate, b 50, q 10", "high, b 50, q 10"]
+    assert all(task.settings["batch_size"] == 50 and task.settings["local_steps"] == 10 for task in ablation.values())
+    assert ablation["low, b 50, q 10"].data is fashion_mnist["low"].data
+    assert experiment.ablation_tasks(fashion_mnist, "smoke")["high, b 50, q 2"].settings["local_steps"] == 2
 
 
 # ------------------------------------------------------------------ figures: computed, then drawn

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import math
+from functools import partial
 
 import pytest
 import torch
@@ -13,6 +14,7 @@ from torch.nn.utils import parameters_to_vector, vector_to_parameters
 from fedcore import algorithms, counterexample, models
 from fedcore.algorithms import RoundBatch
 from fedcore.engine.passes import run_state
+from fedcore.experiments.fafed import theory
 from fedcore.params import GradientOracle
 from fedcore.run import Problem, simulate
 
@@ -94,33 +96,6 @@ def _gradient(module, x, inputs, targets):
     return parameters_to_vector(torch.autograd.grad(loss, list(module.parameters())))
 
 
-def reference_fafed(module, x0, batches, weights, eta, alpha, beta, rho):
-    """Wu et al., Algorithm 2, written client by client from the paper; one RoundBatch per period."""
-    S = len(weights)
-    first = batches[0]
-    G0 = [_gradient(module, x0, first.inputs[i].flatten(0, 1), first.targets[i].flatten(0, 1)) for i in range(S)]
-    m = [sum(w * g for w, g in zip(weights, G0))] * S
-    v = [sum(w * g**2 for w, g in zip(weights, G0))] * S
-    A = v[0].sqrt() + rho
-    x_prev, x = [x0] * S, [x0 - eta * m[0]] * S
-    for batch in batches:
-        for k in range(batch.local_steps):
-            inputs, targets = batch.step(k)
-            for i in range(S):
-                g = _gradient(module, x[i], inputs[i], targets[i])
-                g_prev = _gradient(module, x_prev[i], inputs[i], targets[i])
-                m[i] = g + (1 - alpha) * (m[i] - g_prev)
-                v[i] = beta * v[i] + (1 - beta) * g**2
-                if k < batch.local_steps - 1:
-                    x_prev[i], x[i] = x[i], x[i] - eta * m[i] / A
-        v_bar = sum(w * vi for w, vi in zip(weights, v))
-        m_bar = sum(w * mi for w, mi in zip(weights, m))
-        A = v_bar.sqrt() + rho
-        x_bar = sum(w * (xi - eta * m_bar / A) for w, xi in zip(weights, x))
-        x_prev, x, m, v = list(x), [x_bar] * S, [m_bar] * S, [v_bar] * S
-    return x[0]
-
-
 @pytest.mark.parametrize("alpha", [0.3, 1.0])
 @pytest.mark.parametrize("backend", ["loop", "vmap"])
 def test_fafed_matches_an_independent_implementation(tiny_classification, alpha: float, backend: str) -> None:
@@ -138,7 +113,7 @@ def test_fafed_matches_an_independent_implementation(tiny_classification, alpha:
     state = algorithm.init(x0, data.num_clients)
     for batch in batches:
         state, _ = algorithm.round(state, batch, oracle)
-    expected = reference_fafed(module, x0, batches, weights.tolist(), 0.05, alpha, 0.9, 0.01)
+    expected = theory.reference_fafed(partial(_gradient, module), x0, batches, weights.tolist(), 0.05, alpha, 0.9, 0.01)
     torch.testing.assert_close(state["x"].reshape(-1), expected, rtol=1e-5, atol=1e-6)  # one run: [1, 1, d]
     assert int(state["t"]) == 1 + 2 * 3  # the initial step, then q = 3 steps per round
 

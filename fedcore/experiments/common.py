@@ -641,6 +641,24 @@ class Tuning:
         """``{method: [hyperparameters]}`` chosen at an end of their axis (:func:`on_edge`)."""
         return on_edge(self.chosen, self.grids)
 
+    def merged(self, other: Tuning) -> Tuning:
+        """This search followed by ``other`` on the same seeds and rule (a second stage over more axes, around this
+        one's choice): per method of ``other``, its best point where its mean score beats this one's chosen point's,
+        else this one's; the grids hold both stages' axes, the tables both stages' points (``"<method>, stage 2"``)."""
+        if other.seeds != self.seeds or other.higher_is_better != self.higher_is_better:
+            raise ValueError(f"a second stage must tune on the same seeds and rule: seeds {other.seeds} vs "
+                             f"{self.seeds}, higher_is_better {other.higher_is_better} vs {self.higher_is_better}")
+        chosen, tables, grids = dict(self.chosen), dict(self.tables), dict(self.grids)
+        sign = 1.0 if self.higher_is_better else -1.0
+        for method, point in other.chosen.items():
+            if (sign * other.tables[method]["score"]).max() > (sign * self.tables[method]["score"]).max():
+                chosen[method] = point
+            tables[f"{method}, stage 2"] = other.tables[method]
+            first = dict(self.grids.get(method, {}))
+            grids[method] = {**first, **{axis: values for axis, values in other.grids[method].items()
+                                         if axis not in first}}
+        return Tuning(chosen, tables, grids, self.higher_is_better, self.seeds)
+
     def chosen_table(self) -> pd.DataFrame:
         """Methods by hyperparameters: the chosen values, ``"0.1*"`` where a value sits at an end of an axis of
         more than two values (a wider grid might have chosen otherwise)."""
@@ -661,27 +679,56 @@ class Tuning:
         return grid.sort_index(ascending=False)
 
 
+def beyond_edges(grid: Mapping[str, Sequence[Any]], point: Mapping[str, Any]) -> dict[str, float]:
+    """``{axis: value}``: for each axis of ``grid`` of at least 3 positive numbers whose ``point`` value sits at
+    an end, the next value beyond that end on the axis's own spacing there (the end times the ratio of the end to
+    its neighbour: ``[0.01, 0.05, 0.1]`` continues with 0.2 above, 0.002 below)."""
+    beyond = {}
+    for axis, values in grid.items():
+        ordered = sorted(values)
+        if len(ordered) < 3 or not all(isinstance(v, (int, float)) and v > 0 for v in ordered):
+            continue
+        if math.isclose(point[axis], ordered[-1]):
+            beyond[axis] = float(f"{ordered[-1] * ordered[-1] / ordered[-2]:.12g}")
+        elif math.isclose(point[axis], ordered[0]):
+            beyond[axis] = float(f"{ordered[0] * ordered[0] / ordered[1]:.12g}")
+    return beyond
+
+
 def tune(task: Task, builders: Mapping[str, Builder], grids: Mapping[str, Mapping[str, Sequence[Any]]],
          seeds: Sequence[int], *, selection: Selection | None = None, store: Store | None = None,
-         progress: bool = False) -> Tuning:
+         progress: bool = False, widen: int = 0) -> Tuning:
     """Grid search over seeds: every point of ``grids[method]`` (keywords of ``builders[method]``) on ``task`` from
     every seed (:func:`grid_scores`), scored by the task's :class:`Selection` (or ``selection``), the point with the
-    best mean over the seeds chosen (a point that diverged on a seed never wins)."""
+    best mean over the seeds chosen (a point that diverged on a seed never wins).  With ``widen`` > 0, an axis whose
+    chosen value sits at an end is continued one value beyond it (:func:`beyond_edges`, the other axes as they
+    are then) and the search goes on, at most ``widen`` times: a choice on an edge of the paper's grid is not
+    taken as the best where the best lies beyond it.  The :class:`Tuning` keeps the grids as widened."""
     seeds = check_seeds("seeds", seeds)
+    widen = check_int("widen", widen, 0)
     unknown = [method for method in grids if method not in builders]
     if unknown:
         raise ValueError(f"grids has {unknown}, which have no builder; builders has {list(builders)}")
     higher, starts = task.rule(selection).higher_is_better, task.initial(seeds)
-    chosen, tables = {}, {}
+    chosen, tables, searched = {}, {}, {}
     for method, grid in grids.items():
+        grid = {key: list(values) for key, values in grid.items()}
         table = grid_scores(task, builders[method], grid, seeds, selection, starts=starts, store=store,
                             progress=progress)
-        table["score"] = table[seeds].mean(axis=1, skipna=False)
-        if table["score"].isna().all():
-            raise ValueError(f"every point of the grid of {method!r} diverged on some seed or was refused")
-        best = table["score"].idxmax() if higher else table["score"].idxmin()
-        point = best if isinstance(best, tuple) else (best,)
-        chosen[method] = {key: value.item() if hasattr(value, "item") else value for key, value in zip(grid, point)}
-        tables[method] = table
-    return Tuning(chosen, tables, {method: {key: list(values) for key, values in grid.items()}
-                                   for method, grid in grids.items()}, higher, tuple(seeds))
+        for extension in range(widen + 1):
+            table["score"] = table[seeds].mean(axis=1, skipna=False)
+            if table["score"].isna().all():
+                raise ValueError(f"every point of the grid of {method!r} diverged on some seed or was refused")
+            best = table["score"].idxmax() if higher else table["score"].idxmin()
+            point = dict(zip(grid, best if isinstance(best, tuple) else (best,)))
+            beyond = beyond_edges(grid, point) if extension < widen else {}
+            for axis, value in beyond.items():  # one axis at a time: the corners of two widened axes are searched
+                grid[axis] = sorted([*grid[axis], value])
+                new = grid_scores(task, builders[method], {**grid, axis: [value]}, seeds, selection, starts=starts,
+                                  store=store, progress=progress)
+                table = pd.concat([table.drop(columns="score", errors="ignore"), new]).sort_index()
+            if not beyond:
+                break
+        chosen[method] = {key: value.item() if hasattr(value, "item") else value for key, value in point.items()}
+        tables[method], searched[method] = table, grid
+    return Tuning(chosen, tables, searched, higher, tuple(seeds))

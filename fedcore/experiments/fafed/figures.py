@@ -14,6 +14,7 @@ from matplotlib.figure import Figure
 from fedcore import counterexample
 from fedcore.checks import check_number
 from fedcore.data import FederatedData
+from fedcore.experiments import claims
 from fedcore.experiments.figures import panels
 from fedcore.plots import check_type, grid_heatmap, label_distribution
 from fedcore.results import Trajectory
@@ -153,3 +154,96 @@ class LabelsDisplay:
             if ax is not self.axes_[-1]:
                 ax.get_legend().remove()
         return self
+
+
+@dataclass
+class TrackingDisplay:
+    """``errors``: STORM's relative tracking error per local step, one column per ``alpha``
+    (:func:`~fedcore.experiments.fafed.theory.storm_tracking`)."""
+
+    errors: pd.DataFrame
+    figure_: Figure | None = field(default=None, repr=False)
+    axes_: Sequence[Axes] | None = field(default=None, repr=False)
+
+    def plot(self, title: str = "") -> TrackingDisplay:
+        """One line per ``alpha`` (``alpha = 1``, plain minibatch SGD, dashed), a log y axis."""
+        ax = panels(1, 6, 3.6)[0, 0]
+        for alpha in self.errors.columns:
+            label = f"alpha = {alpha:g}" + (" (SGD: the minibatch gradient)" if alpha == 1 else "")
+            ax.plot(self.errors.index, self.errors[alpha], "--" if alpha == 1 else "-", label=label)
+        ax.set(yscale="log", xlabel=self.errors.index.name, ylabel="||m_t - grad f_i(x_t)|| / ||grad f_i(x_t)||")
+        ax.set_title(title, fontsize="medium")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize="small")
+        self.figure_, self.axes_ = ax.figure, [ax]
+        return self
+
+
+@dataclass
+class DifferenceDisplay:
+    """``differences[panel]``: per setting, a paired difference over seeds (``mean``, ``low``, ``high``: its 95%
+    interval), oriented so that positive favours the first method; one panel each."""
+
+    differences: dict[str, pd.DataFrame]
+    figure_: Figure | None = field(default=None, repr=False)
+    axes_: Sequence[Axes] | None = field(default=None, repr=False)
+
+    @classmethod
+    def from_scores(cls, scores: Mapping[str, tuple[pd.DataFrame, bool, float]], method: str,
+                    other: str) -> DifferenceDisplay:
+        """``scores``: ``{panel: (table, higher_is_better, scale)}``, each table rows (setting, method) by seeds;
+        each panel ``method`` against ``other`` (:func:`fedcore.experiments.claims.paired`)."""
+        differences = {}
+        for panel, (table, higher, scale) in scores.items():
+            rows = {}
+            for setting in dict.fromkeys(table.index.get_level_values(0)):
+                pair = claims.paired(table.loc[(setting, method)], table.loc[(setting, other)], higher)
+                low, high = pair.interval()
+                rows[setting] = {"mean": scale * pair.mean, "low": scale * low, "high": scale * high}
+            differences[panel] = pd.DataFrame(rows).T
+        return cls(differences)
+
+    def plot(self, title: str = "") -> DifferenceDisplay:
+        """Each panel: the settings on the y axis, the mean difference and its interval, a line at 0."""
+        self.axes_ = list(panels(len(self.differences), 5, 0.5 + 0.4 * max(map(len, self.differences.values())))[0])
+        self.figure_ = self.axes_[0].figure
+        for ax, (panel, table) in zip(self.axes_, self.differences.items()):
+            y = range(len(table))
+            ax.errorbar(table["mean"], y, xerr=[table["mean"] - table["low"], table["high"] - table["mean"]],
+                        fmt="o", capsize=3)
+            ax.axvline(0, color="black", linewidth=0.8)
+            ax.set(yticks=list(y), yticklabels=list(table.index), xlabel=panel)
+            ax.invert_yaxis()
+            ax.grid(alpha=0.3, axis="x")
+        self.figure_.suptitle(title, fontsize="medium")
+        return self
+
+
+@dataclass
+class MapsDisplay:
+    """``maps[method]``: a method's final ``|x|`` on the counterexample over ``eta`` (rows) and ``q`` (columns)
+    (:func:`~fedcore.experiments.fafed.theory.divergence_maps`), one :class:`DistanceMapDisplay` panel each."""
+
+    maps: dict[str, pd.DataFrame]
+    start: float = 10.0
+    figure_: Figure | None = field(default=None, repr=False)
+    axes_: Sequence[Axes] | None = field(default=None, repr=False)
+
+    def plot(self, title: str = "") -> MapsDisplay:
+        """One heat map per method on a shared log colour scale, cells beyond ``start`` outlined."""
+        self.axes_ = list(panels(len(self.maps), 4.6, 3.8)[0])
+        self.figure_ = self.axes_[0].figure
+        values = pd.concat(list(self.maps.values())).to_numpy(dtype=float)
+        limits = (max(float(values.min()), 1e-6), float(values.max()))
+        for ax, (method, table) in zip(self.axes_, self.maps.items()):
+            grid_heatmap(table, ax, "final |x|", log=True, outline=table.to_numpy(dtype=float) > self.start,
+                         limits=limits, colorbar=ax is self.axes_[-1])
+            ax.set(xlabel="averaging period q", ylabel="step size eta")
+            ax.set_title(method, fontsize="medium")
+        self.figure_.suptitle(title, fontsize="medium")
+        return self
+
+    def summary(self) -> str:
+        """Per method: the cells that end within 1 of 0, and those farther from 0 than the start."""
+        return "\n".join(f"{method}: {DistanceMapDisplay(table, self.start).summary().replace(chr(10), '; ')}"
+                         for method, table in self.maps.items())
