@@ -202,9 +202,10 @@ class Store:
 
     def history(self, key: str) -> History | None:
         """The run under ``key`` as a :class:`~fedcore.results.History` (``stored=True``; its final state holds ``x``
-        only, or nothing when the store keeps no models), or None."""
+        only, or nothing when the store keeps no models), or None.  A store that keeps models does not serve an
+        entry kept without one (written by a store that keeps none): the run is computed again and kept whole."""
         entry = self.get(key)
-        if entry is None:
+        if entry is None or (self.keep_models and "x" not in entry):
             return None
         final_state = {"x": entry["x"]} if "x" in entry else NotKept()
         return History(entry["frame"], entry["algorithm"], entry["backend"], final_state, entry["diverged_round"],
@@ -232,11 +233,12 @@ class Store:
             db.execute("DELETE FROM fedcore_runs WHERE key = ?", (key,))
 
 
-def default_store(setting: str | None = None) -> Store | None:
+def default_store(setting: str | None = None, keep_models: bool = False) -> Store | None:
     """The notebooks' store: ``setting`` (a notebook's ``STORE`` parameter) or else ``FEDCORE_STORE``: a
     file path, or ``off`` for none; empty or unset: ``build/store.sqlite`` beside the package.  It keeps no final
-    models (the notebooks read none)."""
+    models unless ``keep_models`` (a notebook that reads them: 04 scores the final server model on the whole
+    training set)."""
     setting = (os.environ.get("FEDCORE_STORE", "") if setting is None else str(setting)).strip()
     if setting.lower() in ("off", "0", "false", "no", "none"):
         return None
-    return Store(setting or DEFAULT_PATH, keep_models=False)
+    return Store(setting or DEFAULT_PATH, keep_models=keep_models)

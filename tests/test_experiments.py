@@ -68,7 +68,7 @@ def test_a_scale_is_changed_with_replace_and_checked_again():
                                                                                                   "mlp", 20)
     with pytest.raises(ValueError, match=re.escape("seeds='[1, 2]' must be a non-empty list of seeds")):
         replace(changed, seeds="[1, 2]")
-    assert [experiment.SCALES[s].tuning_seeds for s in ("smoke", "small")] == [(100,), (100, 101, 102)]
+    assert [experiment.SCALES[s].tuning_seeds for s in ("smoke", "small")] == [(100,), (100, 101)]
     assert not experiment.SCALES["medium"].tune and not experiment.SCALES["paper"].tune  # the fixed HYPERPARAMETERS
     with pytest.raises(ValueError, match=re.escape("share seeds [100] with the judging seeds=[0, 100]")):
         replace(changed, seeds=[0, 100], tuning_seeds=[100, 101])
@@ -372,7 +372,8 @@ def test_the_readings_of_fafeds_start_on_the_counterexample():
     task = _tiny_task()
     table = experiment.first_round_readings(task, {"lr": 0.05, "alpha": 0.5, "beta": 0.9}, [0, 1], "small")
     assert list(table.index) == list(experiment.READINGS) and table.notna().all().all()
-    assert table.loc["B = b"].tolist() != table.loc["as coded: line 3 as printed, B = q b"].tolist()
+    coded = table.loc["as coded: line 3 as printed, B = q b, rho 0.01"].tolist()
+    assert table.loc["B = b"].tolist() != coded and table.loc["rho 0.1"].tolist() != coded
 
 
 def test_divergence_maps_with_fedavg_as_the_control():
@@ -400,10 +401,10 @@ def test_storm_tracks_the_full_gradient_exactly_when_a_minibatch_is_the_whole_cl
 
 def test_the_ablation_runs_every_partition_with_the_moderate_batch_and_period(fashion_mnist):
     ablation = experiment.ablation_tasks(fashion_mnist, "small")
-    assert list(ablation) == ["low, b 50, q 10", "moderate, b 50, q 10", "high, b 50, q 10"]
+    assert list(ablation) == ["low (b 50, q 10)", "moderate (b 50, q 10)", "high (b 50, q 10)"]
     assert all(task.settings["batch_size"] == 50 and task.settings["local_steps"] == 10 for task in ablation.values())
-    assert ablation["low, b 50, q 10"].data is fashion_mnist["low"].data
-    assert experiment.ablation_tasks(fashion_mnist, "smoke")["high, b 50, q 2"].settings["local_steps"] == 2
+    assert ablation["low (b 50, q 10)"].data is fashion_mnist["low"].data
+    assert experiment.ablation_tasks(fashion_mnist, "smoke")["high (b 50, q 2)"].settings["local_steps"] == 2
 
 
 # ------------------------------------------------------------------ figures: computed, then drawn
@@ -448,6 +449,27 @@ def test_curves_display_computes_mean_and_sd_over_seeds_then_draws():
     scores.plot(baselines={"low": 10.0})
     dots = scores.axes_[0].collections[0].get_offsets()
     assert sorted(dots[:, 0].tolist()) == pytest.approx([80.0, 85.0, 90.0]) and len(scores.axes_) == 3
+    plt.close("all")
+
+
+def test_the_third_pass_displays_compute_what_they_draw():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    table = _scores({"FAFED": [[0.50, 0.52, 0.51, 0.53, 0.50]] * 3, "STEM": [[0.40, 0.41, 0.42, 0.42, 0.40]] * 3})
+    shown = figures.DifferenceDisplay.from_scores({"accuracy": (table, True, 100.0)}, "FAFED", "STEM").plot()
+    mean, low, high, _ = _by_hand([10, 11, 9, 11, 10], 1)
+    assert shown.differences["accuracy"].loc["low"].tolist() == pytest.approx([mean, low, high])
+    assert [tick.get_text() for tick in shown.axes_[0].get_yticklabels()] == SETTINGS
+    maps = {"naive (Alg. 1)": pd.DataFrame([[12.0, 11.0]], index=[0.1], columns=[1, 5]),
+            "FAFED (Alg. 2)": pd.DataFrame([[0.5, 12.0]], index=[0.1], columns=[1, 5])}
+    drawn = figures.MapsDisplay(maps).plot()
+    assert len(drawn.axes_) == 2 and drawn.summary().splitlines()[1].startswith("FAFED (Alg. 2): 1 of 2 runs end")
+    errors = pd.DataFrame({1.0: [0.5, 0.6], 0.1: [0.2, 0.1]}, index=pd.RangeIndex(1, 3, name="local step t"))
+    tracked = figures.TrackingDisplay(errors).plot()
+    assert [line.get_linestyle() for line in tracked.axes_[0].get_lines()] == ["--", "-"]  # SGD dashed
     plt.close("all")
 
 

@@ -220,6 +220,12 @@ def test_a_store_without_models_keeps_the_history_and_says_so(tmp_path) -> None:
     with pytest.raises(KeyError, match=r"keeps no final models.*store=None"):
         second.final_state["x"]
     assert Store(tmp_path / "other.sqlite").keep_models and not store.default_store(str(tmp_path / "d")).keep_models
+    assert store.default_store(str(tmp_path / "d"), keep_models=True).keep_models
+    whole = Store(tmp_path / "runs.sqlite")  # the same file, keeping models: the entry without one is computed again
+    third = simulate(problem(), algorithms.fedadam(0.1, server_lr=0.05), store=whole, **OPTIONS)
+    assert not third.stored and third.final_state["x"].shape == first.final_state["x"].shape
+    fourth = simulate(problem(), algorithms.fedadam(0.1, server_lr=0.05), store=whole, **OPTIONS)
+    assert fourth.stored and torch.equal(fourth.final_state["x"], first.final_state["x"])
 
 
 def test_entries_of_older_sources_are_capped(tmp_path, monkeypatch) -> None:

@@ -177,11 +177,11 @@ def epochs(tasks: Mapping[str, Task]) -> dict[str, float]:
 
 def ablation_tasks(tasks: Mapping[str, Task], scale: str | FafedScale) -> dict[str, Task]:
     """Each of ``tasks`` (its partition) with the round settings of :data:`ABLATION` (q capped by the scale's
-    ``max_local_steps``), named ``"<setting>, b 50, q 10"``: the same batch size, period and epochs everywhere."""
+    ``max_local_steps``), named ``"<setting> (b 50, q 10)"``: the same batch size, period and epochs everywhere."""
     cap = scale_at(SCALES, scale).max_local_steps
     settings = {**ABLATION, "local_steps": min(ABLATION["local_steps"], cap or ABLATION["local_steps"])}
     label = f"b {settings['batch_size']}, q {settings['local_steps']}"
-    return {f"{name}, {label}": replace(task, name=f"{name}, {label}", settings={**task.settings, **settings})
+    return {f"{name} ({label})": replace(task, name=f"{name} ({label})", settings={**task.settings, **settings})
             for name, task in tasks.items()}
 
 
@@ -222,6 +222,13 @@ def start_scores(results: common.Results, rounds: int = START_ROUNDS) -> dict[st
             "upward moves": common.score_table(results.runs, rises, results.seeds)}
 
 
+def start_table(start: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
+    """:func:`start_scores` as methods by (reading, setting), each the mean over the seeds, in the runs' order."""
+    return pd.concat({measure: table.mean(axis=1).unstack(0).reindex(
+        index=list(dict.fromkeys(table.index.get_level_values(1))),
+        columns=list(dict.fromkeys(table.index.get_level_values(0)))) for measure, table in start.items()}, axis=1)
+
+
 def first_round_loss(history: History) -> float:
     """The clients' mean minibatch loss during the first round."""
     return float(history.frame.loc[1, "train_loss"])
@@ -257,10 +264,12 @@ class FirstBatchOfB(algorithms.FAFED):
         return {"gradient": G0}, {"x_prev": X}
 
 
-READINGS: dict[str, type[algorithms.FAFED]] = {
-    "as coded: line 3 as printed, B = q b": algorithms.FAFED, "line 3 with A_0^-1": FirstStepPreconditioned,
-    "B = b": FirstBatchOfB}
-"""The readings of Algorithm 2's start (lines 2-3) that :func:`first_round_readings` compares."""
+READINGS: dict[str, tuple[type[algorithms.FAFED], dict[str, float]]] = {
+    "as coded: line 3 as printed, B = q b, rho 0.01": (algorithms.FAFED, {}),
+    "line 3 with A_0^-1": (FirstStepPreconditioned, {}), "B = b": (FirstBatchOfB, {}),
+    "rho 0.1": (algorithms.FAFED, {"rho": 0.1}), "rho 1 (Remark 3: O(1))": (algorithms.FAFED, {"rho": 1.0})}
+"""The readings of Algorithm 2's start (lines 2-3) and floors ``rho`` of ``A_t`` that :func:`first_round_readings`
+compares: ``{label: (FAFED's class, what differs from the tuned point)}``."""
 
 
 def first_round_readings(task: Task, point: Mapping[str, float], seeds: Sequence[int], scale: str | FafedScale,
@@ -269,7 +278,8 @@ def first_round_readings(task: Task, point: Mapping[str, float], seeds: Sequence
     :data:`READINGS`: the first-round training loss, one row per reading, one column per seed."""
     rho = scale_at(SCALES, scale).rho
     one_round = replace(task, settings={**task.settings, "rounds": 1, "eval_every": 1})
-    builders = {reading: partial(kind, rho=rho, **point) for reading, kind in READINGS.items()}
+    builders = {reading: partial(kind, **{"rho": rho, **point, **changed})
+                for reading, (kind, changed) in READINGS.items()}
     results = run(one_round, builders, seeds, store=store)
     return common.score_table(results.runs, first_round_loss, results.seeds).loc[task.name]
 

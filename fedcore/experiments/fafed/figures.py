@@ -21,6 +21,7 @@ from fedcore.results import Trajectory
 from fedcore.store import Store
 
 COLORS = ("C3", "C0", "C2")  # the counterexample's runs in order: naive red, FAFED blue, FAFED's schedule green
+DPI = 72  # the figures' resolution in the notebook (a saved figure takes savefig's own)
 
 
 def _draw(trajectory: Trajectory, ax: Axes, color: str, clients: bool = True) -> None:
@@ -80,7 +81,7 @@ class CounterexampleDisplay:
     def plot(self, title: str = "") -> CounterexampleDisplay:
         """Left (titled ``title``): the ``every_step`` runs; right: the ``periodic`` runs' server model after each
         averaging, or where there are none, the global objective ``f`` at the mean of the left ones."""
-        self.axes_ = [left, right] = list(panels(2, 5.5, 4)[0])
+        self.axes_ = [left, right] = list(panels(2, 5.5, 4, dpi=DPI)[0])
         self.figure_ = left.figure
         for trajectory, color in zip(self.every_step.values(), COLORS):
             _draw(trajectory, left, color)
@@ -116,7 +117,7 @@ class DistanceMapDisplay:
 
     def plot(self, title: str = "") -> DistanceMapDisplay:
         """A heat map on a log colour scale, each cell printed, those above ``start`` outlined."""
-        ax = grid_heatmap(self.distance, panels(1, 6, 3.8)[0, 0], "final |x|", log=True,
+        ax = grid_heatmap(self.distance, panels(1, 6, 3.8, dpi=DPI)[0, 0], "final |x|", log=True,
                           outline=self.distance.to_numpy(dtype=float) > check_number("start", self.start))
         ax.set(xlabel=f"averaging period {self.distance.columns.name or 'q'}",
                ylabel=f"step size {self.distance.index.name or 'eta'}")
@@ -146,7 +147,7 @@ class LabelsDisplay:
 
     def plot(self) -> LabelsDisplay:
         """One panel per setting (:func:`fedcore.plots.label_distribution`), the legend on the last only."""
-        self.axes_ = list(panels(len(self.data), 5, 3.6)[0])
+        self.axes_ = list(panels(len(self.data), 5, 3.6, dpi=DPI)[0])
         self.figure_ = self.axes_[0].figure
         for ax, (name, data) in zip(self.axes_, self.data.items()):
             label_distribution(data, ax)
@@ -167,7 +168,7 @@ class TrackingDisplay:
 
     def plot(self, title: str = "") -> TrackingDisplay:
         """One line per ``alpha`` (``alpha = 1``, plain minibatch SGD, dashed), a log y axis."""
-        ax = panels(1, 6, 3.6)[0, 0]
+        ax = panels(1, 6, 3.6, dpi=DPI)[0, 0]
         for alpha in self.errors.columns:
             label = f"alpha = {alpha:g}" + (" (SGD: the minibatch gradient)" if alpha == 1 else "")
             ax.plot(self.errors.index, self.errors[alpha], "--" if alpha == 1 else "-", label=label)
@@ -181,8 +182,8 @@ class TrackingDisplay:
 
 @dataclass
 class DifferenceDisplay:
-    """``differences[panel]``: per setting, a paired difference over seeds (``mean``, ``low``, ``high``: its 95%
-    interval), oriented so that positive favours the first method; one panel each."""
+    """``differences[panel]``: per setting, a paired difference over seeds (``mean``, and its 95% interval ``95% from``
+    ``95% to``), oriented so that positive favours the first method; one panel each."""
 
     differences: dict[str, pd.DataFrame]
     figure_: Figure | None = field(default=None, repr=False)
@@ -199,17 +200,18 @@ class DifferenceDisplay:
             for setting in dict.fromkeys(table.index.get_level_values(0)):
                 pair = claims.paired(table.loc[(setting, method)], table.loc[(setting, other)], higher)
                 low, high = pair.interval()
-                rows[setting] = {"mean": scale * pair.mean, "low": scale * low, "high": scale * high}
+                rows[setting] = {"mean": scale * pair.mean, "95% from": scale * low, "95% to": scale * high}
             differences[panel] = pd.DataFrame(rows).T
         return cls(differences)
 
     def plot(self, title: str = "") -> DifferenceDisplay:
         """Each panel: the settings on the y axis, the mean difference and its interval, a line at 0."""
-        self.axes_ = list(panels(len(self.differences), 5, 0.5 + 0.4 * max(map(len, self.differences.values())))[0])
+        self.axes_ = list(panels(len(self.differences), 5, 0.5 + 0.4 * max(map(len, self.differences.values())),
+                                 dpi=DPI)[0])
         self.figure_ = self.axes_[0].figure
         for ax, (panel, table) in zip(self.axes_, self.differences.items()):
             y = range(len(table))
-            ax.errorbar(table["mean"], y, xerr=[table["mean"] - table["low"], table["high"] - table["mean"]],
+            ax.errorbar(table["mean"], y, xerr=[table["mean"] - table["95% from"], table["95% to"] - table["mean"]],
                         fmt="o", capsize=3)
             ax.axvline(0, color="black", linewidth=0.8)
             ax.set(yticks=list(y), yticklabels=list(table.index), xlabel=panel)
@@ -231,7 +233,7 @@ class MapsDisplay:
 
     def plot(self, title: str = "") -> MapsDisplay:
         """One heat map per method on a shared log colour scale, cells beyond ``start`` outlined."""
-        self.axes_ = list(panels(len(self.maps), 4.6, 3.8)[0])
+        self.axes_ = list(panels(len(self.maps), 4.6, 3.8, dpi=DPI)[0])
         self.figure_ = self.axes_[0].figure
         values = pd.concat(list(self.maps.values())).to_numpy(dtype=float)
         limits = (max(float(values.min()), 1e-6), float(values.max()))

@@ -123,7 +123,7 @@ def _versus_all(e: Evidence, table: pd.DataFrame | None, higher_is_better: bool,
         beaten = [m for (s, m), o in family.outcomes.items() if s == setting and o == CONTRADICTED]
         also = [m for m, other in others.items() if outcome == CONFIRMED and per_setting(other, setting) == CONFIRMED]
         by = f" ({', '.join(beaten)})" * bool(beaten)
-        short.append(f"{setting.split(',')[0]}: rank {rank}, {said[outcome]}{by}")
+        short.append(f"{setting.split(' (')[0]}: rank {rank}, {said[outcome]}{by}")
         full[setting] = (f"FAFED ranks {rank} of {len(means)}; FAFED - {best} (the best other) "
                          f"{family.text((setting, best))}: {said[outcome]}{by}"
                          + f"; so do {', '.join(also)}" * bool(also))
@@ -177,9 +177,9 @@ def _harder(ablation: bool = False) -> Callable[[Evidence], Judgement]:
         family = claims.Family({f"{a} to {b}": claims.compare(difficulty[a], difficulty[b], scale=100.0, digits=1)
                                 for a, b in same})
         said = {CONFIRMED: "drops", CONTRADICTED: "rises", WITHIN_NOISE: "undecided", NOT_DECIDABLE: "undecided"}
-        apart = "; ".join(f"{a.split(',')[0]} to {b.split(',')[0]} not compared ({epochs[a]:.1f} vs {epochs[b]:.1f} "
+        apart = "; ".join(f"{a.split(' (')[0]} to {b.split(' (')[0]} not compared ({epochs[a]:.1f} vs {epochs[b]:.1f} "
                           "epochs)" for a, b in pairs if (a, b) not in same and a in epochs and b in epochs)
-        ours = "; ".join([f"{' to '.join(s.split(',')[0] for s in pair.split(' to '))}: {family.short(pair)} "
+        ours = "; ".join([f"{' to '.join(s.split(' (')[0] for s in pair.split(' to '))}: {family.short(pair)} "
                           f"({said[outcome]})" for pair, outcome in family.outcomes.items()] + [apart] * bool(apart))
         means = {f"{s}, mean accuracy over the methods": f"{100 * difficulty[s].mean():.1f}%" for s in settings}
         compared = list(dict.fromkeys(s for pair in same for s in pair))
@@ -210,7 +210,7 @@ def _steadier(e: Evidence) -> Judgement:
         table = e.start[measure].loc[s].mean(axis=1)
         return f"FAFED {table['FAFED']:.3f}, " + ", ".join(f"{m} {table[m]:.3f}" for m in SERVER_ADAPTIVE)
     details = {f"{s}, {measure} (mean)": means(s, measure) for s in settings for measure in STARTS}
-    ours = "; ".join(f"{s.split(',')[0]}: {said[outcomes[s]]}" for s in settings)
+    ours = "; ".join(f"{s.split(' (')[0]}: {said[outcomes[s]]}" for s in settings)
     return family.judged(ours + "; other settings not testable" * bool(untested), e.narrowed(settings),
                          outcomes=outcomes, details={**details, **family.details()})
 
@@ -258,7 +258,10 @@ def _shared_avoids(e: Evidence) -> Judgement:
     fafed = cells[MAP_METHODS[1]]
     far = {f"{MAP_METHODS[1]} away, eta {eta:g}, q {q}": f"|x| = {value:.3g}" for (eta, q), value in fafed.items()
            if value >= MAP_START}
-    return Judgement("; ".join(counts(label) for label in MAP_METHODS[1:]),
+    shared = [cell for cell, value in fafed.items() if value >= MAP_START]
+    drift = all(cells[MAP_METHODS[2]][cell] >= MAP_START for cell in shared) if shared else False
+    return Judgement("; ".join(counts(label) for label in MAP_METHODS[1:])
+                     + "; FAFED's cells away from 0 are all FedAvg's too" * drift,
                      claims.verdict(int((fafed < MAP_START).sum()), fafed.size),
                      e.exact(f"the counterexample, {fafed.size} (eta, q) cells"), far)
 

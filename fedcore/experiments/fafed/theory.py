@@ -91,7 +91,8 @@ def storm_tracking(problem: Any, alphas: Sequence[float], lr: float, steps: int,
     oracle, data, errors = GradientOracle(problem.model), problem.data, {}
     for alpha in alphas:
         history = simulate(problem, algorithms.stem(lr, alpha=alpha), rounds=1, clients_per_round=1,
-                           local_steps=steps, batch_size=batch_size, trace=True, seed=seed, eval_every=1)
+                           local_steps=steps, batch_size=batch_size, trace=True, seed=seed, eval_every=1,
+                           progress=False)
         (client,), models = history.trace[0]
         start = int(data.sizes[:client].sum())
         rows = slice(start, start + int(data.sizes[client]))
