@@ -89,7 +89,8 @@ MODELS: dict[str, tuple[Callable[[int], Any], str, str]] = {
                  "the tanh CNN of Nouiehed et al. 2019 (conv 5 and 10 channels, dense 100; 26,620 parameters), our "
                  "reading of the paper's model", "the tanh CNN"),
     "mlp": (lambda seed: models.make("mlp", (1, 28, 28), 10, hidden=(32,), seed=seed),
-            "ours: a 784-32-10 ReLU MLP (25,450 parameters), a stand-in for the tanh CNN at a tenth of its compute",
+            "ours: a 784-32-10 ReLU MLP (25,450 parameters), a stand-in for the tanh CNN at a quarter of its "
+            "multiply-adds",
             "a 784-32-10 MLP standing in for the CNN"),
 }
 """``{name: (model drawn from a seed, label, short label)}``: the paper's model as we read it, and small's stand-in."""

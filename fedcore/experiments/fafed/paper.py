@@ -124,7 +124,8 @@ def _versus_all(e: Evidence, table: pd.DataFrame | None, higher_is_better: bool,
         also = [m for m, other in others.items() if outcome == CONFIRMED and per_setting(other, setting) == CONFIRMED]
         by = f" ({', '.join(beaten)})" * bool(beaten)
         short.append(f"{setting.split(' (')[0]}: rank {rank}, {said[outcome]}{by}")
-        full[setting] = (f"FAFED ranks {rank} of {len(means)}; FAFED - {best} (the best other) "
+        difference = f"FAFED - {best}" if higher_is_better else f"{best} - FAFED"  # positive favours FAFED
+        full[setting] = (f"FAFED ranks {rank} of {len(means)}; {difference} (the best other) "
                          f"{family.text((setting, best))}: {said[outcome]}{by}"
                          + f"; so do {', '.join(also)}" * bool(also))
     details = {**full, **family.details(), **({"not testable": untested} if untested else {})}
@@ -203,14 +204,17 @@ def _steadier(e: Evidence) -> Judgement:
         e.start[measure].loc[(s, "FAFED")], e.start[measure].loc[(s, other)], higher_is_better=False, digits=3)
         for s in settings for measure in STARTS for other in SERVER_ADAPTIVE})
     outcomes = {s: claims.all_of(o for (setting, *_), o in family.outcomes.items() if setting == s) for s in settings}
-    said = {CONFIRMED: "FAFED steadier", CONTRADICTED: "FAFED not steadier", WITHIN_NOISE: "undecided",
-            NOT_DECIDABLE: "undecided"}
 
     def means(s: str, measure: str) -> str:
         table = e.start[measure].loc[s].mean(axis=1)
         return f"FAFED {table['FAFED']:.3f}, " + ", ".join(f"{m} {table[m]:.3f}" for m in SERVER_ADAPTIVE)
     details = {f"{s}, {measure} (mean)": means(s, measure) for s in settings for measure in STARTS}
-    ours = "; ".join(f"{s.split(' (')[0]}: {said[outcomes[s]]}" for s in settings)
+
+    def counted(measure: str) -> str:
+        found = [o for (_, m, _), o in family.outcomes.items() if m == measure]
+        return (f"{measure}: FAFED lower in {found.count(CONFIRMED)}, higher in {found.count(CONTRADICTED)}, "
+                f"undecided in {len(found) - found.count(CONFIRMED) - found.count(CONTRADICTED)} of {len(found)}")
+    ours = "; ".join(counted(measure) for measure in STARTS)
     return family.judged(ours + "; other settings not testable" * bool(untested), e.narrowed(settings),
                          outcomes=outcomes, details={**details, **family.details()})
 
