@@ -156,7 +156,7 @@ CASES = [
     (lambda: theory.storm_tracking(quadratic_task().problem(), [1.0], lr=0.1, steps=1, batch_size=2), ValueError,
      r"steps=1 must be >= 2"),
     (lambda: replace(experiment.SCALES["small"], widen=-1), ValueError, r"widen=-1 must be >= 0"),
-    (lambda: experiment.start_scores({}, rounds=1), ValueError, r"rounds=1 must be >= 2"),
+    (lambda: experiment.start_scores(None, rounds=1), ValueError, r"rounds=1 must be >= 2"),
 ]
 
 

@@ -326,28 +326,32 @@ def _start(first: dict[str, list[float]], rises: dict[str, list[float]]) -> dict
             "upward moves": _scores({m: [v] * 3 for m, v in rises.items()})}
 
 
-def test_steadier_start_claim_needs_both_readings_below_fedadams_and_fedams_on_every_setting():
+def test_steadier_start_claim_judges_the_upward_moves_below_fedadams_and_fedams_on_every_setting():
     accuracy = _scores({"FAFED": [[0.8] * 5] * 3, "FedAdam": [[0.8] * 5] * 3, "FedAMS": [[0.8] * 5] * 3})
     low, high = [1.0, 1.1, 1.0, 1.05, 1.0], [2.0, 2.1, 2.0, 2.2, 2.05]
-    steady = _start({"FAFED": low, "FedAdam": high, "FedAMS": high}, {"FAFED": low, "FedAdam": high, "FedAMS": high})
-    judged = _judged(7, accuracy=accuracy, start=steady)
-    assert judged.verdict == HOLDS and judged.scope.corrected == 12  # 3 settings x 2 readings x 2 methods
-    assert judged.ours == ("first-round loss: FAFED lower in 6, higher in 0, undecided in 0 of 6; "
-                           "upward moves: FAFED lower in 6, higher in 0, undecided in 0 of 6")
-    assert judged.details["low, first-round loss (mean)"] == "FAFED 1.030, FedAdam 2.070, FedAMS 2.070"
-    spiky = _start({"FAFED": high, "FedAdam": low, "FedAMS": high}, {"FAFED": low, "FedAdam": high, "FedAMS": high})
-    assert _judged(7, accuracy=accuracy, start=spiky).verdict == DOES_NOT_HOLD  # FedAdam's first round is lower
+    steady = _start({"FAFED": high, "FedAdam": low, "FedAMS": low}, {"FAFED": low, "FedAdam": high, "FedAMS": high})
+    judged = _judged(7, accuracy=accuracy, start=steady)  # a higher first round is shown, not judged
+    assert judged.verdict == HOLDS and judged.scope.corrected == 6  # 3 settings x 2 methods
+    assert judged.ours == ("upward moves: FAFED lower in 6, higher in 0, undecided in 0 of 6; "
+                           "first-round loss (not judged): FAFED's mean higher in 6 of 6")
+    assert judged.details["low, upward moves (mean)"] == "FAFED 1.030, FedAdam 2.070, FedAMS 2.070"
+    jumpy = _start({"FAFED": low, "FedAdam": low, "FedAMS": low}, {"FAFED": high, "FedAdam": low, "FedAMS": high})
+    assert _judged(7, accuracy=accuracy, start=jumpy).verdict == DOES_NOT_HOLD  # FedAdam's moves are smaller
     assert _judged(7, accuracy=accuracy).verdict == NOT_TESTABLE
 
 
 def test_start_scores_by_hand():
-    from fedcore.results import History
-
-    frame = pd.DataFrame({"train_loss": [2.0, 1.5, 1.7, 1.2, 1.4, 1.3]}, index=pd.RangeIndex(1, 7, name="round"))
-    runs = common.Results({"low": {"A": [History(frame, "A", "loop", {}, None)]}}, (0,), {})
-    scores = experiment.start_scores(runs, rounds=5)  # rises over rounds 1-5: 0.2 + 0.2
-    assert scores["first-round loss"].loc[("low", "A"), 0] == 2.0
-    assert scores["upward moves"].loc[("low", "A"), 0] == pytest.approx(0.4)
+    """The upward moves start from the initial model's loss on every training row: max(0, round 1 - L0), then the
+    rises from round to round."""
+    task = replace(_tiny_task(), settings={**_tiny_task().settings, "rounds": 6})
+    results = experiment.run(task, {"FedAvg": lambda: algorithms.fedavg(2.0)}, [0])
+    scores = experiment.start_scores(results, rounds=5)
+    module = models.make("logistic_regression", (6,), 3, seed=0)
+    start = torch.nn.functional.cross_entropy(module(task.data.inputs), task.data.targets).item()
+    loss = results["low"]["FedAvg"][0].frame["train_loss"]
+    by_hand = max(0.0, loss[1] - start) + sum(max(0.0, loss[r + 1] - loss[r]) for r in range(1, 5))
+    assert scores["upward moves"].loc[("low", "FedAvg"), 0] == pytest.approx(by_hand, rel=1e-5)
+    assert scores["first-round loss"].loc[("low", "FedAvg"), 0] == loss[1]
 
 
 def test_server_train_loss_is_the_final_models_cross_entropy_on_every_training_row():

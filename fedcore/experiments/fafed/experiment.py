@@ -206,21 +206,32 @@ def server_train_loss(results: common.Results) -> pd.DataFrame:
 
 
 START_ROUNDS = 10
-""""At the start": the first ten rounds, over which :func:`start_scores` sums the upward moves of the loss."""
+""""At the start": the initial model and the first ten rounds, over which :func:`start_scores` sums the upward moves
+of the loss."""
 
 
 def start_scores(results: common.Results, rounds: int = START_ROUNDS) -> dict[str, pd.DataFrame]:
-    """How each run starts, from its per-round ``train_loss``: ``"first-round loss"`` and ``"upward moves"`` (the
-    sum of the rises of the loss from one round to the next over rounds 1 to ``rounds``), each with rows
-    (setting, method) and one column per seed."""
+    """How each run starts, each a table with rows (setting, method) and one column per seed: ``"first-round loss"``
+    (the clients' mean minibatch loss in round 1) and ``"upward moves"``: the sum of the loss's rises from the start
+    through round ``rounds``, the first from the initial model's loss on the whole training set (the same for every
+    method of a seed) to round 1's, then from each round's ``train_loss`` to the next's."""
     check_int("rounds", rounds, 2)
-
-    def rises(history: History) -> float:
-        loss = history.frame["train_loss"].loc[1:rounds]
-        return float(loss.diff().clip(lower=0).sum())
-
+    initial = {}
+    for name, task in results.tasks.items():
+        model, data = task.problem(results.seeds[0]).model, task.data
+        X = torch.stack(list(task.initial(results.seeds).values()))
+        losses = evaluate_runs(model, X.to(data.device), data.inputs, data.targets, batch_size=10_000, backend="vmap")
+        initial[name] = [loss["test_loss"] for loss in losses]
+    rows = {}
+    for name, by_method in results.items():
+        for method, histories in by_method.items():
+            rows[(name, method)] = [float(pd.concat([pd.Series([start]), history.frame["train_loss"].loc[1:rounds]])
+                                          .diff().clip(lower=0).sum()) for start, history in zip(initial[name],
+                                                                                               histories)]
+    moves = pd.DataFrame.from_dict(rows, orient="index", columns=list(results.seeds))
+    moves.index = pd.MultiIndex.from_tuples(moves.index, names=["task", "method"])
     return {"first-round loss": common.score_table(results.runs, first_round_loss, results.seeds),
-            "upward moves": common.score_table(results.runs, rises, results.seeds)}
+            "upward moves": moves.rename_axis(columns="seed")}
 
 
 def start_table(start: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
