@@ -186,23 +186,33 @@ def ablation_tasks(tasks: Mapping[str, Task], scale: str | FafedScale) -> dict[s
             for name, task in tasks.items()}
 
 
-def server_train_loss(results: common.Results) -> pd.DataFrame:
-    """The loss of each run's final server model on its task's whole training set (60,000 images: the objective
-    ``f`` itself, the clients being of equal size), rows (setting, method), one column per seed; NaN where a run
-    diverged.  The runs' own ``train_loss`` is the clients' minibatch loss during their local steps."""
-    rows = {}
-    for name, by_method in results.items():
-        task = results.tasks[name]
-        model, data = task.problem(results.seeds[0]).model, task.data
-        for method, histories in by_method.items():
-            X = torch.stack([history.final_state["x"].reshape(-1)[-model.dim:] for history in histories])
-            losses = evaluate_runs(model, X.to(data.device), data.inputs, data.targets, batch_size=10_000,
-                                   backend="vmap")
-            rows[(name, method)] = [math.nan if history.diverged else loss["test_loss"]
-                                    for history, loss in zip(histories, losses)]
-    table = pd.DataFrame.from_dict(rows, orient="index", columns=list(results.seeds))
+def training_losses(task: Task, X: torch.Tensor) -> list[float]:
+    """The loss of each model of ``X [R, d]`` on ``task``'s whole training set (60,000 images: the objective ``f``
+    itself, the clients being of equal size), the R models through one batched forward per 10,000 rows."""
+    model, data = task.problem().model, task.data
+    losses = evaluate_runs(model, X.to(data.device), data.inputs, data.targets, batch_size=10_000, backend="vmap")
+    return [loss["test_loss"] for loss in losses]
+
+
+def _by_run(rows: Mapping[tuple[str, str], Sequence[float]], seeds: Sequence[int]) -> pd.DataFrame:
+    """``{(setting, method): one value per seed}`` as a table, rows (task, method), one column per seed."""
+    table = pd.DataFrame.from_dict(rows, orient="index", columns=list(seeds))
     table.index = pd.MultiIndex.from_tuples(table.index, names=["task", "method"])
     return table.rename_axis(columns="seed")
+
+
+def server_train_loss(results: common.Results) -> pd.DataFrame:
+    """The loss of each run's final server model on its task's whole training set (:func:`training_losses`), rows
+    (setting, method), one column per seed; NaN where a run diverged.  The runs' own ``train_loss`` is the clients'
+    minibatch loss during their local steps."""
+    rows = {}
+    for name, by_method in results.items():
+        dim = results.tasks[name].problem().model.dim
+        for method, histories in by_method.items():
+            losses = training_losses(results.tasks[name], torch.stack([h.final_state["x"].reshape(-1)[-dim:]
+                                                                      for h in histories]))
+            rows[(name, method)] = [math.nan if h.diverged else loss for h, loss in zip(histories, losses)]
+    return _by_run(rows, results.seeds)
 
 
 START_ROUNDS = 10
@@ -216,22 +226,13 @@ def start_scores(results: common.Results, rounds: int = START_ROUNDS) -> dict[st
     through round ``rounds``, the first from the initial model's loss on the whole training set (the same for every
     method of a seed) to round 1's, then from each round's ``train_loss`` to the next's."""
     check_int("rounds", rounds, 2)
-    initial = {}
-    for name, task in results.tasks.items():
-        model, data = task.problem(results.seeds[0]).model, task.data
-        X = torch.stack(list(task.initial(results.seeds).values()))
-        losses = evaluate_runs(model, X.to(data.device), data.inputs, data.targets, batch_size=10_000, backend="vmap")
-        initial[name] = [loss["test_loss"] for loss in losses]
-    rows = {}
-    for name, by_method in results.items():
-        for method, histories in by_method.items():
-            rows[(name, method)] = [float(pd.concat([pd.Series([start]), history.frame["train_loss"].loc[1:rounds]])
-                                          .diff().clip(lower=0).sum()) for start, history in zip(initial[name],
-                                                                                               histories)]
-    moves = pd.DataFrame.from_dict(rows, orient="index", columns=list(results.seeds))
-    moves.index = pd.MultiIndex.from_tuples(moves.index, names=["task", "method"])
+    initial = {name: training_losses(task, torch.stack(list(task.initial(results.seeds).values())))
+               for name, task in results.tasks.items()}
+    rows = {(name, method): [float(pd.concat([pd.Series([start]), history.frame["train_loss"].loc[1:rounds]])
+                                   .diff().clip(lower=0).sum()) for start, history in zip(initial[name], histories)]
+            for name, by_method in results.items() for method, histories in by_method.items()}
     return {"first-round loss": common.score_table(results.runs, first_round_loss, results.seeds),
-            "upward moves": moves.rename_axis(columns="seed")}
+            "upward moves": _by_run(rows, results.seeds)}
 
 
 def start_table(start: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
@@ -309,15 +310,14 @@ def tune_settings(tasks: Mapping[str, Task], scale: str | FafedScale, fixed: Map
     tunings = {}
     for name, task in tasks.items():
         builders = make_builders(task, scale)
+        defaults = {m: {key: parameter.default for key, parameter in inspect.signature(build).parameters.items()
+                        if key in SERVER_MOMENTA} for m, build in builders.items()}  # Reddi et al.'s beta1, beta2
         first = tune(task, builders, grids, scale.tuning_seeds, store=store, progress=progress, widen=scale.widen)
         staged = {m: {**{key: [value] for key, value in first.chosen[m].items()}, **SERVER_MOMENTA}
-                  for m in first.chosen if set(SERVER_MOMENTA) <= set(inspect.signature(builders[m]).parameters)}
-        second = tune(task, builders, staged, scale.tuning_seeds, store=store, progress=progress)
-        merged = first.merged(second)
-        for method in staged:  # where the first stage's point stands, its momenta are the builder's defaults
-            defaults = {key: value.default for key, value in inspect.signature(builders[method]).parameters.items()
-                        if key in SERVER_MOMENTA}
-            merged.chosen[method] = {**defaults, **merged.chosen[method]}
+                  for m in first.chosen if defaults[m]}
+        merged = first.merged(tune(task, builders, staged, scale.tuning_seeds, store=store, progress=progress))
+        for method in staged:  # where the first stage's point stands, its momenta are the defaults
+            merged.chosen[method] = {**defaults[method], **merged.chosen[method]}
         tunings[name] = merged
     return tunings
 
