@@ -399,10 +399,9 @@ readings.mean(axis=1).unstack(0)[list(tasks)].round(3)
 # %% [markdown]
 # ## 5. The paper's claims beside ours
 #
-# The supplementary material is lost to us: we cannot print the paper's numbers. Each verdict is
-# computed by the rules every notebook shares (`fedcore.experiments.claims`): a difference counts when its paired t
-# test against the margin over the judging seeds is significant at 5%, Holm-corrected within a claim; every
-# difference is oriented so that positive favours FAFED. A universal claim
+# The supplementary material is lost to us: we cannot print the paper's numbers. Verdicts follow the rules every
+# notebook shares (`fedcore.experiments.claims`): a difference counts when its paired t test against the margin over
+# the judging seeds is significant at 5%, Holm-corrected within a claim; positive differences favour FAFED. A universal claim
 # ("every setting") **holds** when every setting is confirmed and **does not hold** when one is contradicted; a
 # setting enters only if most methods beat its most frequent class by 5 points.
 #
@@ -418,12 +417,15 @@ readings.mean(axis=1).unstack(0)[list(tasks)].round(3)
 # Also **partly** (some settings confirmed, the rest undecided) and **inconclusive** (none decided). "rank": by the
 # mean (1: best). Below the rows, every comparison: its mean, its own 95% interval and Holm's corrected p, which
 # decides (an interval may clear the margin while $p_{Holm} > 0.05$); "~N seeds would decide" at the measured spread.
+# Last, each row's verdict at `medium` (the CNN), once recorded.
 
 # %%
 claims_table = claims.claims_table(evidence, paper.CLAIMS)
 records.record({**claims.as_tables(claims_table), "accuracy": accuracy_table, "train_loss": loss_table,
                 "hyperparameters": hyperparameters}, "04_fafed", SCALE)
 claims.show(claims_table)
+if SCALE != "medium" and (verdicts := records.verdicts_beside(claims_table, "04_fafed", label=SCALE)) is not None:
+    display(verdicts)  # the same rows judged at medium: the paper's CNN, seeds 1-5, fixed points
 
 # %% [markdown]
 # **What differs from the paper.**

@@ -362,6 +362,22 @@ def test_a_recorded_table_reads_back_with_its_commit_and_date(tmp_path) -> None:
         records.record({"t": table}, "01_fedopt", "huge", root=tmp_path)
 
 
+def test_a_claims_tables_verdicts_sit_beside_the_recorded_ones_row_by_row(tmp_path) -> None:
+    from fedcore.experiments import records
+
+    recorded = pd.DataFrame({"claim (the paper)": ["a", "b"], "verdict": ["holds", "does not hold"]})
+    ours = pd.DataFrame({"claim (the paper)": ["a", "b", "c"], "verdict": ["partly", "does not hold", "holds"]})
+    assert records.verdicts_beside(ours, "04_fafed", root=tmp_path) is None  # nothing recorded yet
+    records.record({"claims": recorded}, "04_fafed", "medium", root=tmp_path)
+    shown = records.verdicts_beside(ours, "04_fafed", label="ours, small", root=tmp_path)
+    found = records.recorded("04_fafed", "claims", root=tmp_path)
+    assert list(shown.columns) == ["ours, small", found.label]
+    assert shown.to_dict("list") == {"ours, small": ["partly", "does not hold", "holds"],
+                                     found.label: ["holds", "does not hold", "not recorded"]}
+    with pytest.raises(ValueError, match="claims_table must be a claims table with a 'verdict' column"):
+        records.verdicts_beside(ours.drop(columns="verdict"), "04_fafed", root=tmp_path)
+
+
 HALF_DECADES = [float(10.0 ** (k / 2)) for k in range(-4, 5)]  # 0.01 .. 100, 1 among them
 
 

@@ -97,6 +97,20 @@ def beside(ours: pd.DataFrame, notebook: str, name: str, scale: str = "medium", 
     return ours if found is None else pd.concat({label: ours, found.label: found.table}, axis=1)
 
 
+def verdicts_beside(claims_table: pd.DataFrame, notebook: str, scale: str = "medium", *, label: str = "ours",
+                    name: str = "claims", root: Path | str = ROOT) -> pd.DataFrame | None:
+    """Each row's verdict in ``claims_table`` (:func:`fedcore.experiments.claims.claims_table`) beside the verdict of
+    the same row in the claims table ``notebook`` recorded at ``scale`` (a column each, named ``label`` and
+    :attr:`Recorded.label`; ``"not recorded"`` where that run had no such row), or None when nothing is recorded."""
+    if not isinstance(claims_table, pd.DataFrame) or "verdict" not in claims_table.columns:
+        raise ValueError(f"claims_table must be a claims table with a 'verdict' column, got "
+                         f"{type(claims_table).__name__} with columns {list(getattr(claims_table, 'columns', []))}")
+    if (found := recorded(notebook, name, scale, root=root)) is None:
+        return None
+    theirs = found.table["verdict"].reindex(claims_table.index).fillna("not recorded")
+    return pd.DataFrame({label: claims_table["verdict"], found.label: theirs}).rename_axis("claims row")
+
+
 def status(notebook: str, name: str, scale: str = "medium", *, root: Path | str = ROOT) -> str:
     """One line for the reader: where ``notebook``'s table ``name`` was recorded at ``scale``, or how to record it."""
     if (found := recorded(notebook, name, scale, root=root)) is not None:
