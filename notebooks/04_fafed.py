@@ -417,7 +417,7 @@ readings.mean(axis=1).unstack(0)[list(tasks)].round(3)
 # Also **partly** (some settings confirmed, the rest undecided) and **inconclusive** (none decided). "rank": by the
 # mean (1: best). Below the rows, every comparison: its mean, its own 95% interval and Holm's corrected p, which
 # decides (an interval may clear the margin while $p_{Holm} > 0.05$); "~N seeds would decide" at the measured spread.
-# Last, each row's verdict at `medium` (the CNN), once recorded.
+# Last: the verdicts at `medium` (the CNN).
 
 # %%
 claims_table = claims.claims_table(evidence, paper.CLAIMS)
