@@ -338,6 +338,13 @@ def test_every_paper_answers_to_the_same_names_with_the_same_signatures() -> Non
 # ---- recorded results ------------------------------------------------------------------------------------------------
 
 
+def test_a_value_written_to_seven_digits_sits_on_its_grids_end() -> None:
+    grids = {"FedAdam": {"lr": [0.01, 0.1], "server_lr": [10**-2.5, 10**-2, 10**-1.5]}}
+    assert common.on_edge({"FedAdam": {"lr": 0.05, "server_lr": 0.0316228}}, grids) == {"FedAdam": ["server_lr"]}
+    assert common.on_edge({"FedAdam": {"lr": 0.1, "server_lr": 0.01}}, grids) == {"FedAdam": ["lr"]}
+    assert common.on_edge({"FedAdam": {"lr": 0.05, "server_lr": 0.0316}}, grids) == {}  # 0.1% off: not the end
+
+
 def test_a_recorded_table_reads_back_with_its_commit_and_date(tmp_path) -> None:
     from fedcore.experiments import records
 

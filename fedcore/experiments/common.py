@@ -597,12 +597,13 @@ def grids_at(scale: str, grids: Mapping[str, Mapping[str, Sequence[Any]]]) -> di
 def on_edge(chosen: Mapping[str, Mapping[str, Any]],
             grids: Mapping[str, Mapping[str, Sequence[Any]]]) -> dict[str, list[str]]:
     """``{method: [hyperparameters]}``: the ``chosen`` values that sit on an end of their axis of ``grids`` (the best
-    may lie beyond it: widen the grid or say so); an axis of one value has no edge."""
+    may lie beyond it: widen the grid or say so); an axis of one value has no edge.  A value written to 7
+    significant digits (``0.0316228`` for ``10**-1.5``) is its end."""
     edges = {}
     for method, point in chosen.items():
         grid = grids.get(method, {})
         names = [name for name, value in point.items() if len(grid.get(name, ())) > 1 and any(
-            math.isclose(value, end) for end in (min(grid[name]), max(grid[name])))]
+            math.isclose(value, end, rel_tol=1e-6) for end in (min(grid[name]), max(grid[name])))]
         if names:
             edges[method] = names
     return edges
