@@ -233,12 +233,15 @@ class Store:
             db.execute("DELETE FROM fedcore_runs WHERE key = ?", (key,))
 
 
+STORE_OFF = ("off", "0", "false", "no", "none")  # the settings of STORE / FEDCORE_STORE that mean no store
+
+
 def default_store(setting: str | None = None, keep_models: bool = False) -> Store | None:
     """The notebooks' store: ``setting`` (a notebook's ``STORE`` parameter) or else ``FEDCORE_STORE``: a
     file path, or ``off`` for none; empty or unset: ``build/store.sqlite`` beside the package.  It keeps no final
     models unless ``keep_models`` (a notebook that reads them: 04 scores the final server model on the whole
     training set)."""
     setting = (os.environ.get("FEDCORE_STORE", "") if setting is None else str(setting)).strip()
-    if setting.lower() in ("off", "0", "false", "no", "none"):
+    if setting.lower() in STORE_OFF:
         return None
     return Store(setting or DEFAULT_PATH, keep_models=keep_models)

@@ -11,6 +11,8 @@ for the kernel:
 
     FEDCORE_SCALE    the scale (a parameters cell reads it as its default)
     FEDCORE_FIGURES  absolute path of build/figures/ (<out>/figures), where a notebook may save figures
+    FEDCORE_STORE    as given, but a relative path made absolute from where this script was called (the
+                     kernel's working directory is the notebook folder)
 
 All notebooks are tried; the time of each is printed; the exit code is 1 if any failed.
 
@@ -82,6 +84,16 @@ def parse_value(text: str):
         except ValueError:
             pass
     return text
+
+
+def store_from_caller(setting: str, cwd: Path | str) -> str:
+    """``FEDCORE_STORE`` for a kernel that runs in the notebook folder: a relative file path as the caller meant it,
+    from ``cwd``; empty, ``off`` (:data:`fedcore.store.STORE_OFF`) and absolute paths as they are."""
+    from fedcore.store import STORE_OFF
+
+    if not setting.strip() or setting.strip().lower() in STORE_OFF or Path(setting).is_absolute():
+        return setting
+    return str(Path(cwd, setting).resolve())
 
 
 def parameters(args: argparse.Namespace) -> dict:
@@ -211,6 +223,7 @@ def main(argv: list[str] | None = None) -> int:
     figures.mkdir(parents=True, exist_ok=True)
     os.environ["FEDCORE_SCALE"] = args.scale
     os.environ["FEDCORE_FIGURES"] = str(figures)
+    os.environ["FEDCORE_STORE"] = store_from_caller(os.environ.get("FEDCORE_STORE", ""), Path.cwd())
     os.environ.pop("MPLBACKEND", None)  # let ipykernel pick the inline backend, so figures land in the notebook
     poll_replies_in_slices()
     mode = "refresh" if args.refresh else "run"

@@ -109,6 +109,19 @@ def test_a_parameter_the_notebook_does_not_declare_is_refused(ipynb: Path):
     assert run_notebooks.unknown_parameters([ipynb], {"SCALE": "smoke"}) == []
 
 
+def test_a_relative_store_path_is_the_callers_not_the_notebook_folders(tmp_path):
+    import sys
+
+    sys.path.insert(0, str(ROOT / "scripts"))
+    try:
+        import run_notebooks
+    finally:
+        sys.path.remove(str(ROOT / "scripts"))
+    assert run_notebooks.store_from_caller("build/medium.sqlite", tmp_path) == str(tmp_path / "build/medium.sqlite")
+    for kept in ("", "off", "None", str(tmp_path / "x.sqlite")):
+        assert run_notebooks.store_from_caller(kept, "/elsewhere") == kept
+
+
 def test_papermill_with_a_misspelt_parameter_stops_at_the_check(tmp_path):
     """Executed as papermill does it (its injected cell after the parameters cell): the run stops in the check cell,
     naming the unknown name and the notebook's parameters."""
