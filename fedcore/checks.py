@@ -24,9 +24,9 @@ def plain_number(value: Any) -> Any:
 def named_numbers(argument: str, function: Any, values: Any, *, reserved: Iterable[str] = (),
                   owner: str = "fedcore's own", context: str = "", hint: str = "") -> dict[str, float]:
     """What a user's function ``argument=function`` returned (``record=``, a sweep's ``summary=``, Flower's
-    ``evaluate``), as ``{name: float}``: it must be a mapping of string names to one number each (a number, or a
-    tensor or array of one element), no name ``reserved`` (the columns ``owner`` writes).  ``context`` says what it
-    was called with; ``hint`` how to make a value one number."""
+    ``evaluate``), as ``{name: float}``: it must be a mapping of string names to one real number each (a number, or
+    a tensor or array of one element; a complex one is refused), no name ``reserved`` (the columns ``owner``
+    writes).  ``context`` says what it was called with; ``hint`` how to make a value one number."""
     if not isinstance(values, Mapping) or not all(isinstance(name, str) for name in values):
         raise TypeError(f"{argument}={function!r} returned {values!r:.80}; it must return {{name: one number}}"
                         f"{context}")
@@ -38,12 +38,23 @@ def named_numbers(argument: str, function: Any, values: Any, *, reserved: Iterab
     numbers_by_name = {}
     for name, value in values.items():
         size = value.numel() if hasattr(value, "numel") else getattr(value, "size", 1)  # a tensor, an array
+        if _complex(value):  # float() would drop its imaginary part (numpy) or raise torch's own error
+            raise TypeError(f"{argument}={function!r} returned {name!r}: a complex {type(value).__name__} "
+                            f"{value!r:.60}; it must be one real number{context} (its .real or abs(), say)")
         if isinstance(value, (str, bytes, bool)) or size != 1 or not hasattr(value, "__float__"):
             shape = f"of shape {list(value.shape)}" if hasattr(value, "shape") else f"{value!r:.60}"
             raise TypeError(f"{argument}={function!r} returned {name!r}: a {type(value).__name__} {shape}; it must be "
                             f"one number{context}{hint}")
         numbers_by_name[name] = float(value)
     return numbers_by_name
+
+
+def _complex(value: Any) -> bool:
+    """``value`` (a number, or a tensor or array) holds complex numbers."""
+    if isinstance(value, complex):
+        return True
+    dtype = getattr(value, "dtype", None)
+    return bool(getattr(dtype, "is_complex", False) or getattr(dtype, "kind", "") == "c")
 
 
 def plain_sequence(value: Any) -> Any:

@@ -1,7 +1,7 @@
-"""What a run produced, in a module below everything that computes (figures import it without climbing above
-the experiments): :class:`History` (one row per round, the final state, how the run ended), :class:`FailedRun` (a
-run that raised) and :class:`Trajectory` (every client's model after every local step of a run on FAFED's
-counterexample, :func:`fedcore.counterexample.run`)."""
+"""What a run produced, in a module below everything that computes (figures import it without climbing above the
+experiments): :class:`History` (one row per round, the final state, how the run ended), :class:`FailedRun` (a run that
+raised), :class:`DivergedWarning` and :class:`Trajectory` (every client's model after every local step of a run on
+FAFED's counterexample, :func:`fedcore.counterexample.run`)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,11 @@ import pandas as pd
 from torch import Tensor
 
 from fedcore.algorithms.contract import State
+
+
+class DivergedWarning(RuntimeWarning):
+    """The warning of a run that diverged (its history ends the round before, :attr:`History.diverged_round`): a
+    sweep, which records the divergence as its ``diverged_round`` column, silences this warning and no other."""
 
 
 @dataclass

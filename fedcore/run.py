@@ -57,11 +57,11 @@ def simulate(problem: Problem, algorithm: Algorithm, *args: int, options: RunOpt
     With ``checkpoint``, the run is saved every ``checkpoint_every`` rounds and at the end (checksummed, flushed);
     ``resume=True`` continues from that file after checking that the same run wrote it (:mod:`fedcore.identity`)
     with at most ``rounds`` rounds; ``resume="trust"`` also where a part of the run cannot be compared.
-    ``callback(round, state)`` is called after every round; ``x0`` overrides the model's initial parameters;
-    ``trace=True`` keeps every sampled client's model after every local step in ``History.trace``.  ``store`` (a
-    :class:`fedcore.store.Store` or a path) returns a finished run of the same identity and rounds without computing
-    it, and keeps this one (a trace only up to :data:`MAX_TRACE_BYTES`); a run with a ``callback``, a longer trace
-    or a part that cannot be compared is neither looked up nor kept.
+    ``callback(round, state)`` is called after every round (with a copy of the state: it cannot change the run); ``x0``
+    overrides the model's initial parameters; ``trace=True`` keeps every sampled client's model after every local step
+    in ``History.trace``.  ``store`` (a :class:`fedcore.store.Store` or a path) returns a finished run of the same
+    identity and rounds without computing it, and keeps this one (a trace only up to :data:`MAX_TRACE_BYTES`); a run
+    with a ``callback``, a longer trace or a part that cannot be compared is neither looked up nor kept.
     """
     problem = _checked_problem(problem)
     options = RunOptions.of(args, options, "simulate", **settings).check(problem.data)
@@ -137,15 +137,16 @@ def warm_up(problem: Problem, backend: str = "auto") -> float:
     return time.perf_counter() - started
 
 
-def simulate_runs(problem: Problem, algorithms: Sequence[Algorithm], *args: int, seeds: Sequence[int] = (0,),
+def simulate_runs(problem: Problem, algorithms: Sequence[Algorithm], *args: int, seeds: Sequence[int] | None = None,
                   batch: str | int = "auto", options: RunOptions | None = None, progress: bool = True,
                   store: Store | str | os.PathLike | None = None, x0: Tensor | Sequence[Tensor] | None = None,
                   errors: str = "raise", **settings: Any) -> list[History | FailedRun]:
     """``[simulate(problem, algorithms[i], ..., seed=seeds[i], x0=x0[i]) for i]``, computed in passes of several
     runs (the options as :func:`simulate` takes them, but for ``seed``).
 
-    ``seeds`` has one seed per algorithm (or one for all); so has ``x0`` (a tensor of the model's ``d`` for all runs, a
-    list of one per run, or None: the model's own).  Runs whose algorithms differ only in the values of their
+    ``seeds`` has one seed per algorithm (or one for all; not given: the options' ``seed``, 0 by default, for all;
+    refused with an options' seed other than 0); so has ``x0`` (a tensor of the model's ``d`` for all runs, a list of
+    one per run, or None: the model's own).  Runs whose algorithms differ only in the values of their
     hyperparameters (:func:`fedcore.engine.passes.signature`) go through the client loop together, up to ``batch``
     runs per pass (``"auto"``: :func:`fedcore.engine.passes.runs_per_pass`; ``"off"`` or 1: one at a time): the
     clients of all runs are one ``[R*S, d]`` matrix for the gradient oracle, the server state is per run, and each
@@ -161,9 +162,8 @@ def simulate_runs(problem: Problem, algorithms: Sequence[Algorithm], *args: int,
     algorithms = list(algorithms)
     if not algorithms:
         raise ValueError("algorithms=[] is empty: give at least one algorithm")
-    seeds = _checked_seeds(seeds, len(algorithms), settings)
     problem = _checked_problem(problem)
-    options = RunOptions.of(args, options, "simulate_runs", **settings).check(problem.data)
+    seeds, options = _seeds_and_options(problem, args, options, seeds, len(algorithms), settings)
     progress, errors = check_bool("progress", progress), check_choice("errors", errors, ("raise", "keep"))
     for algorithm in algorithms:
         _check_algorithm(algorithm, options)
@@ -208,18 +208,22 @@ def _key(store: Store | None, identity: dict, rounds: int) -> str | None:
     return None if store is None or uncomparable(identity) else run_key(identity, rounds)
 
 
-def _checked_seeds(seeds: Any, runs: int, settings: dict[str, Any]) -> list[int]:
-    """``simulate_runs``'s seeds: one per run (one for all is repeated); ``seed=`` is refused."""
+def _seeds_and_options(problem: Problem, args: tuple, options: RunOptions | None, seeds: Any, runs: int,
+                       settings: dict[str, Any]) -> tuple[list[int], RunOptions]:
+    """``simulate_runs``'s seeds, one per run (one for all is repeated; none given: the options' seed), and its
+    options, checked (:meth:`RunOptions.seeds`: a seed given with ``seeds`` is refused; so is ``seed=``)."""
     if "seed" in settings:
         raise TypeError(f"simulate_runs() takes seeds= (one per algorithm, or one for all), not "
                         f"seed={settings['seed']!r}")
+    options = RunOptions.of(args, options, "simulate_runs", **settings).check(problem.data)
+    seeds, options = options.seeds(seeds, False, "simulate_runs")
     seeds = plain_sequence(seeds)
     seeds = [check_seed("seeds", seed) for seed in (seeds if isinstance(seeds, Sequence) else [seeds])]
     seeds = seeds * runs if len(seeds) == 1 else seeds
     if len(seeds) != runs:
         raise ValueError(f"seeds has {len(seeds)} seeds for {runs} algorithms: give one seed per algorithm, or one "
                          "for all")
-    return seeds
+    return seeds, options
 
 
 def _check_fits(algorithms: list[Any], start: Tensor, problem: Problem, options: RunOptions) -> None:

@@ -13,15 +13,16 @@ import pandas as pd
 from torch import Tensor
 
 from fedcore.checks import check_function, check_keywords, check_seeds, named_numbers, plain_number
+from fedcore.engine.options import RunOptions
 from fedcore.problem import Problem
-from fedcore.results import FailedRun, History
+from fedcore.results import DivergedWarning, FailedRun, History
 from fedcore.run import simulate_runs
 
 __all__ = ["sweep"]
 
 
 def sweep(problem: Problem, build: Callable[..., Any], grid: dict[str, Sequence[Any]], *,
-          seeds: Sequence[int] = (0,), batch: str | int = "auto",
+          seeds: Sequence[int] | None = None, batch: str | int = "auto",
           summary: Callable[[History], dict[str, float]] | None = None,
           x0: Mapping[int, Tensor] | None = None, **settings: Any) -> pd.DataFrame:
     """Run ``build(**point)`` for every point of ``grid`` and every seed of ``seeds``: one row per (point, seed).
@@ -31,12 +32,18 @@ def sweep(problem: Problem, build: Callable[..., Any], grid: dict[str, Sequence[
     and ``diverged_round`` (NaN when the run did not diverge): a divergence is a result, not a crash.  A point
     whose hyperparameters ``build`` refuses (a negative learning rate), and a run that raises an error (a schedule
     that turns negative in round 3: ``"failed in round 3: ValueError: ..."``), is a row with its ``error``; the
-    other rows are computed.  ``seeds`` are distinct (a seed twice would count one run twice).  The runs
-    go through :func:`~fedcore.run.simulate_runs` (``batch`` runs per pass; ``"off"`` runs them one at a time), so with
-    ``store=`` each run is kept when its pass finishes and an interrupted sweep, run again, computes only the
-    runs it had not finished.  ``summary(history)`` adds columns of its own to each row (a paper's metric,
-    e.g. the mean accuracy of the last rounds).  ``x0`` maps each seed to the initial parameters its runs start
-    from (a seed that also draws the initial model); None: the model's own for every seed.
+    other rows are computed.  ``seeds`` are distinct (a seed twice would count one run twice); one seed may be given
+    instead by ``seed=`` or ``options=RunOptions(seed=...)`` (the table then has no ``seed`` column), not both ways
+    (refused, naming both); none: seed 0.  The runs go through :func:`~fedcore.run.simulate_runs` (``batch`` runs per
+    pass; ``"off"`` runs them one at a time), so with ``store=`` each run is kept when its pass finishes and an
+    interrupted sweep, run again, computes only the runs it had not finished.  ``summary(history)`` adds columns of
+    its own to each row (a paper's metric, e.g. the mean accuracy of the last rounds); a run whose ``summary`` raises
+    keeps its row, with the sweep's own columns and the ``error`` (``"summary raised KeyError: ..."``), said once in
+    a warning (what ``summary`` returns is checked as before: a column of the sweep's, or not a number, raises).  The
+    runs' warnings (a read-only or damaged store's) reach the caller, but for the one of each diverged run
+    (:class:`~fedcore.results.DivergedWarning`): its ``diverged_round`` says it.  ``x0`` maps each seed to the
+    initial parameters its runs start from (a seed that also draws the initial model); None: the model's own for
+    every seed.
     """
     if summary is not None:
         check_function("summary", summary, "history")
@@ -47,10 +54,12 @@ def sweep(problem: Problem, build: Callable[..., Any], grid: dict[str, Sequence[
         raise ValueError(f"grid has the key {sorted(set(grid) & set(COLUMNS))[0]!r}, a column the sweep writes itself "
                          f"({', '.join(COLUMNS)}): name the hyperparameter otherwise")
     check_keywords(build, grid, "build (with the grid's keys)")
-    if "seed" in settings:  # one seed, as simulate takes it: the table has no seed column
-        if tuple(seeds) != (0,):
-            raise ValueError(f"seed={settings['seed']!r} and seeds={seeds!r}: give one of them")
-        seeds = [settings.pop("seed")]
+    if "errors" in settings:
+        raise TypeError(f"sweep() takes no errors={settings['errors']!r}: a run that raises is a row with its error "
+                        "(the other rows are computed); simulate_runs(..., errors='raise') raises it instead")
+    passed = {name: settings.pop(name) for name in ("progress", "store") if name in settings}
+    options = RunOptions.of((), settings.pop("options", None), "sweep", **settings)
+    seeds, options = options.seeds(seeds, "seed" in settings, "sweep")
     seeds = check_seeds("seeds", seeds)
     if x0 is not None and (not isinstance(x0, Mapping) or set(seeds) - set(x0)):
         missing = sorted(set(seeds) - set(x0)) if isinstance(x0, Mapping) else seeds
@@ -59,13 +68,14 @@ def sweep(problem: Problem, build: Callable[..., Any], grid: dict[str, Sequence[
     rows, runs = _grid_runs(build, grid, seeds)
     if runs:
         with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
+            warnings.simplefilter("ignore", DivergedWarning)  # a divergence is a result: its diverged_round
             histories = simulate_runs(problem, [a for _, a, _ in runs], seeds=[s for _, _, s in runs], batch=batch,
                                       x0=None if x0 is None else [x0[s] for _, _, s in runs], errors="keep",
-                                      **settings)
+                                      options=options, **passed)
         for (row, _, _), history in zip(runs, histories):
             rows[row].update({"error": str(history)} if isinstance(history, FailedRun) else
                              _summary_row(history, summary, grid))
+        _say_summary_errors(summary, [rows[row] for row, _, _ in runs])
     table = pd.DataFrame(rows)
     return table if len(seeds) > 1 else table.drop(columns="seed")
 
@@ -101,9 +111,27 @@ def _summary_row(history: History, summary: Callable[[History], dict[str, float]
         "best_test_accuracy": float(frame["test_accuracy"].max()) if "test_accuracy" in frame else math.nan,
         "diverged_round": history.diverged_round if history.diverged else math.nan,
     }
-    added = named_numbers("summary", summary, summary(history), reserved=[*grid, *COLUMNS], owner="the sweep's own",
-                          context=" for the run's history") if summary is not None else {}
-    return {**own, **added}
+    if summary is None:
+        return own
+    try:
+        values = summary(history)
+    except Exception as error:  # noqa: BLE001 -- the run is kept, the error is its row's (and said once)
+        return {**own, "error": f"{SUMMARY_RAISED}{type(error).__name__}: {error}"}
+    return {**own, **named_numbers("summary", summary, values, reserved=[*grid, *COLUMNS], owner="the sweep's own",
+                                   context=" for the run's history")}
+
+
+SUMMARY_RAISED = "summary raised "
+"""How a row's ``error`` begins when the run finished and its ``summary`` raised."""
+
+
+def _say_summary_errors(summary: Any, rows: list[dict[str, Any]]) -> None:
+    """One warning for the runs whose ``summary`` raised (their rows keep the run's own columns and the error)."""
+    raised = [row["error"] for row in rows if str(row.get("error", "")).startswith(SUMMARY_RAISED)]
+    if raised:
+        warnings.warn(f"summary={summary!r} raised for {len(raised)} of {len(rows)} runs (first: "
+                      f"{raised[0][len(SUMMARY_RAISED):]}); their rows keep the sweep's own columns and the error",
+                      UserWarning, stacklevel=3)
 
 
 def _checked_grid(grid: Any) -> dict[str, list[Any]]:

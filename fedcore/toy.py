@@ -34,6 +34,7 @@ from fedcore import server_opt
 from fedcore.algorithms import FedOpt
 from fedcore.checks import check_choice, check_int, check_number, check_positive, check_range, check_seed
 from fedcore.objectives import quadratic_2d
+from fedcore.results import DivergedWarning
 from fedcore.run import Problem, simulate
 
 SERVER_OPTIMIZERS: tuple[str, ...] = tuple(server_opt.SERVER_OPTIMIZERS)
@@ -187,7 +188,7 @@ def _server_models(
     being finite (None if it never did)."""
     data, points = problem.data, [x0]
     with warnings.catch_warnings():  # a divergence is part of the picture here, not a warning
-        warnings.simplefilter("ignore", RuntimeWarning)
+        warnings.simplefilter("ignore", DivergedWarning)
         history = simulate(
             problem, algorithm, rounds, data.num_clients, local_steps, int(data.sizes.max()), seed=seed,
             eval_every=rounds, progress=False, x0=x0, callback=lambda t, state: points.append(state["x"]),

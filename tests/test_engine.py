@@ -63,7 +63,7 @@ def test_the_options_given_by_keyword_by_position_or_as_a_value_are_one_run() ->
     (lambda: simulate(problem(), algorithms.fedavg(0.1), options={"rounds": 3}), r"must be a fedcore.RunOptions"),
     (lambda: simulate_runs(problem(), [algorithms.fedavg(0.1)], **SETTINGS, seed=1), r"takes seeds=.*not seed=1"),
     (lambda: sweep(problem(), algorithms.fedavg, {"client_lr": [0.1]}, **SETTINGS, roundz=1),
-     r"simulate_runs\(\) got an unknown option 'roundz'"),
+     r"sweep\(\) got an unknown option 'roundz'"),
 ])
 def test_options_that_are_not_options_are_refused_by_name(call, message) -> None:
     with pytest.raises(TypeError, match=message):

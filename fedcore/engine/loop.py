@@ -31,7 +31,7 @@ from fedcore.engine.passes import run_state, select, stack
 from fedcore.engine.streams import Streams
 from fedcore.params import GradientOracle, evaluate_runs
 from fedcore.problem import Problem
-from fedcore.results import History
+from fedcore.results import DivergedWarning, History
 
 
 @dataclass
@@ -96,7 +96,7 @@ def run_pass(p: Pass, progress: bool = False, checkpoint: Any = None,
             measure(p, evaluate=eval_every > 0 and (p.round % eval_every == 0 or p.round == rounds))
             p.streams[0].dropout = torch.get_rng_state()
             if callback is not None:
-                callback(p.round, run_state(p.state, 0))
+                callback(p.round, copied(run_state(p.state, 0)))  # a copy: the callback cannot change the run
             show(bar, p.rows[p.live[0]][-1])
             if checkpoint is not None and checkpoint.due(p.round, rounds):
                 checkpoint.save(p)
@@ -141,10 +141,23 @@ OWN_COLUMNS = frozenset({"round", "seconds", "train_loss", "test_loss", "test_ac
 def record(function: Callable[[Tensor], dict[str, Any]], x: Tensor, row: dict[str, float]) -> dict[str, float]:
     """``function(x)`` of one run's server model ``x [1, d]`` (the same shape for a run alone and for a run in a
     pass of several, so how runs were batched cannot change the column) as ``{name: number}``, none of the names one
-    of fedcore's columns (:data:`OWN_COLUMNS`, or a metric already in this round's ``row``)."""
-    return named_numbers("record", function, function(x), reserved=sorted(OWN_COLUMNS | set(row)),
+    of fedcore's columns (:data:`OWN_COLUMNS`, or a metric already in this round's ``row``).  ``function`` gets a
+    copy of ``x``: a record that changes its argument in place cannot change the run."""
+    return named_numbers("record", function, function(x.detach().clone()), reserved=sorted(OWN_COLUMNS | set(row)),
                          context=" for the model x [1, d] of one run (it is called once per run)",
                          hint=": reduce it over the coordinates, x.norm(dim=1), not x")
+
+
+def copied(state: Any) -> Any:
+    """``state`` with each tensor copied (dicts, lists and tuples of them rebuilt): what a user's function is handed,
+    so that changing it in place cannot change the run."""
+    if isinstance(state, Tensor):
+        return state.detach().clone()
+    if isinstance(state, dict):
+        return {key: copied(value) for key, value in state.items()}
+    if isinstance(state, (list, tuple)):
+        return type(state)(copied(value) for value in state)
+    return state
 
 
 def diverged(p: Pass, state: State, values: dict[str, list[float]]) -> dict[int, str]:
@@ -172,7 +185,7 @@ def leave(p: Pass, state: State, batch: RoundBatch, why: dict[int, str]) -> Stat
         run = p.live[position]
         p.ended[run] = (run_state(p.state, position), p.round + 1, because)
         warnings.warn(f"{name_of(p.algorithms[run])} diverged at round {p.round + 1} ({because}); history and state "
-                      f"kept up to round {p.round}", RuntimeWarning, stacklevel=4)
+                      f"kept up to round {p.round}", DivergedWarning, stacklevel=4)
     kept = [position for position in range(len(p.live)) if position not in why]
     p.live = [p.live[position] for position in kept]
     if not p.live:

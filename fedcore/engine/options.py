@@ -16,6 +16,8 @@ from fedcore.checks import check_choice, check_function, check_int, check_positi
 
 WEIGHTINGS = ("samples", "uniform")
 BACKENDS = ("auto", "loop", "vmap")
+SEED_DEFAULT = 0
+"""``RunOptions.seed`` when not given: ``simulate_runs`` and ``sweep`` read any other with ``seeds=`` as a conflict."""
 POSITIONAL = ("rounds", "clients_per_round", "local_steps", "batch_size")
 """The options a call may give by position, in this order: ``simulate(problem, algorithm, 50, 10, 5, 32)``."""
 
@@ -30,12 +32,14 @@ class RunOptions:
       last; 0 never (runs scored by their training loss);
     - ``weighting``: ``"samples"`` (``w_i = n_i / sum_S n_j``) or ``"uniform"``;
     - ``backend`` of the gradient oracle: ``"auto"``, ``"loop"`` or ``"vmap"`` (:class:`fedcore.params.GradientOracle`);
-    - ``seed``: the run's random streams (:class:`fedcore.engine.streams.Streams`);
-    - ``diverge_above``: a training loss above it ends the run as diverged (a non-finite one always does);
-    - ``record``: ``record(x) -> {name: one number}`` of a run's server model ``x [1, d]`` before the first round
-      and after every round, each name a column of the history, none of fedcore's own (``train_loss``, ...): called
-      once per run, also in a pass of several, so batching cannot change it (a dataclass is keyed by its fields and
-      code).
+    - ``seed``: the run's random streams (:class:`fedcore.engine.streams.Streams`); ``simulate_runs`` and ``sweep``
+      run every run with it when not given ``seeds=``, and refuse both (:meth:`seeds`);
+    - ``diverge_above``: a training loss above it ends the run as diverged (a non-finite one always does); None, the
+      default: no bound;
+    - ``record``: ``record(x) -> {name: one real number}`` of a run's server model ``x [1, d]`` (a copy: changing it
+      cannot change the run) before the first round and after every round, each name a column of the history, none
+      of fedcore's own (``train_loss``, ...): called once per run, also in a pass of several, so batching cannot
+      change it (a dataclass is keyed by its fields and code).
     """
 
     rounds: int
@@ -45,7 +49,7 @@ class RunOptions:
     eval_every: int = 1
     weighting: str = "samples"
     backend: str = "auto"
-    seed: int = 0
+    seed: int = SEED_DEFAULT
     diverge_above: float | None = None
     record: Any = None
 
@@ -57,7 +61,11 @@ class RunOptions:
         check_choice("backend", self.backend, BACKENDS)
         object.__setattr__(self, "seed", check_seed("seed", self.seed))
         if self.diverge_above is not None:
-            object.__setattr__(self, "diverge_above", check_positive("diverge_above", self.diverge_above))
+            try:
+                object.__setattr__(self, "diverge_above", check_positive("diverge_above", self.diverge_above))
+            except ValueError as error:  # inf, nan, 0 or below
+                raise ValueError(f"{error}: a bound is a finite training loss > 0; None (the default): a run never "
+                                 "stops for its loss (only for a loss or model that is not finite)") from None
         if self.record is not None:
             check_function("record", self.record, "x")
 
@@ -87,6 +95,19 @@ class RunOptions:
         if missing:
             raise TypeError(f"{caller}() needs {', '.join(missing)} (or options=RunOptions(...))")
         return cls(**given)
+
+    def seeds(self, seeds: Any, seed_given: bool, caller: str) -> tuple[Any, RunOptions]:
+        """The seeds of a call of several runs (``simulate_runs``, ``sweep``), and these options with the default seed
+        (the runs' seeds are the seeds): ``seeds`` when given (None: not given), otherwise ``[self.seed]``, the one
+        seed of ``seed=`` or ``options=RunOptions(seed=...)``.  A seed given two ways is refused, naming both:
+        ``seeds`` with ``seed=`` (``seed_given``), or with options whose seed is not the default 0."""
+        if seeds is None:
+            return [self.seed], replace(self, seed=SEED_DEFAULT)
+        if seed_given or self.seed != SEED_DEFAULT:
+            other = f"seed={self.seed!r}" if seed_given else f"options=RunOptions(seed={self.seed!r})"
+            raise ValueError(f"{caller}() got seeds={seeds!r} and {other}: give the seeds one way, seeds=[...] (one "
+                             "run per seed) or one seed by seed= or the options")
+        return seeds, self
 
     def check(self, data: Any) -> RunOptions:
         """These options against a federated data set: S at most its N clients, B at most its pool of samples."""

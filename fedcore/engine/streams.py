@@ -19,13 +19,17 @@ import torch
 from torch import Tensor
 
 from fedcore.algorithms.batch import RoundBatch
+from fedcore.checks import check_device, check_seed
 from fedcore.data.federated import FederatedData
 
 
 class Streams:
-    """The three random streams of the run with seed ``seed`` on ``device`` (see the module docstring)."""
+    """The three random streams of the run with seed ``seed`` on ``device`` (see the module docstring); the seed is
+    an int in ``[0, 2**62]`` (:func:`~fedcore.checks.check_seed`: torch would wrap a negative one) and the device one
+    this machine has (:func:`~fedcore.checks.check_device`), both refused by name."""
 
     def __init__(self, seed: int, device: torch.device | str = "cpu") -> None:
+        seed, device = check_seed("seed", seed), check_device("device", device)
         self.clients = torch.Generator().manual_seed(seed)
         self.minibatches = torch.Generator(device=device).manual_seed(seed + 1)
         self.dropout: Tensor = torch.Generator().manual_seed(seed + 2).get_state()

@@ -40,7 +40,7 @@ from fedcore.objectives import (
     scaled_quadratic_task,
     tilted_quadratic_task,
 )
-from fedcore.results import History
+from fedcore.results import DivergedWarning, History
 from fedcore.run import simulate_runs
 from fedcore.store import Store
 from fedcore.sweeps import sweep
@@ -86,7 +86,7 @@ step ``gamma = eta K``, SCAFFOLD's)."""
 def divergence_quiet() -> Iterator[None]:
     """No warning when a run diverges: the quadratics expect some to, and show them as inf."""
     with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message=".* diverged at round", category=RuntimeWarning)
+        warnings.simplefilter("ignore", DivergedWarning)
         yield
 
 
