@@ -280,10 +280,15 @@ def test_all_of_a_tasks_checks(outcomes, expected) -> None:
 @pytest.mark.parametrize("outcomes, expected", [
     ([CONTRADICTED, CONFIRMED], CONFIRMED), ([CONTRADICTED, CONTRADICTED], CONTRADICTED),
     ([CONTRADICTED, WITHIN_NOISE, NOT_DECIDABLE], WITHIN_NOISE), ([CONTRADICTED, NOT_DECIDABLE], NOT_DECIDABLE),
-    ([], CONTRADICTED),
 ])
 def test_any_of_alternatives_one_of_which_must_pass(outcomes, expected) -> None:
     assert claims.any_of(outcomes) == expected
+
+
+def test_any_of_no_alternatives_is_refused() -> None:
+    """No alternative cannot be "contradicted": it was never tested (tests/test_silent_experiments.py has more)."""
+    with pytest.raises(ValueError, match=r"any_of"):
+        claims.any_of([])
 
 
 def test_a_p_value_near_the_threshold_prints_the_side_it_falls_on() -> None:

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import numbers
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -46,7 +47,7 @@ import pandas as pd
 import torch
 from scipy import stats
 
-from fedcore.checks import check_bool, check_int, check_number
+from fedcore.checks import check_bool, check_int, check_number, check_range, check_seeds, plain_number
 
 HOLDS, PARTLY, DOES_NOT_HOLD = "holds", "partly", "does not hold"
 INCONCLUSIVE, NOT_TESTABLE, NOT_DECIDABLE_AT = "inconclusive", "not testable here", "not decidable at"
@@ -67,7 +68,8 @@ Scores = Sequence[float] | Mapping[int, float]
 
 def t_quantile(seeds: int, confidence: float = CONFIDENCE) -> float:
     """The two-sided t quantile of a paired interval over ``seeds`` seeds (``seeds - 1`` degrees of freedom):
-    4.303 at 3 seeds, 2.776 at 5 (``scipy.stats.t.ppf``)."""
+    4.303 at 3 seeds, 2.776 at 5 (``scipy.stats.t.ppf``); ``confidence`` in (0, 1)."""
+    confidence = check_range("confidence", confidence, 0, 1, low_closed=False)
     return float(stats.t.ppf(0.5 + confidence / 2, check_int("seeds", seeds, 2) - 1))
 
 
@@ -194,8 +196,10 @@ def _p(p: float) -> str:
 def holm(p_values: Sequence[float]) -> list[float]:
     """Holm's step-down adjusted p-values (Holm, 1979): sorted ascending, the i-th of k becomes
     ``max over j <= i of min(1, (k - j + 1) p_(j))``; a comparison counts at 5% when its adjusted p is at most 0.05,
-    which is Holm's rule.  NaN (one seed) stays NaN and counts in k."""
-    values = [float(p) for p in p_values]
+    which is Holm's rule.  NaN (one seed) stays NaN and counts in k.  Each p must lie in [0, 1] (or be NaN)."""
+    if isinstance(p_values, (str, bytes)) or not isinstance(p_values, Iterable):
+        raise TypeError(f"p_values={p_values!r} must be a list of p-values, each in [0, 1] or NaN (one seed)")
+    values = [_p_value(f"p_values[{i}]", p) for i, p in enumerate(p_values)]
     order = sorted(range(len(values)), key=lambda i: (math.isnan(values[i]), values[i]))
     adjusted, running = [math.nan] * len(values), 0.0
     for rank, index in enumerate(order):
@@ -204,6 +208,14 @@ def holm(p_values: Sequence[float]) -> list[float]:
         running = max(running, min(1.0, (len(values) - rank) * values[index]))
         adjusted[index] = running
     return adjusted
+
+
+def _p_value(name: str, p: Any) -> float:
+    """``p`` as a float: NaN (no test: one seed), or a number in [0, 1]."""
+    p = plain_number(p)
+    if isinstance(p, float) and math.isnan(p):
+        return p
+    return check_range(name, p, 0, 1, high_closed=True)
 
 
 def _scores(name: str, values: Any) -> tuple[np.ndarray, list | None]:
@@ -230,9 +242,14 @@ def _scores(name: str, values: Any) -> tuple[np.ndarray, list | None]:
 
 def _per_seed(a: Any, b: Any) -> tuple[np.ndarray, np.ndarray]:
     """``a`` and ``b`` as float arrays of one score per seed each, the same seeds in the same order: paired by label
-    when both carry labels (``pd.Series`` or ``{seed: score}``; refused when their seeds differ), by position
-    otherwise."""
+    when both carry labels (``pd.Series`` or ``{seed: score}``; refused when their seeds differ), by position when
+    neither does; labels on one side only are refused (the other's order would pair them blindly)."""
     (a, labels_a), (b, labels_b) = _scores("a", a), _scores("b", b)
+    if (labels_a is None) != (labels_b is None):
+        labelled, other = ("a", "b") if labels_b is None else ("b", "a")
+        raise ValueError(f"{labelled} is labelled by seeds {labels_a or labels_b} and {other} is not (a list or "
+                         "array, paired by position only): give both their seeds (a pd.Series indexed by seed or "
+                         "{seed: score}) or neither")
     if labels_a is not None and labels_b is not None:
         if set(labels_a) != set(labels_b):
             raise ValueError(f"a is labelled by seeds {labels_a} and b by {labels_b}: a paired comparison needs the "
@@ -245,7 +262,8 @@ def _per_seed(a: Any, b: Any) -> tuple[np.ndarray, np.ndarray]:
 
 def paired(a: Scores, b: Scores, higher_is_better: bool = True) -> Paired:
     """The paired comparison of ``a`` and ``b``, one score per seed each: paired by seed when both carry their
-    seeds (``pd.Series`` indexed by seed, or ``{seed: score}``), by position otherwise."""
+    seeds (``pd.Series`` indexed by seed, or ``{seed: score}``), by position when neither does (one labelled, the
+    other not: a ``ValueError``)."""
     a, b = _per_seed(a, b)
     higher_is_better = check_bool("higher_is_better", higher_is_better)
     if not (np.isfinite(a).all() and np.isfinite(b).all()):
@@ -373,19 +391,37 @@ class Family:
                          self.details() if details is None else details)
 
 
+def _outcomes(outcomes: Any) -> list[str]:
+    """``outcomes`` as a list, each one of :data:`OUTCOMES` (a string, or anything not iterable, is a
+    ``TypeError``; another word a ``ValueError``)."""
+    if isinstance(outcomes, (str, bytes)) or not isinstance(outcomes, Iterable):
+        raise TypeError(f"outcomes={outcomes!r} must be a list of outcomes, each one of {list(OUTCOMES)}, e.g. "
+                        f"[{CONFIRMED!r}]")
+    outcomes = list(outcomes)
+    unknown = [o for o in outcomes if o not in OUTCOMES]
+    if unknown:
+        raise ValueError(f"outcomes {unknown} are not among {list(OUTCOMES)}")
+    return outcomes
+
+
 def all_of(outcomes: Sequence[str]) -> str:
     """One outcome from checks that must all pass (a task's several comparisons): contradicted if one is,
-    confirmed if all are (no check: confirmed, nothing to fail), else undecided (not decidable where one is)."""
-    outcomes = list(outcomes)
+    confirmed if all are (no check: confirmed, nothing to fail), else undecided (not decidable where one is).
+    Each outcome one of :data:`OUTCOMES`, as :func:`judge` takes them."""
+    outcomes = _outcomes(outcomes)
     return CONTRADICTED if CONTRADICTED in outcomes else CONFIRMED if set(outcomes) <= {CONFIRMED} \
         else NOT_DECIDABLE if NOT_DECIDABLE in outcomes else WITHIN_NOISE
 
 
 def any_of(outcomes: Sequence[str]) -> str:
     """One outcome from alternatives of which one must pass (some adaptive method beats the baselines): confirmed
-    if one is, contradicted if all are (no alternative: contradicted, nothing passed), else undecided (not
-    decidable where every undecided one is)."""
-    outcomes = list(outcomes)
+    if one is, contradicted if all are, else undecided (not decidable where every undecided one is).  Each outcome
+    one of :data:`OUTCOMES`, as :func:`judge` takes them; no alternative at all is a ``ValueError`` (nothing to
+    choose from is no outcome)."""
+    outcomes = _outcomes(outcomes)
+    if not outcomes:
+        raise ValueError("outcomes=[] is empty: any_of needs at least one alternative (a claim with none is not "
+                         "testable: judge([]))")
     if CONFIRMED in outcomes:
         return CONFIRMED
     undecided = [o for o in outcomes if o != CONTRADICTED]
@@ -393,7 +429,8 @@ def any_of(outcomes: Sequence[str]) -> str:
 
 
 def not_decidable(seeds: int | None) -> str:
-    """``"not decidable at 3 seeds"``."""
+    """``"not decidable at 3 seeds"`` (``seeds`` an int >= 1; None: "at these seeds")."""
+    seeds = None if seeds is None else check_int("seeds", seeds, 1)
     return f"{NOT_DECIDABLE_AT} {seeds} seed{'s' * (seeds != 1)}" if seeds else f"{NOT_DECIDABLE_AT} these seeds"
 
 
@@ -402,19 +439,14 @@ def judge(outcomes: Sequence[str] | Mapping[str, str], most: bool = False, seeds
     where a contradicted claim still held): see the module's rules.  With ``most`` the claim asks more than half
     of its checks to pass: it holds when more than half are confirmed, does not hold when the confirmed and the
     undecided together are at most half, partly when some are confirmed otherwise.  ``seeds``: the seeds behind
-    the checks, for "not decidable at ``seeds`` seeds"."""
-    if isinstance(outcomes, (str, bytes)) or not isinstance(outcomes, Iterable):
-        raise TypeError(f"outcomes={outcomes!r} must be a list of outcomes, each one of {list(OUTCOMES)}, e.g. "
-                        f"[{CONFIRMED!r}]")
+    the checks (an int >= 1; None: unknown), for "not decidable at ``seeds`` seeds"."""
     labels = dict(outcomes) if isinstance(outcomes, Mapping) else {}
-    outcomes, most = list(labels.values() if labels else outcomes), check_bool("most", most)
-    unknown = [o for o in outcomes if o not in OUTCOMES]
-    if unknown:
-        raise ValueError(f"outcomes {unknown} are not among {list(OUTCOMES)}")
+    outcomes, most = _outcomes(labels.values() if labels else outcomes), check_bool("most", most)
+    seeds = None if seeds is None else check_int("seeds", seeds, 1)
+    undecided = not_decidable(seeds) if NOT_DECIDABLE in outcomes else INCONCLUSIVE
     if not outcomes:
         return NOT_TESTABLE
     confirmed, contradicted = outcomes.count(CONFIRMED), outcomes.count(CONTRADICTED)
-    undecided = not_decidable(seeds) if NOT_DECIDABLE in outcomes else INCONCLUSIVE
     if most:
         if 2 * confirmed > len(outcomes):
             return HOLDS
@@ -454,6 +486,11 @@ def learned_something(scores: Mapping[str, float], baseline: float, margin: floa
         raise TypeError(f"scores={scores!r:.80} must map each method to its mean score, e.g. {{'FedAvg': 71.2}}")
     baseline, margin = check_number("baseline", baseline), check_number("margin", margin)
     higher_is_better = check_bool("higher_is_better", higher_is_better)
+    for method, score in scores.items():
+        score = plain_number(score)
+        if isinstance(score, bool) or not isinstance(score, numbers.Real):
+            raise TypeError(f"scores[{method!r}]={score!r} must be a number, the method's mean score (NaN: it "
+                            "diverged)")
     if not scores:
         return False
     sign = 1.0 if higher_is_better else -1.0
@@ -477,13 +514,32 @@ def seed_list(seeds: Sequence[int]) -> str:
     return ", ".join(map(str, seeds))
 
 
+def _task_names(tasks: Any) -> tuple[str, ...]:
+    """A :class:`Scope`'s ``tasks`` as a tuple of names (one string is not a sequence of names)."""
+    if isinstance(tasks, (str, bytes)) or not isinstance(tasks, Iterable):
+        raise TypeError(f"tasks={tasks!r} must be a sequence of task names")
+    tasks = tuple(tasks)
+    if not all(isinstance(task, str) for task in tasks):
+        raise TypeError(f"tasks={tasks!r} must be a sequence of task names (strings)")
+    return tasks
+
+
+def _scope_seeds(name: str, seeds: Any) -> tuple[int, ...]:
+    """A :class:`Scope`'s ``seeds``: distinct seeds (:func:`~fedcore.checks.check_seeds`), or none."""
+    if isinstance(seeds, Sequence) and not isinstance(seeds, (str, bytes)) and len(seeds) == 0:
+        return ()
+    return tuple(check_seeds(name, seeds, " (or () for an exact computation)"))
+
+
 @dataclass(frozen=True)
 class Scope:
     """What a verdict rests on: the tasks (settings) it judged, the scale, the rounds per run (one number, or
     ``{task: rounds}`` where the tasks run different horizons; None for an exact computation), the seeds and, where
     the scale trains another model than the paper's, which (one label, or ``{task: label}``, narrowed with the
     tasks); the ``tuning_seeds`` a grid search chose hyperparameters on (disjoint from the judging ``seeds``; empty
-    where nothing was tuned), and how many comparisons Holm's step-down ``corrected`` together (0: none)."""
+    where nothing was tuned), and how many comparisons Holm's step-down ``corrected`` together (0: none).  Checked
+    when it is built: the tasks are names (one string is not), the seeds and tuning seeds distinct seeds
+    (:func:`~fedcore.checks.check_seeds`), no seeds only for an exact computation (``rounds`` None)."""
 
     tasks: tuple[str, ...]
     scale: str
@@ -494,8 +550,13 @@ class Scope:
     corrected: int = 0
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "seeds", tuple(self.seeds))
-        object.__setattr__(self, "tuning_seeds", tuple(self.tuning_seeds))
+        object.__setattr__(self, "tasks", _task_names(self.tasks))
+        object.__setattr__(self, "seeds", _scope_seeds("seeds", self.seeds))
+        object.__setattr__(self, "tuning_seeds", _scope_seeds("tuning_seeds", self.tuning_seeds))
+        if not self.seeds and self.rounds is not None:
+            raise ValueError(f"seeds=() is empty, but rounds={self.rounds!r}: runs come from seeds (only an exact "
+                             "computation, rounds=None, has none)")
+        check_int("corrected", self.corrected, 0)
         check_apart(self.tuning_seeds, self.seeds)
         if isinstance(self.rounds, Mapping):  # one horizon for every task is one number
             counts = {task: int(rounds) for task, rounds in self.rounds.items()}
@@ -542,11 +603,12 @@ class Scope:
 
     def narrowed(self, tasks: Sequence[str]) -> Scope:
         """The same scope on ``tasks`` only (those a claim could judge)."""
+        tasks = _task_names(tasks)
         rounds = {task: self.rounds[task] for task in tasks if task in self.rounds} \
             if isinstance(self.rounds, Mapping) else self.rounds
         model = {task: self.model[task] for task in tasks if task in self.model} \
             if isinstance(self.model, Mapping) else self.model
-        return dataclasses.replace(self, tasks=tuple(tasks), rounds=rounds, model=model)
+        return dataclasses.replace(self, tasks=tasks, rounds=rounds, model=model)
 
 
 @dataclass(frozen=True)

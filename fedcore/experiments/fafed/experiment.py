@@ -17,11 +17,11 @@ import pandas as pd
 import torch
 
 from fedcore import algorithms, models
-from fedcore.checks import check_choice, check_int, check_positive, check_seed
+from fedcore.checks import check_choice, check_int, check_seed
 from fedcore.data import load_fashion_mnist
 from fedcore.experiments import common
 from fedcore.experiments.claims import trivial_baseline
-from fedcore.experiments.common import Builder, Scale, Selection, Task, scale_at
+from fedcore.experiments.common import Builder, Kinds, Scale, Selection, Task, scale_at
 from fedcore.params import evaluate_runs
 from fedcore.results import History
 
@@ -38,11 +38,9 @@ class FafedScale(Scale):
     ablation: bool = True
     widen: int = 2
 
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        check_int("clients", self.clients)
-        check_positive("rho", self.rho)
-        check_int("widen", self.widen, 0)
+    KINDS = {"rounds": Kinds.count(), "eval_every": Kinds.count(), "tasks": Kinds.names(("low", "moderate", "high")),
+             "model": Kinds.choice("tanh_cnn", "mlp"), "tune": Kinds.flag(), "clients": Kinds.count(),
+             "rho": Kinds.positive(), "ablation": Kinds.flag(), "widen": Kinds.count(0)}
 
 
 SCALES: dict[str, FafedScale] = {

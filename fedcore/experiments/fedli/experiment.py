@@ -23,7 +23,7 @@ from fedcore.checks import check_choice, check_seed, check_seeds
 from fedcore.data import FederatedData, load_fashion_mnist, load_shakespeare, load_torchvision
 from fedcore.experiments import common
 from fedcore.experiments.claims import compare, trivial_baseline
-from fedcore.experiments.common import Scale, Selection, Task, best_value, half_decades, scale_at
+from fedcore.experiments.common import Kinds, Scale, Selection, Task, best_value, half_decades, scale_at
 from fedcore.experiments.fedli.paper import METHODS, NEAR_BEST, RATE_METHODS, TASKS, widths
 from fedcore.results import History
 from fedcore.store import Store
@@ -38,6 +38,10 @@ class FedliScale(Scale):
 
     shakespeare_roles: int | None = None
     long: Mapping[str, int] = field(default_factory=lambda: {"rounds": 500, "eval_every": 10})
+
+    KINDS = {"rounds": Kinds.count(), "eval_every": Kinds.count(), "tasks": Kinds.names(TASKS),
+             "shakespeare_roles": Kinds.optional(Kinds.count(), "all"),
+             "long": Kinds.counts(("rounds", "eval_every"), required=("rounds",))}
 
 
 SCALES: dict[str, FedliScale] = {

@@ -18,7 +18,7 @@ from fedcore.data import FederatedData, load_fashion_mnist, load_shakespeare, lo
 from fedcore.data.sources import cifar100_coarse
 from fedcore.experiments import common
 from fedcore.experiments.claims import Scope, compare, trivial_baseline
-from fedcore.experiments.common import Builder, Results, Scale, Task, Tuning, scale_at
+from fedcore.experiments.common import Builder, Kinds, Results, Scale, Task, Tuning, scale_at
 from fedcore.experiments.fedopt import paper
 from fedcore.results import History
 from fedcore.schedules import exp_decay
@@ -41,6 +41,13 @@ class FedoptScale(Scale):
     centralized: int | None = None
     decayed: int | None = None
     paper_schedule: bool = False  # also the paper's ExpDecay cuts beside the scale's (recorded; small shows medium's)
+
+    KINDS = {"rounds": Kinds.optional(Kinds.count(), "the paper's, per task"), "eval_every": Kinds.count(),
+             "tasks": Kinds.names([task for task in paper.PAPER_TASKS if task not in paper.UNREACHABLE], each="task"),
+             "clients_per_round": Kinds.optional(Kinds.count(), "the paper's"),
+             "shakespeare_roles": Kinds.optional(Kinds.count(), "all"), "models": Kinds.choice("light", "paper"),
+             "decay": Kinds.choice("paper", "once_late"), "centralized": Kinds.optional(Kinds.count(), "all seeds"),
+             "decayed": Kinds.optional(Kinds.count(), "all seeds"), "paper_schedule": Kinds.flag()}
 
     def centralized_seeds(self, seeds: Sequence[int] | None = None) -> list[int]:
         """The first :attr:`centralized` of ``seeds`` (the scale's by default): Table 11's centralized column feeds

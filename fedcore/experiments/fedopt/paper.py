@@ -257,7 +257,8 @@ def _faster(e: Evidence) -> Judgement:
     c, t = e.convergence, e.table1
     tasks = [] if c is None or t is None else [task for task in _informative(t, e.baselines)
                                                if task in c.index.get_level_values("task")
-                                               and "FedAvg" in c.loc[task].index]
+                                               and "FedAvg" in c.loc[task].index
+                                               and any(m in c.loc[task].index for m in ADAPTIVE)]
     if not tasks:
         return _untestable(e, f"{NOTHING_LEARNED}, or no rounds to target")
     adaptive = {task: [m for m in ADAPTIVE if m in c.loc[task].index] for task in tasks}

@@ -13,7 +13,7 @@ import pandas as pd
 from fedcore import models
 from fedcore.data import FederatedData, load_fashion_mnist
 from fedcore.experiments.claims import trivial_baseline
-from fedcore.experiments.common import Scale, Task, Tuning, half_decades, scale_at
+from fedcore.experiments.common import Kinds, Scale, Task, Tuning, half_decades, scale_at
 
 
 @dataclass(frozen=True)
@@ -23,6 +23,9 @@ class GridScale(Scale):
     client: tuple[float, float] = (-2.5, 0.0)
     server: tuple[float, float] = (-2.5, 0.5)
     taus: tuple[float, ...] = (1e-3,)
+
+    KINDS = {"rounds": Kinds.count(), "eval_every": Kinds.count(), "client": Kinds.log_range(),
+             "server": Kinds.log_range(), "taus": Kinds.positives()}
 
 
 GRIDS: dict[str, GridScale] = {

@@ -33,7 +33,7 @@ from fedcore.experiments.claims import (
     WITHIN_NOISE,
     trivial_baseline,
 )
-from fedcore.experiments.common import Builder, Results, Scale, Task, Tuning
+from fedcore.experiments.common import Builder, Kinds, Results, Scale, Task, Tuning
 from fedcore.store import Store
 
 run, tune = common.run, common.tune
@@ -50,6 +50,10 @@ class PadamfedScale(Scale):
     clients: int = 100
     multipliers: tuple[float, float] = (-2.0, 2.0)
     swept: tuple[str, ...] = STAND_IN
+
+    KINDS = {**dict.fromkeys(("rounds", "eval_every"), Kinds.per_task((*STAND_IN, "cifar10"), one=False)),
+             "tasks": Kinds.names((*STAND_IN, "cifar10")), "clients": Kinds.count(),
+             "multipliers": Kinds.log_range(around=0.0), "swept": Kinds.names(STAND_IN)}
 
     def factors(self) -> list[float]:
         """The robustness figure's multipliers: every half-decade from ``10**multipliers[0]`` to
