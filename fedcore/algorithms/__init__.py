@@ -50,10 +50,27 @@ Algorithm 1, PAdaMFed's normalized steps)."""
 
 def register(name: str, factory: Callable[..., Algorithm], **example: Any) -> None:
     """Make ``factory`` an algorithm of fedcore's: ``make(name, ...)`` builds it, and the generic tests run it with
-    the hyperparameters ``example``.  A name already taken is refused."""
+    the hyperparameters ``example``.  Checked before the registry changes (a refusal leaves it as it was): ``name`` a
+    non-empty string not taken, ``factory`` callable with ``example``'s keywords, and ``factory(**example)``, built
+    once here, an algorithm :func:`declared` accepts (a ``TypeError`` or ``ValueError`` naming the registration)."""
+    if not isinstance(name, str):
+        raise TypeError(f"name={name!r:.60} must be a non-empty string (make(name) builds the algorithm), got "
+                        f"{type(name).__name__}")
+    if not name:
+        raise ValueError("name='' must be a non-empty string (make(name) builds the algorithm)")
     if name in ALGORITHMS:
         raise ValueError(f"name={name!r} is already an algorithm ({ALGORITHMS[name]!r:.60}); choose another name")
+    if not callable(factory):
+        raise TypeError(f"factory={factory!r:.60} must be a function (hyperparameters -> algorithm), got "
+                        f"{type(factory).__name__}")
     check_keywords(factory, example, f"register({name!r}, factory, **example)")
+    label = ", ".join([repr(name), getattr(factory, "__name__", type(factory).__name__)]
+                      + [f"{key}={value!r}" for key, value in example.items()])
+    try:
+        declared(factory(**example))
+    except (TypeError, ValueError) as error:
+        kind = TypeError if isinstance(error, TypeError) else ValueError
+        raise kind(f"register({label}): its example builds no algorithm: {error}") from error
     ALGORITHMS[name], EXAMPLES[name] = factory, dict(example)
 
 

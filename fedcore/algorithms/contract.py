@@ -7,10 +7,15 @@ and ``server_round``; the other parts (``client_state``, ``client_reads``, a ``p
 server's part, and the training loss, computed once for every family; the same parts run on Flower's engines
 (:mod:`fedcore.flower`), where the two halves live in different processes.  A plain algorithm (``name``, ``init``
 and ``round``: :class:`Algorithm`) runs in :func:`fedcore.simulate` too, through :func:`declared`.
+
+What a family declares is checked by :func:`declared` before any work (no ``round`` of its own, the required parts,
+its keys: :func:`checked_family`), and what each part returns where the framework receives it (:func:`returned`): an
+error names the family, the part and what it must be, never a bare ``KeyError`` from here.
 """
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Callable
 from typing import Any, ClassVar, Protocol
 
@@ -121,7 +126,7 @@ class RoundOnly(Federated):
 
     def eval_point(self, state: State) -> Tensor:
         own = getattr(self.algorithm, "eval_point", None)
-        return own(state) if callable(own) else state["x"]
+        return returned(self.algorithm, "eval_point(state)", own(state), point="point") if callable(own) else state["x"]
 
     def check_run(self, clients_per_round: int, local_steps: int, rounds: int | None) -> None:
         own = getattr(self.algorithm, "check_run", None)
@@ -134,9 +139,12 @@ class RoundOnly(Federated):
 
 def declared(algorithm: Any) -> Federated:
     """``algorithm`` as the contract sees it: a :class:`Federated` family as it is, a plain algorithm through
-    :class:`RoundOnly`; anything else is refused, naming what it lacks."""
-    if isinstance(algorithm, Federated):
+    :class:`RoundOnly`; anything else is refused, naming what it lacks.  A family is refused (:func:`checked_family`)
+    where the framework could not run it alike in :func:`fedcore.simulate` and on Flower."""
+    if isinstance(algorithm, RoundOnly):
         return algorithm
+    if isinstance(algorithm, Federated):
+        return checked_family(algorithm)
     if not callable(getattr(algorithm, "round", None)) or not callable(getattr(algorithm, "init", None)):
         raise TypeError(f"algorithm={algorithm!r:.80} needs init(x0, num_clients) and round(state, batch, oracle) "
                         "(fedcore.algorithms.Algorithm), or to subclass fedcore.algorithms.Federated; build one with "
@@ -144,9 +152,104 @@ def declared(algorithm: Any) -> Federated:
     return RoundOnly(algorithm)
 
 
+REQUIRED = ("init(x0, num_clients)", "client_run(sent, batch, oracle, own)", "server_round(state, run, batch)")
+"""The parts a family must define (the others have their defaults in :class:`Federated`)."""
+
+
+def checked_family(family: Federated) -> Federated:
+    """``family`` if the framework can run it alike everywhere: it defines the :data:`REQUIRED` parts and no
+    ``round`` of its own (``simulate`` would run that round, Flower the family's parts), and its ``client_state``
+    and ``client_reads`` are tuples of the state's keys that do not overlap (a client's own rows stay on the client;
+    the server sends only what the clients read).  Class-level checks only: cheap enough for every round."""
+    name, cls = name_of(family), type(family)
+    if cls.round is not Federated.round:
+        owner = next(base.__name__ for base in cls.__mro__ if "round" in vars(base))
+        raise TypeError(f"{name} ({owner}) defines round, which a family (a subclass of fedcore.algorithms.Federated) "
+                        "leaves to the framework: fedcore.simulate and Flower both run its client_run and server_round "
+                        "(and its prologue), so a round of its own would run in one and not the other. Move its work "
+                        "into client_run and server_round; or, for an algorithm whose round is one function, do not "
+                        "subclass Federated (give it name, init and round: fedcore.algorithms.Algorithm)")
+    for part in REQUIRED:
+        method = part.split("(")[0]
+        if getattr(cls, method) is getattr(Federated, method):
+            raise TypeError(f"{name} ({cls.__name__}) does not define {part}, which a family must (the other parts "
+                            "have defaults: fedcore.algorithms.Federated)")
+    for declaration in ("client_state", "client_reads"):
+        keys = getattr(family, declaration)
+        if not isinstance(keys, (tuple, list)) or not all(isinstance(key, str) for key in keys):
+            raise TypeError(f"{name}'s {declaration}={keys!r:.80} must be a tuple of the state's keys (strings), as "
+                            "in client_reads = ('x', 'c')")
+    both = [key for key in family.client_reads if key in family.client_state]
+    if both:
+        raise ValueError(f"{name}'s client_reads and client_state both name {both}: a client's own rows "
+                         "(client_state) stay on the clients and are handed to its client part as own; the server "
+                         "sends only client_reads")
+    return family
+
+
 def name_of(algorithm: Any) -> str:
     """An algorithm's name (its ``name``, else its class's) for histories, progress bars and messages."""
-    return algorithm.name if isinstance(algorithm, Federated) else getattr(algorithm, "name", type(algorithm).__name__)
+    return getattr(algorithm, "name", type(algorithm).__name__)
+
+
+# ---- what a part returns, checked where the framework receives it ------------------------------------------------
+
+
+def _tensors(value: Any) -> bool:
+    return isinstance(value, dict) and all(isinstance(k, str) and isinstance(v, Tensor) for k, v in value.items())
+
+
+def _own_rows(keys: Any, algorithm: Any) -> bool:
+    return all(key in algorithm.client_state for key in keys)
+
+
+RETURNS: dict[str, tuple[Callable[[Any, Any], bool], str]] = {
+    "state": (lambda value, _: isinstance(value, dict) and isinstance(value.get("x"), Tensor),
+              "the state: a dict with the server model under 'x' (a tensor)"),
+    "metrics": (lambda value, _: isinstance(value, dict) and all(
+        isinstance(k, str) and isinstance(v, (Tensor, numbers.Real)) for k, v in value.items()),
+        "a dict of the round's metrics (each a number or a tensor of R numbers)"),
+    "run": (lambda value, algorithm: isinstance(value, ClientRun) and _own_rows(value.keeps, algorithm),
+            "a ClientRun (train_clients' result; run.sending(uploads, keeps) adds what the clients upload and keep: "
+            "new rows of its client_state {client_state})"),
+    "uploads": (lambda value, _: _tensors(value), "a dict of tensors"),
+    "keeps": (lambda value, algorithm: _tensors(value) and _own_rows(value, algorithm),
+              "a dict of tensors: new rows of its client_state {client_state}"),
+    "whom": (lambda value, _: value is None or isinstance(value, str) and value in PROLOGUE_CLIENTS,
+             f"None (no prologue) or one of {list(PROLOGUE_CLIENTS)}"),
+    "point": (lambda value, _: isinstance(value, Tensor), "a tensor: the model to evaluate ([R, 1, d], as 'x')"),
+}
+"""What the framework expects of a part's result, by kind: a test (of the value, the algorithm) and its words."""
+
+
+def returned(algorithm: Any, part: str, value: Any, **expected: str) -> Any:
+    """``value``, what ``algorithm``'s ``part`` returned, if it is what the framework expects: ``expected`` names each
+    result and its kind (:data:`RETURNS`), one (``run="run"``) or a tuple of them (``new_state="state",
+    metrics="metrics"``).  Else a ``TypeError`` naming the algorithm, the part, what it returned and what it must
+    (a ``ValueError`` for a prologue that names no known clients).  Type and key checks only: no tensor work."""
+    values = (value,) if len(expected) == 1 else value
+    if not (isinstance(values, tuple) and len(values) == len(expected)
+            and all(RETURNS[kind][0](one, algorithm) for one, kind in zip(values, expected.values()))):
+        words = {label: RETURNS[kind][1].format(client_state=tuple(getattr(algorithm, "client_state", ())))
+                 for label, kind in expected.items()}
+        must = next(iter(words.values())) if len(words) == 1 else \
+            f"({', '.join(words)}): " + "; ".join(f"{label}, {text}" for label, text in words.items())
+        error = ValueError if "whom" in expected.values() and isinstance(value, str) else TypeError
+        raise error(f"{name_of(algorithm)}'s {part} returned {_described(value)}; it must return {must}")
+    return value
+
+
+def _described(value: Any) -> str:
+    """What a part returned, in a few words (never a tensor's numbers)."""
+    if isinstance(value, dict):
+        return f"a dict with keys {sorted(map(str, value))}"
+    if isinstance(value, tuple):
+        return f"a tuple ({', '.join(type(one).__name__ for one in value)})"
+    if isinstance(value, ClientRun):
+        return f"a ClientRun keeping {sorted(value.keeps)}"
+    if value is None or isinstance(value, (str, numbers.Number)):
+        return repr(value)[:60]
+    return f"a {type(value).__name__}"
 
 
 # ---- the framework's round ---------------------------------------------------------------------------------------
@@ -159,16 +262,34 @@ def federated_round(algorithm: Federated, state: State, batch: RoundBatch,
     rows ``[R, S, ...]`` (``client_state``), what they keep written back (:meth:`RoundBatch.write_rows`, so a
     diverged run can be undone), then the server's part (:func:`server_part`)."""
     state = run_prologue(algorithm, state, batch, oracle)
-    run = algorithm.client_run(sent(algorithm, state), batch, oracle, own_rows(algorithm, state, batch))
+    run = client_part(algorithm, sent(algorithm, state), batch, oracle, own_rows(algorithm, state, batch))
     return server_part(algorithm, kept(algorithm, state, batch, run.keeps), run, batch)
+
+
+def client_part(algorithm: Federated, sent: State, batch: RoundBatch, oracle: GradientOracle,
+                own: State) -> ClientRun:
+    """The family's ``client_run``, its result checked (:func:`returned`): a ``ClientRun`` whose ``keeps`` are rows
+    of its ``client_state``."""
+    return returned(algorithm, "client_run(sent, batch, oracle, own)",
+                    algorithm.client_run(sent, batch, oracle, own), run="run")
+
+
+def client_prologue_part(algorithm: Federated, sent: State, batch: RoundBatch, oracle: GradientOracle,
+                         own: State) -> tuple[State, State]:
+    """The family's ``client_prologue``, its result checked: ``(uploads, keeps)``, dicts of tensors, ``keeps`` rows of
+    its ``client_state``."""
+    return returned(algorithm, "client_prologue(sent, batch, oracle, own)",
+                    algorithm.client_prologue(sent, batch, oracle, own), uploads="uploads", keeps="keeps")
 
 
 def server_part(algorithm: Federated, state: State, run: ClientRun, batch: RoundBatch) -> tuple[State, Metrics]:
     """The family's server part and the round's training loss ``sum_i w_i mean_k loss_i,k`` (each client's mean
     minibatch loss over its local steps, weighted), the first metric of every round."""
-    new_state, metrics = algorithm.server_round(server_view(algorithm, state), run, batch)
+    new_state, metrics = returned(algorithm, "server_round(state, run, batch)",
+                                  algorithm.server_round(server_view(algorithm, state), run, batch),
+                                  new_state="state", metrics="metrics")
     if "train_loss" in metrics:
-        raise ValueError(f"{algorithm.name}'s server_round returned a metric 'train_loss', which the framework "
+        raise ValueError(f"{name_of(algorithm)}'s server_round returned a metric 'train_loss', which the framework "
                          "computes (the clients' mean losses, weighted): return the round's other metrics only")
     return with_rows(algorithm, state, new_state), {"train_loss": batch.weights @ run.mean_loss, **metrics}
 
@@ -182,17 +303,19 @@ def run_prologue(algorithm: Federated, state: State, batch: RoundBatch, oracle: 
     ``clients`` (None: in this process, with ``oracle``) runs the clients' part elsewhere: called with the batch
     the prologue visits and what the server sends, it returns the clients' uploads ``[R, S, ...]`` and keeps
     their rows where they live (:class:`fedcore.flower.FedcoreStrategy` sends them to the nodes)."""
-    which = algorithm.prologue(state)
+    which = returned(algorithm, "prologue(state)", algorithm.prologue(state), whom="whom")
     if which is None:
         return state
     first = batch if which == "sampled" else batch.every_client()
     if clients is None:
-        uploads, keeps = algorithm.client_prologue(sent(algorithm, state), first, oracle,
-                                                   own_rows(algorithm, state, first))
+        uploads, keeps = client_prologue_part(algorithm, sent(algorithm, state), first, oracle,
+                                              own_rows(algorithm, state, first))
         state = kept(algorithm, state, first, keeps)
     else:
         uploads = clients(first, sent(algorithm, state))
-    state = with_rows(algorithm, state, algorithm.server_prologue(server_view(algorithm, state), uploads, first))
+    started = returned(algorithm, "server_prologue(state, uploads, batch)",
+                       algorithm.server_prologue(server_view(algorithm, state), uploads, first), state="state")
+    state = with_rows(algorithm, state, started)
     if first is not batch:  # its writes are undone with the round's
         batch.written.extend(first.written)
     return state
@@ -219,9 +342,9 @@ class Handed(dict):
 
 def sent(algorithm: Federated, state: State) -> State:
     """What the server sends the clients: the state's keys the family declares it reads (``client_reads``)."""
-    return Handed({key: state[key] for key in algorithm.client_reads},
-                  f"{algorithm.name}'s client part read {{key!r}}, which the server does not send: its client_reads "
-                  "are {keys}; declare the key there (or, for a client's own rows, in client_state)")
+    return Handed({key: state[key] for key in held(algorithm, state, "client_reads")},
+                  f"{name_of(algorithm)}'s client part read {{key!r}}, which the server does not send: its "
+                  "client_reads are {keys}; declare the key there (or, for a client's own rows, in client_state)")
 
 
 def with_rows(algorithm: Federated, state: State, new_state: State) -> State:
@@ -233,14 +356,26 @@ def with_rows(algorithm: Federated, state: State, new_state: State) -> State:
 def server_view(algorithm: Federated, state: State) -> State:
     """The state without the clients' own rows (``client_state``), which live on the clients."""
     return Handed({key: value for key, value in state.items() if key not in algorithm.client_state},
-                  f"{algorithm.name}'s server part read {{key!r}}, a row of the clients' own state "
+                  f"{name_of(algorithm)}'s server part read {{key!r}}, a row of the clients' own state "
                   f"({', '.join(algorithm.client_state)}), which stays on the clients: upload what the server needs "
                   "(ClientRun.uploads)")
 
 
 def own_rows(algorithm: Federated, state: State, batch: RoundBatch) -> State:
     """The batch's clients' rows of the family's per-client state."""
-    return {key: batch.rows_of(state[key]) for key in algorithm.client_state}
+    return {key: batch.rows_of(state[key]) for key in held(algorithm, state, "client_state")}
+
+
+def held(algorithm: Federated, state: State, declaration: str) -> tuple[str, ...]:
+    """The keys a family declares (its ``client_reads`` or ``client_state``), each one its state holds, else a
+    ``ValueError`` naming the family, the declaration and the keys missing."""
+    keys = getattr(algorithm, declaration)
+    missing = [key for key in keys if key not in state]
+    if missing:
+        raise ValueError(f"{name_of(algorithm)}'s {declaration} name {missing}, which its state does not hold (its "
+                         f"keys: {sorted(state)}): declare keys of the state that its init returns (and its "
+                         "server_round keeps)")
+    return keys
 
 
 def kept(algorithm: Federated, state: State, batch: RoundBatch, keeps: State) -> State:
