@@ -205,9 +205,19 @@ class _PlainBadPoint:
         return state["x"].tolist()
 
 
-def test_an_eval_point_that_is_not_a_tensor_is_refused_naming_it() -> None:
-    with pytest.raises(TypeError, match=r"Plain's eval_point\(state\) returned a list; it must return a tensor"):
-        _run(_PlainBadPoint(), eval_every=1)
+@dataclasses.dataclass(frozen=True)
+class _FamilyBadPoint(FedOpt):
+    """A family whose eval_point hands back a list: the same check as a plain algorithm's."""
+
+    def eval_point(self, state):
+        return state["x"].tolist()
+
+
+@pytest.mark.parametrize("algorithm, name", [(_PlainBadPoint(), "Plain"),
+                                             (_FamilyBadPoint(client_lr=0.1, name="Mine"), "Mine")])
+def test_an_eval_point_that_is_not_a_tensor_is_refused_naming_it(algorithm, name) -> None:
+    with pytest.raises(TypeError, match=rf"{name}'s eval_point\(state\) returned a list; it must return a tensor"):
+        _run(algorithm, eval_every=1)
 
 
 # ---------------------------------------------------------------- register: checked before the registry changes

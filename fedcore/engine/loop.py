@@ -24,7 +24,7 @@ from torch import Tensor
 from tqdm.auto import tqdm
 
 from fedcore.algorithms.batch import RoundBatch
-from fedcore.algorithms.contract import State, declared, name_of
+from fedcore.algorithms.contract import State, declared, name_of, returned
 from fedcore.checks import named_numbers
 from fedcore.engine.options import RunOptions
 from fedcore.engine.passes import run_state, select, stack
@@ -123,7 +123,7 @@ def measure(p: Pass, evaluate: bool) -> None:
     runs, data = len(p.live), p.problem.data
     tested: list[dict[str, float]] = [{} for _ in p.live]
     if evaluate:
-        point = declared(p.algorithm).eval_point(p.state)
+        point = returned(p.algorithm, "eval_point(state)", declared(p.algorithm).eval_point(p.state), point="point")
         tested = evaluate_runs(p.problem.model, point.reshape(runs, -1), data.test_inputs, data.test_targets,
                                ignore_classes=data.info.get("ignore_classes", ()), backend=p.oracle.backend)
     models = p.state["x"].reshape(runs, -1)
