@@ -1,15 +1,21 @@
 """What identifies a run: everything that determines its result, as a comparable description.
 
-:func:`run_identity` describes a run by its data (a content hash of the resident tensors and the
-test set, computed afresh for every run, so that an in-place change of the data, through torch, numpy or
-``.data``, is a different run: 0.02 s for Fashion-MNIST's 220 MB on 2 CPU cores (xxHash's XXH3, 128 bits), once per
-:func:`~fedcore.simulate` call and once for all the runs of a :func:`~fedcore.simulate_runs` or
-:func:`~fedcore.sweep` call), its model (architecture and
-initial parameters), the algorithm with every hyperparameter (a server optimizer with all its
-options; schedules are frozen dataclasses whose fields are compared), the simulation options and
-fedcore's version.  :func:`differences` names what differs between two descriptions, field by
-field, and :func:`uncomparable` the parts that cannot be compared, which a checkpoint then resumes only on the
-caller's word (``resume="trust"``).
+:func:`run_identity` describes a run by
+
+- its data: a content hash (xxHash's XXH3, 128 bits) of the clients' inputs, targets and sizes and of the test set,
+  computed afresh for every run (an in-place change through torch, numpy or ``.data`` is another run: 0.02 s for
+  Fashion-MNIST's 220 MB on 2 CPU cores, once per :func:`~fedcore.simulate` call and once for all the runs of a
+  :func:`~fedcore.simulate_runs` or :func:`~fedcore.sweep` call), its number of clients and its name;
+- its model: the architecture (``repr``), the initial parameters (content hash) and their number, and, for a layer
+  class or a loss of the user's, its code (and such a layer's own attributes and buffers);
+- the algorithm, by :func:`describe`: every field of a dataclass family (a server optimizer with all its options,
+  schedules by their fields), or a plain algorithm object's attributes (below);
+- the options (clients per round, local steps, batch size, weighting, evaluation, divergence bound, seed, backend,
+  the ``record=``) and fedcore's version.
+
+The store's key (:func:`fedcore.store.run_key`) adds the number of rounds and :func:`numerics_hash`.
+:func:`differences` names what differs between two descriptions, field by field, and :func:`uncomparable` the parts
+that cannot be compared.
 
 The code that decides a run's numbers is part of what identifies it, in two parts:
 
@@ -18,13 +24,35 @@ The code that decides a run's numbers is part of what identifies it, in two part
   engine): their source is hashed as one (:func:`numerics_hash`), and the results store keys every run by it.  What
   only presents or orchestrates (figures, explorers, the experiments' tables and claim rules, Flower, the store, the
   notebooks) is not in it, so an edit there recomputes nothing.  ``tests/test_store_keys.py`` traces every module a
-  run executes and fails when one is neither listed here nor in :data:`BOOKKEEPING`;
-- anything handed to a run that computes and is defined outside those modules and the libraries (a ``record=``
-  class, a schedule given as a function, a user's own algorithm class, a model's layer class or a loss of the user's)
-  is described by its code: its functions' bytecode and constants, and
-  the values of the names they read (closure cells and globals, recursively through the functions they call), so an
-  edit of that code, or of a number it reads, is another run.  What such code reads that cannot be described (an
-  object of no known kind) makes the run uncomparable.
+  run executes and fails when one is neither listed here nor in :data:`BOOKKEEPING`.  Their functions and classes,
+  and those of the libraries (the standard library, torch, numpy: judged by the file they come from), are described
+  by name;
+- anything else handed to a run (a ``record=``, a schedule, a user's own algorithm, a layer class or a loss; code of
+  a notebook, of a user's module, of ``exec``, of fedcore's experiments) is described by its content:
+
+  - a function by its bytecode, constants and the names it reads, its defaults, and the values of what it reads
+    (closure cells and globals), recursively through the functions it calls;
+  - a module it reads (``cfg.LR``, ``cfg.rate(t)``, ``pkg.sub.LR``): a library's or the numerics' by name, a
+    user's by the value of each of its attributes that the code names (every attribute, where a module is held in a
+    field or an attribute), so a changed ``cfg.LR``, or an edited and reloaded ``cfg.rate``, is another run;
+  - a class by its methods' code (a dataclass's generated methods left out), its other class attributes' values
+    and its bases;
+  - a dataclass by its type, its fields' values and its class;
+  - a plain object (not a dataclass: a user's algorithm with ``init`` and ``round``, a callable schedule object) by
+    its class and its instance's attributes (``__dict__``, ``__slots__``): what its ``repr`` does not show is keyed
+    too;
+  - tensors and arrays by content hash; numbers, strings, lists and mappings by value; an object of a library's
+    class in a field (a ``torch.device``) by its ``repr``.
+
+What cannot be described makes a run *uncomparable* (:func:`uncomparable` names the fields): a callable of no known
+kind (a bound method, a C function of no library), an object of no known kind that the code reads (a closure cell or
+global, a module attribute, an object's attribute holding a ``torch.Generator``, a lock, a file: its ``repr`` would
+not say its content), or a plain object whose content is held by a class built into Python or a library (a subclass
+of ``deque``).  An uncomparable run is computed every time: a results store neither serves nor keeps it
+(``simulate``, ``simulate_runs`` and ``sweep`` with ``store=``), a checkpoint resumes it only on the caller's word
+(``resume="trust"``; ``resume=True`` refuses, naming the field), and an uncomparable algorithm runs alone, not in a
+pass with others.  To make it keyable, hold what decides its numbers in a dataclass's fields or a plain object's
+attributes (numbers, strings, tensors, plain functions, fedcore's schedules), and pass a seed, not a generator.
 """
 
 from __future__ import annotations
@@ -36,9 +64,9 @@ import inspect
 import sys
 import sysconfig
 import types
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import fields, is_dataclass
-from functools import cache, partial
+from functools import cache, cached_property, partial
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +76,8 @@ import xxhash
 from torch import Tensor, nn
 
 UNCOMPARABLE = "<uncomparable>"
+MODULE_INTERNALS = frozenset(vars(nn.Module()))  # what every torch layer holds: its parameters, hooks, ...
+HEAP_TYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class made by a class statement (not one built into Python or a library)
 PACKAGE = Path(__file__).resolve().parent
 NUMERICS = (
     "algorithms/",  # the families, the contract and its round, the round batch, the client rules
@@ -167,18 +197,45 @@ def _names(code: types.CodeType) -> set[str]:
 
 def _function(function: types.FunctionType, seen: frozenset[int]) -> dict:
     """A function outside fedcore's numerics by its code and the values it reads (closure cells, the globals it
-    names), described recursively; a function of the numerics by its name."""
+    names; of a user's module, the attributes it names: :func:`_module`), described recursively; a function of the
+    numerics by its name."""
     name = f"{function.__module__}.{function.__qualname__}"
     if _known_file(function.__code__.co_filename) or id(function) in seen:
         return {"function": name}
     seen = seen | {id(function)}
     code = function.__code__
+    names = _names(code)
     cells = dict(zip(code.co_freevars, [cell.cell_contents for cell in function.__closure__ or ()]))
-    reads = {key: function.__globals__[key] for key in sorted(_names(code)) if key in function.__globals__}
+    reads = {key: function.__globals__[key] for key in sorted(names) if key in function.__globals__}
     return {"function": name, "code": _code(code),
             "defaults": _value(function.__defaults__ or (), seen),
-            "closure": {key: _value(value, seen) for key, value in cells.items()},
-            "globals": {key: _value(value, seen) for key, value in reads.items()}}
+            "closure": {key: _value(value, seen, names) for key, value in cells.items()},
+            "globals": {key: _value(value, seen, names) for key, value in reads.items()}}
+
+
+def _known_module(module: types.ModuleType) -> bool:
+    """Whether a module is described by name alone: one of fedcore's numerics or of a library (by its file, as
+    :func:`_known_file`; a package without a file by its folders), or one built into Python (``sys``)."""
+    file = getattr(module, "__file__", None)
+    if file:
+        return _known_file(file)
+    return all(_known_file(str(folder)) for folder in getattr(module, "__path__", ()))
+
+
+def _module(module: types.ModuleType, seen: frozenset[int], names: Collection[str] | None) -> dict:
+    """A module read by code outside the numerics: by its name, and, for a user's module (not a library's nor
+    fedcore's numerics, :func:`_known_module`), by the value of each of its attributes that the reading code names
+    (``names``: its global and attribute names, so ``cfg.LR``, ``cfg.rate(t)`` and ``pkg.sub.LR`` are all seen;
+    a name the code reads from something else is described too, which may only make a run another one).  ``None``:
+    no code is known to read it (a module held in a field): every attribute."""
+    described: dict[str, Any] = {"module": module.__name__}
+    if _known_module(module) or id(module) in seen:
+        return described
+    seen = seen | {id(module)}
+    attributes = vars(module)
+    reads = {key: _value(attributes[key], seen, names) for key in sorted(attributes if names is None else names)
+             if key in attributes and not (key.startswith("__") and key.endswith("__"))}
+    return {**described, "reads": reads} if reads else described
 
 
 DATACLASS_METHODS = {"__init__", "__repr__", "__eq__", "__hash__", "__setattr__", "__delattr__", "__lt__", "__le__",
@@ -188,29 +245,80 @@ DATACLASS_METHODS = {"__init__", "__repr__", "__eq__", "__hash__", "__setattr__"
 
 def _class(cls: type, seen: frozenset[int]) -> dict:
     """A class outside fedcore's numerics and the libraries by the code of the functions it defines (a dataclass's
-    generated methods left out), and of its bases; a class of the numerics, a library or a builtin by its name."""
+    generated methods left out; properties, static and class methods by their functions) and the values of its other
+    class attributes (constants a method reads as ``self.BETA``; a dataclass's field defaults left out: they are its
+    instances' fields), and of its bases; a class of the numerics, a library or a builtin by its name."""
     name = f"{cls.__module__}.{cls.__qualname__}"
     if _known_class(cls) or id(cls) in seen:
         return {"class": name}
     seen = seen | {id(cls)}
-    methods = {}
+    fields_ = {f.name for f in fields(cls)} if is_dataclass(cls) else set()
+    methods, attributes = {}, {}
     for key, member in sorted(vars(cls).items()):
-        member = member.fget if isinstance(member, property) else getattr(member, "__func__", member)
+        if isinstance(member, property):
+            member = member.fget
+        elif isinstance(member, cached_property):
+            member = member.func
+        member = getattr(member, "__func__", member)  # a static or class method
         member = inspect.unwrap(member) if callable(member) else member
-        generated = is_dataclass(cls) and key in DATACLASS_METHODS and member.__code__.co_filename == "<string>"
-        if isinstance(member, types.FunctionType) and not generated:
-            methods[key] = _function(member, seen)
+        if isinstance(member, types.FunctionType):
+            generated = is_dataclass(cls) and key in DATACLASS_METHODS and member.__code__.co_filename == "<string>"
+            if not generated:
+                methods[key] = _function(member, seen)
+        elif not (key.startswith("__") and key.endswith("__") or key in fields_ or key == "_abc_impl"
+                  or member is None or isinstance(member, (types.MemberDescriptorType, types.GetSetDescriptorType))):
+            attributes[key] = _value(member, seen)
     bases = [_class(base, seen) for base in cls.__bases__ if base is not object]
-    return {"class": name, "methods": methods, "bases": bases}
+    described = {"class": name, "methods": methods, "bases": bases}
+    return {**described, "attributes": attributes} if attributes else described
 
 
-def _value(value: Any, seen: frozenset[int]) -> Any:
-    """What a function or a class outside the numerics reads, described: modules by name, functions and classes by
-    their code, everything else by :func:`describe`, where an object of no known kind is uncomparable (its
-    ``repr`` would not say its content)."""
+def _object(obj: Any, seen: frozenset[int]) -> dict | None:
+    """A plain object (not a dataclass) of a class outside fedcore's numerics and the libraries: its class by code
+    (:func:`_class`) and its instance's attributes (``__dict__`` and ``__slots__``) by value, as a function's reads
+    are (:func:`_value`).  An object whose content is held by a base of its class that is built into Python or a
+    library (a subclass of ``deque``) cannot be described: uncomparable.  None for an object of a known class
+    (described by its ``repr``, as before) or of a type built into Python (a bound method, a lock)."""
+    cls = type(obj)
+    name = f"{cls.__module__}.{cls.__qualname__}"
+    if _known_class(cls) or not cls.__flags__ & HEAP_TYPE:  # a library's, or a type built into Python or a library
+        return None
+    if id(obj) in seen:
+        return {"object": name}
+    seen = seen | {id(obj)}
+    native = [base for base in cls.__mro__[1:] if base is not object and not base.__flags__ & HEAP_TYPE]
+    if native:
+        return {UNCOMPARABLE: f"{cls.__qualname__} object: its content is held by {native[0].__qualname__}, which "
+                              "cannot be described; keep its values in attributes of a plain class or in the fields "
+                              "of a dataclass"}
+    return {"object": name, "code": _class(cls, seen), "state": _attributes(obj, seen)}
+
+
+def _attributes(obj: Any, seen: frozenset[int], leave_out: Collection[str] = ()) -> dict:
+    """An object's own attributes (``__dict__`` and ``__slots__``, but ``leave_out``) by value, as a function's reads
+    are (:func:`_value`; a module held there by what its class's methods name: ``self.cfg.LR``)."""
+    state = dict(vars(obj)) if hasattr(obj, "__dict__") else {}
+    names: set[str] = set()
+    for base in type(obj).__mro__:
+        slots = base.__dict__.get("__slots__", ())
+        for slot in (slots,) if isinstance(slots, str) else slots:
+            if slot not in ("__dict__", "__weakref__") and hasattr(obj, slot):
+                state[slot] = getattr(obj, slot)
+        for member in vars(base).values():
+            member = getattr(member, "fget", None) or getattr(member, "__func__", member)
+            member = inspect.unwrap(member) if isinstance(member, types.FunctionType) else member
+            names |= _names(member.__code__) if isinstance(member, types.FunctionType) else set()
+    return {key: _value(value, seen, names) for key, value in sorted(state.items()) if key not in leave_out}
+
+
+def _value(value: Any, seen: frozenset[int], names: Collection[str] | None = None) -> Any:
+    """What a function or a class outside the numerics reads, described: modules by name (a user's module also by
+    the attributes ``names`` the reading code names, or all of them: :func:`_module`), functions and classes by their
+    code, everything else by :func:`describe`, where an object of no known kind is uncomparable (its ``repr`` would
+    not say its content)."""
     if isinstance(value, types.ModuleType):
-        return {"module": value.__name__}
-    if value is NotImplemented or value is Ellipsis:
+        return _module(value, seen, names)
+    if value is NotImplemented or value is Ellipsis or isinstance(value, (torch.dtype, torch.device)):
         return repr(value)
     if isinstance(value, type):
         return _class(value, seen)
@@ -224,9 +332,10 @@ def _value(value: Any, seen: frozenset[int]) -> Any:
 
 def describe(obj: Any, seen: frozenset[int] = frozenset()) -> Any:
     """A comparable description: dataclasses by type and fields, server optimizers by all their options, tensors
-    and arrays by content hash, modules by architecture.  What is defined outside fedcore's numerics also by its
-    code (a dataclass's class, a plain function: see the module docstring); a callable of no known kind is marked
-    uncomparable."""
+    and arrays by content hash, modules by architecture.  What is defined outside fedcore's numerics and the libraries
+    also by its code (a dataclass's class, a plain function, a user's module by its attributes, a plain object by its
+    class and its attributes: see the module docstring); a callable of no known kind is marked uncomparable, another
+    object of a library's or Python's class is described by its ``repr``."""
     if is_dataclass(obj) and not isinstance(obj, type):
         described = {"type": type(obj).__qualname__,
                      **{f.name: describe(getattr(obj, f.name), seen) for f in fields(obj)}}
@@ -257,6 +366,10 @@ def describe(obj: Any, seen: frozenset[int] = frozenset()) -> Any:
     if isinstance(obj, partial):
         return {"partial": describe(obj.func, seen), "args": describe(obj.args, seen),
                 "keywords": describe(obj.keywords, seen)}
+    if isinstance(obj, types.ModuleType):
+        return _module(obj, seen, None)
+    if not isinstance(obj, type) and (described := _object(obj, seen)) is not None:
+        return described
     if callable(obj):
         return {UNCOMPARABLE: getattr(obj, "__qualname__", repr(obj))}
     return repr(obj)
@@ -277,7 +390,9 @@ def differences(saved: Any, current: Any, path: str = "") -> list[tuple[str, Any
 
 
 def uncomparable(description: Any, path: str = "") -> list[str]:
-    """The fields of ``description`` that are plain callables (their code cannot be compared)."""
+    """The fields of ``description`` that cannot be compared (marked :data:`UNCOMPARABLE`: a callable of no known
+    kind, an object of no known kind read by a user's code, a plain object whose content a built-in class holds), each
+    with what it is."""
     if isinstance(description, dict):
         if UNCOMPARABLE in description:
             return [f"{path} ({description[UNCOMPARABLE]})"]
@@ -292,12 +407,17 @@ def run_identity(data: Any, module: nn.Module, x0: Tensor, algorithm: Any, optio
     """Everything that determines a run's result (see the module docstring); ``content`` is
     :func:`data_hash` of ``data`` when the caller has just computed it (many runs on the same data).  The model is
     described by its architecture and initial parameters, and, where a layer's class or the ``loss`` is code of the
-    user's (defined outside fedcore's numerics and the libraries), by that code too (only then: the identities of
-    runs on fedcore's and torch's layers stay as they were)."""
+    user's (defined outside fedcore's numerics and the libraries), by that code too, and by such a layer's own
+    attributes and buffers (only then: the identities of runs on fedcore's and torch's layers stay as they were)."""
     model: dict[str, Any] = {"architecture": repr(module), "initial_parameters": tensor_hash(x0), "dim": x0.numel()}
-    layers = {type(layer): None for layer in module.modules() if not _known_class(type(layer))}
-    if layers:
-        model["code"] = [_class(cls, frozenset()) for cls in layers]
+    own = [layer for layer in module.modules() if not _known_class(type(layer))]
+    if own:
+        model["code"] = [_class(cls, frozenset()) for cls in dict.fromkeys(type(layer) for layer in own)]
+        state = [{**_attributes(layer, frozenset(), MODULE_INTERNALS),
+                  **{f"buffer {key}": tensor_hash(value) for key, value in layer._buffers.items() if value is not None}}
+                 for layer in own]
+        if any(state):  # a layer's own numbers (``self.factor``) and buffers, which its repr need not show
+            model["state"] = state
     if loss is not None and not (isinstance(loss, types.FunctionType) and _known_file(loss.__code__.co_filename)):
         model["loss"] = describe(loss)
     return {

@@ -61,7 +61,8 @@ def simulate(problem: Problem, algorithm: Algorithm, *args: int, options: RunOpt
     overrides the model's initial parameters; ``trace=True`` keeps every sampled client's model after every local step
     in ``History.trace``.  ``store`` (a :class:`fedcore.store.Store` or a path) returns a finished run of the same
     identity and rounds without computing it, and keeps this one (a trace only up to :data:`MAX_TRACE_BYTES`); a run
-    with a ``callback``, a longer trace or a part that cannot be compared is neither looked up nor kept.
+    with a ``callback`` or a longer trace is neither looked up nor kept, and so is one with a part that cannot be
+    compared (said in a ``RuntimeWarning`` naming the part: :mod:`fedcore.identity`).
     """
     problem = _checked_problem(problem)
     options = RunOptions.of(args, options, "simulate", **settings).check(problem.data)
@@ -204,8 +205,17 @@ def _pass(problem: Problem, algorithms: list[Any], oracle: GradientOracle, optio
 
 
 def _key(store: Store | None, identity: dict, rounds: int) -> str | None:
-    """The store's key of a run, or None when there is no store or the run cannot be compared."""
-    return None if store is None or uncomparable(identity) else run_key(identity, rounds)
+    """The store's key of a run, or None when there is no store or the run cannot be compared (said: such a run is
+    computed every time, never served from the store nor kept in it)."""
+    if store is None:
+        return None
+    parts = uncomparable(identity)
+    if parts:
+        warnings.warn(f"store {str(store.path)!r}: this run is computed and not kept, since part of what decides it "
+                      f"cannot be compared: {'; '.join(parts)} (fedcore.identity says what can)", RuntimeWarning,
+                      stacklevel=3)
+        return None
+    return run_key(identity, rounds)
 
 
 def _seeds_and_options(problem: Problem, args: tuple, options: RunOptions | None, seeds: Any, runs: int,

@@ -1,10 +1,12 @@
 """The results store: every finished run, kept by what determines it, so a rerun costs only what changed.
 
-A :class:`Store` is one SQLite file (the standard library's ``sqlite3``; no server).  A run is keyed by
-its identity (:func:`fedcore.identity.run_identity`: data content, model and initial parameters, the
-algorithm with every hyperparameter, the options, fedcore's version), its number of rounds and a hash
-of the source of fedcore's numerics (:func:`source_hash`), so a changed hyperparameter, seed, data set or line of
-the code that decides a run's numbers misses.
+A :class:`Store` is one SQLite file (the standard library's ``sqlite3``; no server).  A run's key
+(:func:`run_key`) hashes its identity (:func:`fedcore.identity.run_identity`), its number of rounds and the source of
+fedcore's numerics (:func:`source_hash`).  The identity holds the data's content (a hash of the clients' and the test
+set's tensors), the model (architecture, initial parameters), the algorithm with every hyperparameter, the options
+(seed, clients per round, local steps, batch size, weighting, evaluation, divergence bound, backend, ``record=``) and
+fedcore's version; so a changed hyperparameter, seed, data set or line of the code that decides a run's numbers
+misses.
 
 What the key hashes of fedcore's code is a declared list, :data:`fedcore.identity.NUMERICS`: the algorithm families
 and the round skeleton, client rules, server optimizers, the gradient oracle and the models, the data containers and
@@ -12,9 +14,21 @@ partitioners, the engine (``fedcore/engine/``, ``run.py``).  Presentation and or
 (``plots.py``, ``experiments/*/figures.py``), explorers, Displays, the experiments' tables and claim rules, Flower,
 the store itself and the notebooks; an edit there leaves every key as it was, so a rerun of the collection reads every
 run back.  A test (``tests/test_store_keys.py``) traces the modules a run executes and fails when one joins the round
-path without being listed (in ``NUMERICS``, or in ``BOOKKEEPING`` when it decides no number).  What a run is handed
-that computes (a ``record=`` class, a schedule given as a function, a user's own algorithm) and is defined outside
-the numerics is keyed by its own code (:func:`fedcore.identity.describe`).
+path without being listed (in ``NUMERICS``, or in ``BOOKKEEPING`` when it decides no number).
+
+What a run is handed that is defined outside the numerics and the libraries (a ``record=``, a schedule, a user's
+own algorithm, a layer class or a loss) is keyed by its content (:func:`fedcore.identity.describe`): functions by
+their bytecode, constants and names, and the values they read (closure cells, globals, and the attributes they name
+of a user's module: ``cfg.LR``, ``cfg.rate(t)``); classes by their methods' code and class attributes; dataclasses by
+their fields; plain objects (not dataclasses) by their class and their instance's ``__dict__``; a user's layer also
+by its own attributes and buffers.  An edit of that code, or of a value it reads, is another run.
+
+A run that cannot be compared (:func:`fedcore.identity.uncomparable`: a callable of no known kind, an object of no
+known kind that its code reads, such as a ``torch.Generator``, or a plain object whose content a built-in class
+holds) is never served nor kept: ``simulate``, ``simulate_runs`` and ``sweep`` compute it every time.  To make it
+keyable, hold what decides its numbers in a dataclass's fields or a plain object's attributes (numbers, strings,
+tensors, plain functions, fedcore's schedules), and pass a seed, not a generator.  A run with a ``callback``, or a
+trace above :data:`fedcore.run.MAX_TRACE_BYTES`, is not kept either.
 
 An entry holds the history frame, how the run ended and the final model ``x`` (unless the
 store keeps no models), with its own key and identity, packed with its checksum as a checkpoint is

@@ -6,13 +6,20 @@
 Every ``notebooks/[0-9][0-9]_*.ipynb`` (or the ones named) is executed into
 ``build/<name>.ipynb`` with ``-p SCALE <scale>``, in a kernel of this interpreter
 (``python3``: jupyter_client launches its ``python`` argv as ``sys.executable``), with the
-notebook folder as working directory, a per-cell timeout, and these environment variables
-for the kernel:
+notebook folder as working directory, a per-cell timeout (seconds, > 0), and these environment
+variables for the kernel (:func:`kernel_environment`):
 
     FEDCORE_SCALE    the scale (a parameters cell reads it as its default)
-    FEDCORE_FIGURES  absolute path of build/figures/ (<out>/figures), where a notebook may save figures
-    FEDCORE_STORE    as given, but a relative path made absolute from where this script was called (the
-                     kernel's working directory is the notebook folder)
+    FEDCORE_FIGURES  -p FIGURES, else as given, else <out>/figures (build/figures/): where a notebook saves figures
+    FEDCORE_STORE    -p STORE, else as given (empty: the notebooks' default store; off: none)
+    FEDCORE_DATA     as given (unset: fedcore's default data folders)
+
+Every path is the caller's (:func:`from_caller`): ``~`` is expanded, then a relative path is made
+absolute from where this script was called (the kernel's working directory is the notebook folder),
+the same for -p STORE / -p FIGURES, their variables, FEDCORE_DATA, --out and the notebooks named.
+A parameter given on the command line (--scale, -p NAME) wins over its variable, and the kernel's
+variable is set to it; one setting given twice on the command line (--scale smoke -p SCALE paper,
+-p SEED 1 -p SEED 2) is refused, naming both.
 
 All notebooks are tried; the time of each is printed; the exit code is 1 if any failed.
 
@@ -29,6 +36,7 @@ import argparse
 import os
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -36,14 +44,45 @@ NOTEBOOKS = ROOT / "notebooks"
 BUILD = ROOT / "build"
 SCALES = ("smoke", "small", "medium", "paper")
 REFRESH_SCALE = "small"
+PATHS = ("STORE", "FIGURES")
+"""The notebooks' parameters that are paths, each read by default from ``FEDCORE_<NAME>``."""
+
+
+def from_caller(setting: str, cwd: Path | str, name: str = "") -> str:
+    """A path setting for a kernel that runs in the notebook folder, as the caller meant it: ``~`` expanded, then a
+    relative path made absolute from ``cwd``; empty, and for ``name="STORE"`` the words that mean no store
+    (:data:`fedcore.store.STORE_OFF`), as they are."""
+    if not setting.strip():
+        return setting
+    if name == "STORE":
+        from fedcore.store import STORE_OFF
+
+        if setting.strip().lower() in STORE_OFF:
+            return setting
+    path = Path(setting).expanduser()
+    return str(path if path.is_absolute() else Path(cwd, path).resolve())
+
+
+def positive_seconds(text: str) -> int:
+    """``--timeout``: a whole number of seconds > 0 (nbclient reads 0 or less as no timeout at all)."""
+    try:
+        seconds = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of seconds") from None
+    if seconds <= 0:
+        raise argparse.ArgumentTypeError(f"{seconds} must be > 0 (seconds per cell)")
+    return seconds
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    """The command line checked: ``--timeout`` > 0, each ``-p NAME`` once, ``-p SCALE`` the same as ``--scale``
+    (either sets the scale), ``-p STORE`` / ``-p FIGURES`` and ``--out`` the caller's paths; ``args.parameters``
+    holds the ``-p`` values as papermill will inject them (SCALE apart, in ``args.scale``)."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("notebooks", nargs="*", type=Path,
                         help="notebooks to run (default: every notebooks/[0-9][0-9]_*.ipynb)")
     parser.add_argument("--scale", choices=SCALES, help="SCALE parameter (default: $FEDCORE_SCALE or small)")
-    parser.add_argument("--timeout", type=int, default=3600, help="seconds per cell (default 3600)")
+    parser.add_argument("--timeout", type=positive_seconds, default=3600, help="seconds per cell, > 0 (default 3600)")
     parser.add_argument("-p", "--parameter", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"),
                         help="extra papermill parameter, as with papermill -p (value parsed as in papermill)")
     parser.add_argument("-k", "--kernel", default="python3", help="kernel name (default python3)")
@@ -55,6 +94,23 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     if args.refresh and (args.parameter or args.scale not in (None, REFRESH_SCALE)):
         parser.error(f"--refresh runs the committed notebooks as they are, at SCALE={REFRESH_SCALE}; "
                      "it takes no other --scale and no -p")
+    given: dict[str, str] = {}
+    for name, value in args.parameter:
+        if name in given:
+            parser.error(f"-p {name} given twice ({given[name]!r} and {value!r}): give it once")
+        given[name] = value
+    if "SCALE" in given:
+        scale = given.pop("SCALE")
+        if args.scale is not None and scale != args.scale:
+            parser.error(f"--scale {args.scale} and -p SCALE {scale} differ: give the scale once")
+        if scale not in SCALES:
+            parser.error(f"-p SCALE {scale!r} is not one of {SCALES}")
+        args.scale = scale
+    args.parameters = {name: parse_value(value) for name, value in given.items()}
+    for name in PATHS:
+        if isinstance(args.parameters.get(name), str):
+            args.parameters[name] = from_caller(args.parameters[name], Path.cwd(), name)
+    args.out = Path(from_caller(str(args.out), Path.cwd()))
     if args.refresh:
         args.scale = REFRESH_SCALE
     elif args.scale is None:
@@ -67,10 +123,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 def find_notebooks(named: list[Path]) -> list[Path]:
     if not named:
         return sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
-    missing = [str(path) for path in named if not path.is_file()]
+    missing = [str(path) for path in named if not path.expanduser().is_file()]
     if missing:
         sys.exit(f"run_notebooks: no such notebook: {', '.join(missing)}")
-    return [path.resolve() for path in named]
+    return [Path(from_caller(str(path), Path.cwd())) for path in named]
 
 
 def parse_value(text: str):
@@ -87,20 +143,33 @@ def parse_value(text: str):
 
 
 def store_from_caller(setting: str, cwd: Path | str) -> str:
-    """``FEDCORE_STORE`` for a kernel that runs in the notebook folder: a relative file path as the caller meant it,
-    from ``cwd``; empty, ``off`` (:data:`fedcore.store.STORE_OFF`) and absolute paths as they are."""
-    from fedcore.store import STORE_OFF
-
-    if not setting.strip() or setting.strip().lower() in STORE_OFF or Path(setting).is_absolute():
-        return setting
-    return str(Path(cwd, setting).resolve())
+    """``FEDCORE_STORE`` or ``-p STORE`` for a kernel that runs in the notebook folder (:func:`from_caller`): a file
+    path as the caller meant it, from ``cwd``; empty and ``off`` (:data:`fedcore.store.STORE_OFF`) as they are."""
+    return from_caller(setting, cwd, "STORE")
 
 
 def parameters(args: argparse.Namespace) -> dict:
     """What papermill injects: SCALE and the ``-p`` pairs; nothing in refresh mode."""
     if args.refresh:
         return {}
-    return {"SCALE": args.scale, **{name: parse_value(value) for name, value in args.parameter}}
+    return {"SCALE": args.scale, **args.parameters}
+
+
+def kernel_environment(args: argparse.Namespace, environ: Mapping[str, str], cwd: Path | str) -> dict[str, str]:
+    """The variables the kernels get, from the checked ``args`` and the caller's ``environ`` (its working folder
+    ``cwd``): FEDCORE_SCALE the scale that runs; FEDCORE_STORE and FEDCORE_FIGURES the ``-p`` value, else the
+    caller's, else (figures) ``<out>/figures``; FEDCORE_DATA the caller's when set; every path the caller's."""
+    environment = {"FEDCORE_SCALE": args.scale}
+    for name in PATHS:
+        variable = f"FEDCORE_{name}"
+        if isinstance(args.parameters.get(name), str):
+            environment[variable] = args.parameters[name]
+        else:
+            environment[variable] = from_caller(environ.get(variable, ""), cwd, name)
+    environment["FEDCORE_FIGURES"] = environment["FEDCORE_FIGURES"] or str((args.out / "figures").resolve())
+    if environ.get("FEDCORE_DATA"):
+        environment["FEDCORE_DATA"] = from_caller(environ["FEDCORE_DATA"], cwd)
+    return environment
 
 
 def unknown_parameters(notebooks: list[Path], given: dict) -> list[str]:
@@ -218,17 +287,15 @@ def main(argv: list[str] | None = None) -> int:
     if problems:
         print("run_notebooks: " + "\nrun_notebooks: ".join(problems), file=sys.stderr)
         return 2
+    os.environ.update(kernel_environment(args, os.environ, Path.cwd()))
     args.out.mkdir(parents=True, exist_ok=True)
-    figures = (args.out / "figures").resolve()
-    figures.mkdir(parents=True, exist_ok=True)
-    os.environ["FEDCORE_SCALE"] = args.scale
-    os.environ["FEDCORE_FIGURES"] = str(figures)
-    os.environ["FEDCORE_STORE"] = store_from_caller(os.environ.get("FEDCORE_STORE", ""), Path.cwd())
+    Path(os.environ["FEDCORE_FIGURES"]).mkdir(parents=True, exist_ok=True)
     os.environ.pop("MPLBACKEND", None)  # let ipykernel pick the inline backend, so figures land in the notebook
     poll_replies_in_slices()
     mode = "refresh" if args.refresh else "run"
     print(f"run_notebooks: {mode} {len(notebooks)} notebook(s), SCALE={args.scale}, timeout {args.timeout} s/cell, "
-          f"kernel {args.kernel} ({sys.executable}), output {args.out}", flush=True)
+          f"kernel {args.kernel} ({sys.executable}), output {args.out}, figures {os.environ['FEDCORE_FIGURES']}, "
+          f"store {os.environ['FEDCORE_STORE'] or 'the default'}", flush=True)
 
     results = []
     total = time.perf_counter()

@@ -85,7 +85,7 @@ def run_pass(p: Pass, progress: bool = False, checkpoint: Any = None,
             for position, run in enumerate(p.live):
                 p.rows[run].append({"round": p.round + 1, **{k: v[position] for k, v in values.items()},
                                     "seconds": seconds})
-            why = diverged(p, state, values)
+            why = diverged(len(p.live), p.options.diverge_above, state, values)
             if why:
                 state = leave(p, state, batch, why)  # they keep the round before; their rows are undone
                 if not p.live:
@@ -160,10 +160,9 @@ def copied(state: Any) -> Any:
     return state
 
 
-def diverged(p: Pass, state: State, values: dict[str, list[float]]) -> dict[int, str]:
-    """The live runs (positions in the pass) whose round went bad, and why: a training loss that is not finite or
-    above ``diverge_above``, or a model that is not finite."""
-    runs, bound = len(p.live), p.options.diverge_above
+def diverged(runs: int, bound: float | None, state: State, values: dict[str, list[float]]) -> dict[int, str]:
+    """The ``runs`` live runs (positions in the pass) whose round went bad, and why: a training loss that is not
+    finite or above ``bound`` (``diverge_above``), or a model that is not finite.  Flower's strategy uses it too."""
     finite = torch.isfinite(state["x"].reshape(runs, -1)).all(dim=1).tolist()
     losses = values.get("train_loss", [0.0] * runs)
     why = {}

@@ -57,11 +57,11 @@ def _shape(description: Any) -> Any:
 def signature(algorithm: Any) -> tuple[str | None, str | None]:
     """``(key, None)``: algorithms with equal keys can run in one pass; ``(None, reason)`` for one that
     runs alone (a plain-function hyperparameter, a server rule fedcore does not know)."""
-    description = describe(algorithm)
-    if uncomparable(description) or _has_function(description):
-        return None, "a hyperparameter is a plain Python function (use fedcore's schedules to batch it)"
     if not dataclasses.is_dataclass(algorithm):
         return None, f"{type(algorithm).__name__} is not a dataclass of hyperparameters"
+    description = describe(algorithm)
+    if uncomparable(description) or _has_function(description):
+        return None, "a hyperparameter is a plain Python function or object (use fedcore's schedules to batch it)"
     for server in (getattr(algorithm, f.name) for f in dataclasses.fields(algorithm)):  # its hyperparameters
         if isinstance(server, ServerOptimizer) and dict(server.options).get("rule") not in SERVER_RULES:
             return None, f"its server rule {server.name!r} is not one of fedcore's {sorted(SERVER_RULES)}"
@@ -69,11 +69,12 @@ def signature(algorithm: Any) -> tuple[str | None, str | None]:
 
 
 def _has_function(description: Any) -> bool:
-    """Whether a description holds a plain function (its value per run cannot be made a tensor).  A user's family is
-    described with its class's ``code``, the same for every instance of it: the methods are not hyperparameters."""
+    """Whether a description holds a plain function or a plain (non-dataclass) object (its value per run cannot be
+    made a tensor).  A user's family is described with its class's ``code``, the same for every instance of it: the
+    methods are not hyperparameters."""
     if isinstance(description, dict):
         values = [value for key, value in description.items() if not (key == "code" and "type" in description)]
-        return "function" in description or any(_has_function(value) for value in values)
+        return "function" in description or "object" in description or any(_has_function(value) for value in values)
     return isinstance(description, list) and any(_has_function(value) for value in description)
 
 

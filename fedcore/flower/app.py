@@ -21,6 +21,7 @@ the federation's pool of samples (client i's are ``offsets[i] : offsets[i] + siz
 from __future__ import annotations
 
 import time
+import warnings
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from typing import Any
@@ -34,13 +35,26 @@ from torch import Tensor
 
 from fedcore.algorithms.batch import RoundBatch
 from fedcore.algorithms.client import ClientRun
-from fedcore.algorithms.contract import Federated, State, declared, name_of, run_prologue, sent, server_part
+from fedcore.algorithms.contract import (
+    Federated,
+    State,
+    client_part,
+    client_prologue_part,
+    declared,
+    held,
+    name_of,
+    run_prologue,
+    sent,
+    server_part,
+)
 from fedcore.checks import check_choice, check_function, check_int, check_x0, named_numbers
 from fedcore.data.federated import FederatedData
+from fedcore.engine.loop import diverged, record
 from fedcore.engine.options import RunOptions
 from fedcore.engine.streams import Streams
 from fedcore.params import GradientOracle
 from fedcore.problem import Problem
+from fedcore.results import DivergedWarning
 
 PHASES = ("prologue", "train")
 """The two kinds of train message: an algorithm's prologue (:func:`fedcore.algorithms.contract.run_prologue`) and its
@@ -82,15 +96,23 @@ def tensors_of(record: ArrayRecord, device: torch.device | str) -> dict[str, Ten
 class FedcoreStrategy(Strategy):
     """The server of a fedcore algorithm on Flower's Message API, for ``problem`` (its data and model; ``x0`` the
     initial parameters, by default the model's own).  Its options are ``simulate``'s
-    (:class:`~fedcore.engine.options.RunOptions`, as ``options=`` or by keyword: ``clients_per_round``, ``local_steps``,
-    ``batch_size``, ``weighting``, ``seed``; the rounds are Flower's ``num_rounds``).  Each round draws the clients and
-    their minibatch rows from the seed with the engine's random streams (:class:`~fedcore.engine.streams.Streams`,
-    as :func:`fedcore.simulate` does), sends each client's
-    node what the algorithm's clients read and its rows (``nodes``: client id -> node id; None: node id = client
-    id), runs the algorithm's prologue first when one is due, and aggregates the replies with the algorithm's
-    ``server_round``.  The server state (the model and, e.g., FedAdam's moments, SCAFFOLD's ``c``) stays here, the
-    clients' own state (``algorithm.client_state``) on their nodes; :attr:`history` keeps each round's metrics
-    and its wall time (``seconds``: sampling, the messages, the nodes' work and the server rule)."""
+    (:class:`~fedcore.engine.options.RunOptions`, as ``options=`` or by keyword), each honoured as ``simulate``
+    honours it: ``clients_per_round``, ``local_steps``, ``batch_size``, ``weighting`` and ``seed`` draw the rounds;
+    ``rounds`` is what :meth:`start` runs when given no ``num_rounds`` (a different ``num_rounds`` is refused; without
+    ``rounds``, Flower's ``num_rounds``); ``eval_every`` says in which rounds ``start``'s ``evaluate_fn`` is called;
+    ``record(x)`` of the server model goes into :attr:`initial` (before the first round) and each round's row;
+    ``diverge_above`` (and a loss or model that is not finite) ends the run with a ``DivergedWarning``, the server
+    state of the round before kept and the round's metrics the last row of :attr:`history`, as in simulate's
+    ``History`` (:attr:`diverged_round`, :attr:`diverged_because`), no message sent after it.  ``backend`` is the
+    nodes' (:func:`client_app`'s): anything but ``"auto"`` is refused here.
+
+    Each round draws the clients and their minibatch rows from the seed with the engine's random streams
+    (:class:`~fedcore.engine.streams.Streams`, as :func:`fedcore.simulate` does), sends each client's node what the
+    algorithm's clients read and its rows (``nodes``: client id -> node id; None: node id = client id), runs the
+    algorithm's prologue first when one is due, and aggregates the replies with the algorithm's ``server_round``.
+    The server state (the model and, e.g., FedAdam's moments, SCAFFOLD's ``c``) stays here, the clients' own state
+    (``algorithm.client_state``) on their nodes; :attr:`history` keeps each round's metrics and its wall time
+    (``seconds``: sampling, the messages, the nodes' work and the server rule)."""
 
     def __init__(self, algorithm: Any, problem: Problem | FederatedData, x0: Tensor | None = None, *,
                  options: RunOptions | None = None, nodes: Mapping[int, int] | None = None, **settings: Any) -> None:
@@ -102,9 +124,13 @@ class FedcoreStrategy(Strategy):
         else:
             raise TypeError(f"problem={problem!r:.80} must be a fedcore.Problem (or its FederatedData, with x0)")
         self.data = data
-        if options is None:  # the rounds are Flower's num_rounds (start)
-            settings = {"rounds": 1, **settings}
-        self.options = RunOptions.of((), options, "FedcoreStrategy", **settings).check(data)
+        given = options is not None or "rounds" in settings  # else the rounds are Flower's num_rounds (start)
+        self.options = RunOptions.of((), options, "FedcoreStrategy", **({} if given else {"rounds": 1}),
+                                     **settings).check(data)
+        self.rounds = self.options.rounds if given else None
+        if self.options.backend != "auto":
+            raise ValueError(f"backend={self.options.backend!r}: the strategy computes no gradient; the nodes do, "
+                             f"with client_app(problem, algorithm, backend={self.options.backend!r})")
         self.streams = Streams(self.options.seed, data.device)  # fedcore.simulate's streams for this seed
         self.nodes = dict(nodes) if nodes is not None else None
         state = algorithm.init(x0.reshape(1, 1, -1).to(data.device).clone(), data.num_clients)
@@ -116,12 +142,23 @@ class FedcoreStrategy(Strategy):
         self.started = 0.0
         self.timeout = 3600.0
         self.history: list[dict[str, float]] = []
+        self.diverged_round: int | None = None
+        self.diverged_because: str | None = None
+        self.initial = self._recorded({})  # record(x0): simulate's round 0
 
-    def start(self, grid: Grid, initial_arrays: ArrayRecord, num_rounds: int = 3, timeout: float = 3600,
-              **options: Any) -> Result:
-        """Flower's round loop, after the algorithm's own check of the run (PAdaMFed's step sizes were computed for
-        one S, K, T: ``check_run``), as :func:`fedcore.simulate` makes it before any work."""
-        self.options = replace(self.options, rounds=check_int("num_rounds", num_rounds))
+    def start(self, grid: Grid, initial_arrays: ArrayRecord, num_rounds: int | None = None, timeout: float = 3600,
+              evaluate_fn: Callable[[int, ArrayRecord], MetricRecord | None] | None = None, **options: Any) -> Result:
+        """Flower's round loop for ``num_rounds`` (by default the strategy's ``rounds``, else Flower's 3), after the
+        algorithm's own check of the run (PAdaMFed's step sizes were computed for one S, K, T: ``check_run``), as
+        :func:`fedcore.simulate` makes it before any work; ``evaluate_fn`` is called in the rounds ``eval_every``
+        says, and not once the run diverged."""
+        if num_rounds is None:
+            num_rounds = 3 if self.rounds is None else self.rounds
+        num_rounds = check_int("num_rounds", num_rounds)
+        if self.rounds is not None and num_rounds != self.rounds:
+            raise ValueError(f"num_rounds={num_rounds} (start) differs from rounds={self.rounds} (the strategy's "
+                             "options): give the number of rounds once")
+        self.options = replace(self.options, rounds=num_rounds)
         given = sum(array.numel() for array in initial_arrays.to_torch_state_dict().values()) \
             if isinstance(initial_arrays, ArrayRecord) else None
         if given != self.state["x"].numel():
@@ -130,7 +167,20 @@ class FedcoreStrategy(Strategy):
                              "array_record(problem.x0()) of the same model")
         self.algorithm.check_run(self.options.clients_per_round, self.options.local_steps, num_rounds)
         self.timeout = timeout
-        return super().start(grid, initial_arrays, num_rounds=num_rounds, timeout=timeout, **options)
+        every = self.options.eval_every
+
+        def evaluate(server_round: int, arrays: ArrayRecord) -> MetricRecord | None:  # simulate's rounds
+            due = every > 0 and (server_round % every == 0 or server_round == num_rounds)
+            return evaluate_fn(server_round, arrays) if due and self.diverged_round is None else None
+
+        return super().start(grid, initial_arrays, num_rounds=num_rounds, timeout=timeout,
+                             evaluate_fn=None if evaluate_fn is None else evaluate, **options)
+
+    def _recorded(self, row: dict[str, float]) -> dict[str, float]:
+        """``record(x)`` of the server model, on a copy (``{}`` without a ``record``), as simulate records it."""
+        if self.options.record is None:
+            return {}
+        return record(self.options.record, self.state["x"].reshape(1, -1).clone(), row)
 
     def node_of(self, client: int) -> int:
         """The node that holds ``client``'s data."""
@@ -144,7 +194,10 @@ class FedcoreStrategy(Strategy):
                         grid: Grid) -> Iterable[Message]:
         """Round ``server_round`` (1-based; fedcore's ``t = server_round - 1``): the prologue's exchange when one is
         due (through ``grid``, at once), then one message per sampled client with what the clients read, the
-        client's id, the round and the client's minibatch rows ``[K, B]``."""
+        client's id, the round and the client's minibatch rows ``[K, B]``; none once the run diverged."""
+        if self.diverged_round is not None:
+            self.sent = []
+            return []
         self.started = time.perf_counter()
         batch = self.streams.sample(self.data, server_round - 1, self.options, self.state["x"].dtype)
 
@@ -194,16 +247,29 @@ class FedcoreStrategy(Strategy):
 
     def aggregate_train(self, server_round: int,
                         replies: Iterable[Message]) -> tuple[ArrayRecord | None, MetricRecord | None]:
-        """The algorithm's ``server_round`` on the clients' replies, in the order they were sampled."""
+        """The algorithm's ``server_round`` on the clients' replies, in the order they were sampled; a round that
+        diverged (:func:`fedcore.engine.loop.diverged`) is undone and ends the run, as in simulate."""
+        if self.diverged_round is not None:
+            return None, None
         batch, state = self.batch, self.round_state
         uploads = self._uploads(server_round, batch, self.sent, replies)
         x = state["x"]
         move, loss_sum = uploads.pop("move"), uploads.pop("loss_sum")
         run = ClientRun(x + move, loss_sum, None, batch.local_steps, uploads=uploads)
-        self.state, metrics = server_part(self.algorithm, state, run, batch)
+        after, metrics = server_part(self.algorithm, state, run, batch)
         row = {key: float(value.reshape(-1)[0]) if isinstance(value, Tensor) else float(value)
                for key, value in metrics.items()}
         row["seconds"] = time.perf_counter() - self.started  # the round's wall time: messages, nodes, server rule
+        why = diverged(1, self.options.diverge_above, after, {key: [value] for key, value in row.items()})
+        if why:  # its row kept, its state not (the nodes keep what they computed in it); simulate's History alike
+            self.diverged_round, self.diverged_because = server_round, why[0]
+            warnings.warn(f"{name_of(self.algorithm)} diverged at round {server_round} ({why[0]}); history and state "
+                          f"kept up to round {server_round - 1}, no message sent after it", DivergedWarning,
+                          stacklevel=2)
+            self.history.append(row)
+            return None, MetricRecord(row)
+        self.state = after
+        row.update(self._recorded(row))
         self.history.append(row)
         return array_record(self.state["x"].reshape(-1)), MetricRecord(row)
 
@@ -251,9 +317,9 @@ def client_reply(problem: Problem, algorithm: Any, oracle: GradientOracle, messa
                        torch.ones(1, dtype=x.dtype, device=data.device), rows.unsqueeze(0),
                        data.inputs, data.targets, data.num_clients, sizes=data.sizes)
     if phase == "prologue":
-        uploads, keeps = algorithm.client_prologue(sent, batch, oracle, own)
+        uploads, keeps = client_prologue_part(algorithm, sent, batch, oracle, own)
     else:
-        run = algorithm.client_run(sent, batch, oracle, own)
+        run = client_part(algorithm, sent, batch, oracle, own)
         uploads, keeps = {**run.uploads, "move": run.X - x, "loss_sum": run.loss_sum}, run.keeps
     if keeps:
         kept[_own_key(client)] = tensors_record({**own, **keeps})
@@ -274,7 +340,7 @@ def _own_state(problem: Problem, algorithm: Any, kept: RecordDict, client: int) 
     if _own_key(client) in kept:
         return tensors_of(kept[_own_key(client)], problem.data.device)
     initial = algorithm.init(problem.x0().reshape(1, 1, -1).to(problem.data.device), 1)
-    return {key: initial[key] for key in keys}
+    return {key: initial[key] for key in held(algorithm, initial, "client_state")}
 
 
 class EngineStandIn:

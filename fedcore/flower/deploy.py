@@ -97,10 +97,19 @@ def problem_of(settings: Mapping[str, Any]) -> Problem:
 
 
 def algorithm_of(settings: Mapping[str, Any]) -> Any:
-    """The run's algorithm: ``algorithms.make(settings["algorithm"], **json.loads(settings["hyperparameters"]))``."""
+    """The run's algorithm: ``algorithms.make(settings["algorithm"], **json.loads(settings["hyperparameters"]))``, a
+    key given twice in the JSON refused by name (JSON alone would keep the last)."""
     text = settings["hyperparameters"]
+
+    def once(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        keys = [key for key, _ in pairs]
+        twice = next((key for key in keys if keys.count(key) > 1), None)
+        if twice is not None:
+            raise ValueError(f"run config hyperparameters={text!r} gives {twice!r} twice: give each key once")
+        return dict(pairs)
+
     try:
-        hyperparameters = json.loads(text)
+        hyperparameters = json.loads(text, object_pairs_hook=once)
     except json.JSONDecodeError as error:
         raise ValueError(f"run config hyperparameters={text!r} is not JSON ({error}): write an object such as "
                          '\'{"client_lr": 0.1}\'') from None
