@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pathlib
 import re
+import sqlite3
 
 import pytest
 import torch
@@ -67,3 +68,13 @@ def cifar_like_loader(classes: int, per_client: int = 40):
                            *NORMALIZATION[name], device=device, **kwargs)
 
     return generated
+
+
+def damage_store_entry(path: pathlib.Path) -> None:
+    """Flip one byte in the middle of the (one) entry of the results store at ``path``: its checksum no longer
+    matches."""
+    with sqlite3.connect(path) as db:
+        (payload,) = db.execute("SELECT payload FROM fedcore_runs").fetchone()
+        damaged = bytearray(payload)
+        damaged[len(damaged) // 2] ^= 0xFF
+        db.execute("UPDATE fedcore_runs SET payload = ?", (bytes(damaged),))

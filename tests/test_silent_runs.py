@@ -5,12 +5,12 @@ when a ``summary`` raises and lets the store's warnings through, and the smaller
 from __future__ import annotations
 
 import math
-import sqlite3
 import warnings
 
 import numpy as np
 import pytest
 import torch
+from conftest import damage_store_entry
 
 from fedcore import algorithms, models
 from fedcore.data import federated_quadratic
@@ -162,11 +162,7 @@ def test_a_read_only_stores_warning_reaches_the_user_of_a_sweep(problem, tmp_pat
 def test_a_corrupt_entrys_warning_reaches_the_user_of_a_sweep(problem, tmp_path) -> None:
     path = tmp_path / "runs.sqlite"
     sweep(problem, _build, {"client_lr": [0.1]}, store=path, **SMALL, **QUIET)
-    with sqlite3.connect(path) as db:
-        (payload,) = db.execute("SELECT payload FROM fedcore_runs").fetchone()
-        damaged = bytearray(payload)
-        damaged[len(damaged) // 2] ^= 0xFF
-        db.execute("UPDATE fedcore_runs SET payload = ?", (bytes(damaged),))
+    damage_store_entry(path)
     with pytest.warns(RuntimeWarning, match="is corrupt"):
         sweep(problem, _build, {"client_lr": [0.1]}, store=path, **SMALL, **QUIET)
 

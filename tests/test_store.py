@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
-from conftest import blobs
+from conftest import blobs, damage_store_entry
 
 from fedcore import algorithms, models, store
 from fedcore.run import Problem, simulate
@@ -82,11 +82,7 @@ def test_a_corrupt_entry_is_detected_and_recomputed(tmp_path) -> None:
     path = tmp_path / "runs.sqlite"
     runs = Store(path)
     first = simulate(problem(), algorithms.scaffold(0.1), store=runs, **OPTIONS)
-    with sqlite3.connect(path) as db:
-        (payload,) = db.execute("SELECT payload FROM fedcore_runs").fetchone()
-        damaged = bytearray(payload)
-        damaged[len(damaged) // 2] ^= 0xFF
-        db.execute("UPDATE fedcore_runs SET payload = ?", (bytes(damaged),))
+    damage_store_entry(path)
     with pytest.warns(RuntimeWarning, match="is corrupt"):
         again = simulate(problem(), algorithms.scaffold(0.1), store=runs, **OPTIONS)
     assert not again.stored and torch.equal(again.final_state["x"], first.final_state["x"])
