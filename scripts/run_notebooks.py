@@ -142,12 +142,6 @@ def parse_value(text: str):
     return text
 
 
-def store_from_caller(setting: str, cwd: Path | str) -> str:
-    """``FEDCORE_STORE`` or ``-p STORE`` for a kernel that runs in the notebook folder (:func:`from_caller`): a file
-    path as the caller meant it, from ``cwd``; empty and ``off`` (:data:`fedcore.store.STORE_OFF`) as they are."""
-    return from_caller(setting, cwd, "STORE")
-
-
 def parameters(args: argparse.Namespace) -> dict:
     """What papermill injects: SCALE and the ``-p`` pairs; nothing in refresh mode."""
     if args.refresh:

@@ -117,9 +117,9 @@ def test_a_relative_store_path_is_the_callers_not_the_notebook_folders(tmp_path)
         import run_notebooks
     finally:
         sys.path.remove(str(ROOT / "scripts"))
-    assert run_notebooks.store_from_caller("build/medium.sqlite", tmp_path) == str(tmp_path / "build/medium.sqlite")
+    assert run_notebooks.from_caller("build/medium.sqlite", tmp_path, "STORE") == str(tmp_path / "build/medium.sqlite")
     for kept in ("", "off", "None", str(tmp_path / "x.sqlite")):
-        assert run_notebooks.store_from_caller(kept, "/elsewhere") == kept
+        assert run_notebooks.from_caller(kept, "/elsewhere", "STORE") == kept
 
 
 def test_papermill_with_a_misspelt_parameter_stops_at_the_check(tmp_path):

@@ -269,10 +269,10 @@ def test_a_path_parameter_is_the_callers_as_its_variable_is(runner, tmp_path, na
     assert from_variable[f"FEDCORE_{name}"] == str(tmp_path / "b" / "y")
 
 
-def test_store_from_caller_expands_the_home_folder_first(runner, tmp_path) -> None:
-    assert runner.store_from_caller("~/x.sqlite", "/elsewhere") == str(tmp_path / "home" / "x.sqlite")
+def test_a_store_path_expands_the_home_folder_first(runner, tmp_path) -> None:
+    assert runner.from_caller("~/x.sqlite", "/elsewhere", "STORE") == str(tmp_path / "home" / "x.sqlite")
     for kept in ("", "off", "None", "/abs/x.sqlite"):
-        assert runner.store_from_caller(kept, "/elsewhere") == kept
+        assert runner.from_caller(kept, "/elsewhere", "STORE") == kept
 
 
 def test_every_path_the_kernel_reads_is_the_callers(runner, tmp_path) -> None:
