@@ -57,12 +57,11 @@ def simulate(problem: Problem, algorithm: Algorithm, *args: int, options: RunOpt
     With ``checkpoint``, the run is saved every ``checkpoint_every`` rounds and at the end (checksummed, flushed);
     ``resume=True`` continues from that file after checking that the same run wrote it (:mod:`fedcore.identity`)
     with at most ``rounds`` rounds; ``resume="trust"`` also where a part of the run cannot be compared.
-    ``callback(round, state)`` is called after every round (with a copy of the state: it cannot change the run); ``x0``
-    overrides the model's initial parameters; ``trace=True`` keeps every sampled client's model after every local step
-    in ``History.trace``.  ``store`` (a :class:`fedcore.store.Store` or a path) returns a finished run of the same
-    identity and rounds without computing it, and keeps this one (a trace only up to :data:`MAX_TRACE_BYTES`); a run
-    with a ``callback`` or a longer trace is neither looked up nor kept, and so is one with a part that cannot be
-    compared (said in a ``RuntimeWarning`` naming the part: :mod:`fedcore.identity`).
+    ``callback(round, state)`` is called after every round (on a copy of the state); ``x0`` overrides the model's
+    initial parameters; ``trace=True`` keeps every sampled client's model after every local step in ``History.trace``.
+    ``store`` (a :class:`fedcore.store.Store` or a path) returns a finished run of the same identity and rounds
+    without computing it, and keeps this one (a trace only up to :data:`MAX_TRACE_BYTES`); a run with a ``callback``
+    or a longer trace is neither looked up nor kept, nor one with a part that cannot be compared (said: a warning).
     """
     problem = _checked_problem(problem)
     options = RunOptions.of(args, options, "simulate", **settings).check(problem.data)
