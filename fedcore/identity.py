@@ -13,7 +13,7 @@
 - the options (clients per round, local steps, batch size, weighting, evaluation, divergence bound, seed, backend,
   the ``record=``) and fedcore's version.
 
-The store's key (:func:`fedcore.store.run_key`) adds the number of rounds and :func:`numerics_hash`.
+The store's key (:func:`fedcore.store.run_key`) adds the number of rounds and :func:`source_of`'s hash.
 :func:`differences` names what differs between two descriptions, field by field, and :func:`uncomparable` the parts
 that cannot be compared.
 
@@ -21,12 +21,17 @@ The code that decides a run's numbers is part of what identifies it, in two part
 
 - fedcore's own numerics, the modules :data:`NUMERICS` lists (the algorithm families and the round skeleton, the
   client rules, the server optimizers, the gradient oracle and the models, the data containers and partitioners, the
-  engine): their source is hashed as one (:func:`numerics_hash`), and the results store keys every run by it.  What
-  only presents or orchestrates (figures, explorers, the experiments' tables and claim rules, Flower, the store, the
-  notebooks) is not in it, so an edit there recomputes nothing.  ``tests/test_store_keys.py`` traces every module a
-  run executes and fails when one is neither listed here nor in :data:`BOOKKEEPING`.  Their functions and classes,
-  and those of the libraries (the standard library, torch, numpy: judged by the file they come from), are described
-  by name;
+  engine), keyed per family: a run's key hashes the code of the shared modules (all but :data:`FAMILIES` and the
+  registry, :data:`UNKEYED`) and of the family modules its algorithm depends on, with what those import
+  (:func:`modules_of`, :func:`source_of`), so an edit of ``fafed.py`` recomputes FAFED's runs and no FedOpt run, an
+  edit of ``algorithms/client.py`` every run.  The code is hashed normalized (:func:`normalized`: the syntax tree
+  without docstrings, line and column numbers; comments never reach it), so a docstring or a comment recomputes
+  nothing.  What only presents or orchestrates (figures, explorers, the experiments' tables and claim rules, Flower,
+  the store, the notebooks) is in no key, so an edit there recomputes nothing either.  ``tests/test_store_keys.py``
+  traces every module a run executes and fails when one is neither listed here nor in :data:`BOOKKEEPING`, or when a
+  numerics module a run of a registered algorithm executes is not in its key.  Their functions and classes, and
+  those of the libraries (the standard library, torch, numpy: judged by the file they come from), are described by
+  name;
 - anything else handed to a run (a ``record=``, a schedule, a user's own algorithm, a layer class or a loss; code of
   a notebook, of a user's module, of ``exec``, of fedcore's experiments) is described by its content:
 
@@ -57,6 +62,7 @@ attributes (numbers, strings, tensors, plain functions, fedcore's schedules), an
 
 from __future__ import annotations
 
+import ast
 import builtins
 import hashlib
 import importlib.metadata
@@ -64,11 +70,11 @@ import inspect
 import sys
 import sysconfig
 import types
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import fields, is_dataclass
 from functools import cache, cached_property, partial
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import torch
@@ -91,8 +97,18 @@ NUMERICS = (
     "engine/",  # options, random streams, the round loop, passes of many runs
     "run.py",  # simulate, simulate_runs: the entry points into the engine
 )
-"""The files of fedcore (paths in the package; a folder is every ``.py`` file under it) whose source decides a
-run's numbers: their hash is part of every run's store key (:func:`numerics_hash`)."""
+"""The files of fedcore (paths in the package; a folder is every ``.py`` file under it) whose code decides a
+run's numbers: a run's store key hashes the code of those it depends on (:func:`modules_of`, :func:`source_of`)."""
+FAMILIES = (
+    "algorithms/fedopt.py", "algorithms/fedprox.py", "algorithms/fedexp.py", "algorithms/fedli.py",
+    "algorithms/scaffold.py", "algorithms/padamfed.py", "algorithms/theorems.py", "algorithms/fafed.py",
+    "algorithms/local_adaptive.py",
+)
+"""The family modules among :data:`NUMERICS`: each is in the key of a run only where the run depends on it
+(:func:`modules_of`).  A file of ``NUMERICS`` not listed here (a new one included) is shared: in every key."""
+UNKEYED = ("algorithms/__init__.py",)
+"""The files of :data:`NUMERICS` in no key: the registry (``make``, ``register``), which no run executes (what
+``make`` builds is keyed by its fields and its family's code).  Its functions are still described by name."""
 BOOKKEEPING = (
     "identity.py", "store.py", "checkpoint.py", "checks.py", "files.py", "results.py", "memory.py", "sweeps.py",
 )
@@ -136,14 +152,185 @@ def numerics_files(root: Path = PACKAGE) -> list[Path]:
     return sorted(found)
 
 
-@cache
-def numerics_hash(root: Path = PACKAGE) -> str:
-    """SHA-256 (16 hex digits) of the source of fedcore's numerics (:data:`NUMERICS`: paths and contents)."""
+class _Docstrings(ast.NodeTransformer):
+    def visit_Expr(self, node: ast.Expr) -> ast.Expr | None:  # a string standing as a statement does nothing
+        return None if isinstance(node.value, ast.Constant) and isinstance(node.value.value, str) else node
+
+
+def normalized(path: Path) -> str:
+    """A file's code as a store key sees it: its syntax tree without the strings that stand as statements (the
+    docstrings of the module, its classes, functions and attributes; comments never reach the tree), dumped without
+    line and column numbers (``ast.dump(tree, include_attributes=False)``)."""
+    tree = _Docstrings().visit(ast.parse(path.read_text(), str(path)))
+    return ast.dump(tree, include_attributes=False)
+
+
+def code_hash(files: Iterable[Path], root: Path = PACKAGE, code: Callable[[Path], str] = normalized) -> str:
+    """SHA-256 (16 hex digits) of ``files`` (in the package folder ``root``): their paths and their normalized code
+    (``code``: :func:`normalized`, read now)."""
     digest = hashlib.sha256()
-    for path in numerics_files(root):
-        digest.update(str(path.relative_to(root)).encode())
-        digest.update(path.read_bytes())
+    for path in sorted(files):
+        digest.update(f"{path.relative_to(root).as_posix()}\n{code(path)}\n".encode())
     return digest.hexdigest()[:16]
+
+
+def numerics_hash(root: Path = PACKAGE) -> str:
+    """:func:`code_hash` of every file :data:`NUMERICS` names under ``root``, read now (what the numerics are, as a
+    whole; a run's key hashes those it depends on: :func:`source_of`)."""
+    return code_hash(numerics_files(root), root)
+
+
+@cache
+def _frozen_code() -> dict[Path, str]:
+    """The normalized code of every numerics file, read once, at a process's first key: the code it runs (an edit
+    made later is keyed by the next process, which runs it)."""
+    return {path: normalized(path) for path in numerics_files()}
+
+
+@cache
+def _source_hash(files: frozenset[Path]) -> str:
+    return code_hash(files, code=_frozen_code().__getitem__)
+
+
+@cache
+def _shared() -> frozenset[Path]:
+    """The numerics files in every key: :data:`NUMERICS` but :data:`FAMILIES` and :data:`UNKEYED`."""
+    apart = {PACKAGE / entry for entry in FAMILIES + UNKEYED}
+    missing = sorted(str(path) for path in apart if not path.is_file())
+    if missing:
+        raise FileNotFoundError(f"FAMILIES or UNKEYED names files that do not exist: {missing}")
+    return frozenset(numerics_files()) - apart
+
+
+@cache
+def _resolved(filename: str) -> Path:
+    return Path(filename).resolve()
+
+
+@cache
+def _imports(path: Path) -> frozenset[Path]:
+    """The files of the package that ``path`` imports (``import fedcore.x``, ``from fedcore.x import y``, ``from
+    fedcore import x``, relative imports; at any depth, a function's own imports included), by its syntax tree.  A
+    name imported from a package (``from fedcore.algorithms import FedOpt``) is its ``__init__.py``."""
+    parts = ["fedcore", *path.relative_to(PACKAGE).with_suffix("").parts]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            package = parts[:len(parts) - node.level] if node.level else []  # the module's own package, or above
+            base = ".".join([*package, *([node.module] if node.module else [])])
+            names = [base, *(f"{base}.{alias.name}" for alias in node.names)]  # a module, or a name from one
+        else:
+            continue
+        for name in names:
+            if name.split(".")[0] == "fedcore":
+                folder = PACKAGE.joinpath(*name.split(".")[1:])
+                found |= {file for file in (folder.with_suffix(".py"), folder / "__init__.py") if file.is_file()}
+    return frozenset(found)
+
+
+def _class_file(cls: type) -> str:
+    return getattr(sys.modules.get(cls.__module__), "__file__", None) or ""
+
+
+def _held(obj: Any, files: set[str], seen: set[int]) -> None:
+    """Add to ``files`` the files of the code ``obj`` holds: its class and their bases, a function's own file, and
+    through a dataclass's fields, an object's attributes, containers, closure cells and defaults, those of what it
+    holds; through code outside fedcore's numerics and the libraries also a class's methods and the globals a
+    function names; a module by its file."""
+    if id(obj) in seen or isinstance(obj, (str, bytes, int, float, complex, Tensor, np.ndarray, np.generic,
+                                           torch.dtype, torch.device, type(None))):
+        return
+    seen.add(id(obj))
+    held: list[Any] = []
+    if isinstance(obj, types.FunctionType):
+        code = obj.__code__
+        files.add(code.co_filename)
+        held = [cell.cell_contents for cell in obj.__closure__ or ()]
+        held += [*(obj.__defaults__ or ()), *(obj.__kwdefaults__ or {}).values()]
+        if not _known_file(code.co_filename):
+            held += [obj.__globals__[name] for name in sorted(_names(code)) if name in obj.__globals__]
+    elif isinstance(obj, types.ModuleType):
+        files.add(getattr(obj, "__file__", None) or "")
+    else:
+        classes = obj.__mro__ if isinstance(obj, type) else type(obj).__mro__
+        files |= {_class_file(cls) for cls in classes}
+        if isinstance(obj, type):
+            if not _known_class(obj):
+                held = [getattr(member, "fget", None) or getattr(member, "__func__", member)
+                        for member in vars(obj).values()]
+        elif isinstance(obj, partial):
+            held = [obj.func, *obj.args, *obj.keywords.values()]
+        elif isinstance(obj, Mapping):
+            held = list(obj.values())
+        elif isinstance(obj, (list, tuple, set, frozenset)):
+            held = list(obj)
+        elif is_dataclass(obj):
+            held = [getattr(obj, f.name) for f in fields(obj)]
+        elif not _known_class(type(obj)) or _resolved(_class_file(type(obj))) in _numerics_set():  # not a library's
+            held = list(getattr(obj, "__dict__", {}).values())
+    for value in held:
+        _held(value, files, seen)
+
+
+def _named(described: Any, files: set[str]) -> None:
+    """Add to ``files`` the files of the modules a description names (``{"function": "fedcore.x.f"}``, a class, a
+    module, an object: what code outside the numerics reads, :func:`describe`)."""
+    if isinstance(described, dict):
+        for key, value in described.items():
+            if key in ("function", "class", "module", "object") and isinstance(value, str):
+                parts = value.split(".")
+                module = next((sys.modules[name] for i in range(len(parts), 0, -1)
+                               if (name := ".".join(parts[:i])) in sys.modules), None)
+                files.add(getattr(module, "__file__", None) or "")
+            else:
+                _named(value, files)
+    elif isinstance(described, list):
+        for value in described:
+            _named(value, files)
+
+
+def modules_of(algorithm: Any, described: Any = None) -> list[Path]:
+    """The numerics files a run of ``algorithm`` depends on, sorted: the shared ones (:data:`NUMERICS` but
+    :data:`FAMILIES` and :data:`UNKEYED`: the engine, the contract and its round, the round batch, the client rules,
+    the server optimizers, the schedules, the oracle and the models, the data containers and partitioners,
+    ``run.py``), and the family modules of the code it holds (its class and bases, the classes and functions in its
+    fields and attributes, a server rule's functions, and what code outside the numerics reads: :func:`_held`; with
+    ``described``, a run's identity, also those its description names: a ``record=``'s or a loss's reads), with the
+    family modules those import, transitively (:func:`_imports`; never through ``algorithms/__init__.py``).  A
+    shared module's imports are not followed (``engine/passes.py`` names FedExP's and FedLi's server rules; a run
+    of another family never runs them): ``tests/test_store_keys.py`` checks that every numerics file a run of each
+    registered algorithm executes is here."""
+    found: set[str] = set()
+    _held(algorithm, found, set())
+    _named(describe(algorithm) if described is None else described, found)
+    families = {PACKAGE / entry for entry in FAMILIES}
+    todo = [path for path in map(_resolved, found - {""}) if path in families]
+    depends: set[Path] = set()
+    while todo:
+        path = todo.pop()
+        if path not in depends:
+            depends.add(path)
+            todo += [imported for imported in _imports(path) if imported in families]
+    return sorted(_shared() | depends)
+
+
+class Source(NamedTuple):
+    """What a store key holds of fedcore's code (:func:`source_of`): ``family``, the family modules the run depends
+    on (paths in the package, space-separated; empty: the shared ones alone), and ``hash``, :func:`code_hash` of
+    every module it depends on."""
+
+    family: str
+    hash: str
+
+
+def source_of(algorithm: Any, described: Any = None) -> Source:
+    """The :class:`Source` of a run of ``algorithm`` (:func:`modules_of`; ``described``: the run's identity), its
+    code read once per process (at its first key) and hashed once per set of modules."""
+    files = frozenset(modules_of(algorithm, described))
+    family = " ".join(sorted(path.relative_to(PACKAGE).as_posix() for path in files - _shared()))
+    return Source(family, _source_hash(files))
 
 
 @cache
@@ -159,8 +346,8 @@ def _numerics_set() -> frozenset[Path]:
 
 @cache
 def _known_file(filename: str) -> bool:
-    """Whether code from ``filename`` is described by name alone: a file of fedcore's numerics (keyed by
-    :func:`numerics_hash`) or of a library (the standard library, installed packages: torch, numpy, ...).  The code
+    """Whether code from ``filename`` is described by name alone: a file of fedcore's numerics (keyed by its
+    code, :func:`source_of`) or of a library (the standard library, installed packages: torch, numpy, ...).  The code
     of anything else (a notebook's cell, a user's module, code run by ``exec``, fedcore's experiments) is described by
     its content."""
     path = Path(filename).resolve()

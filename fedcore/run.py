@@ -84,14 +84,14 @@ def simulate(problem: Problem, algorithm: Algorithm, *args: int, options: RunOpt
         p.identity = _identity(problem, start, algorithm, options.identity(oracle.backend))
     traced = options.rounds * options.local_steps * options.clients_per_round * start.numel() * start.element_size()
     key = None if callback is not None or (trace and traced > MAX_TRACE_BYTES) else \
-        _key(store, {**p.identity, "trace": True} if trace else p.identity, options.rounds)
+        _key(store, {**p.identity, "trace": True} if trace else p.identity, options.rounds, algorithm)
     if key is not None and (stored := store.history(key)) is not None:
         return stored
     if checkpoint is not None and resume and Path(checkpoint.path).exists():
         checkpoint.load(p, trust=resume == "trust")
     history = run_pass(p, progress, checkpoint, callback)[0]
     if key is not None:
-        store.keep(key, p.identity, options.rounds, history)
+        store.keep(key, p.identity, options.rounds, history, algorithm)
     return history
 
 
@@ -182,7 +182,7 @@ def simulate_runs(problem: Problem, algorithms: Sequence[Algorithm], *args: int,
         for i, history in zip(runs, done):
             histories[i] = history
             if keys[i] is not None and isinstance(history, History):
-                store.keep(keys[i], identities[i], options.rounds, history)
+                store.keep(keys[i], identities[i], options.rounds, history, algorithms[i])
     return histories  # type: ignore[return-value]
 
 
@@ -203,9 +203,10 @@ def _pass(problem: Problem, algorithms: list[Any], oracle: GradientOracle, optio
                 _pass(problem, algorithms[i:i + 1], oracle, options, seeds[i:i + 1], starts[i:i + 1], progress, errors)]
 
 
-def _key(store: Store | None, identity: dict, rounds: int) -> str | None:
-    """The store's key of a run, or None when there is no store or the run cannot be compared (said: such a run is
-    computed every time, never served from the store nor kept in it)."""
+def _key(store: Store | None, identity: dict, rounds: int, algorithm: Any) -> str | None:
+    """The store's key of a run of ``algorithm`` (:func:`fedcore.store.run_key`), or None when there is no store or
+    the run cannot be compared (said: such a run is computed every time, never served from the store nor kept in
+    it)."""
     if store is None:
         return None
     parts = uncomparable(identity)
@@ -214,7 +215,7 @@ def _key(store: Store | None, identity: dict, rounds: int) -> str | None:
                       f"cannot be compared: {'; '.join(parts)} (fedcore.identity says what can)", RuntimeWarning,
                       stacklevel=3)
         return None
-    return run_key(identity, rounds)
+    return run_key(identity, rounds, algorithm)
 
 
 def _seeds_and_options(problem: Problem, args: tuple, options: RunOptions | None, seeds: Any, runs: int,
@@ -256,7 +257,7 @@ def _lookup(store: Store | None, problem: Problem, algorithms: list[Any], seeds:
     described = options.identity(backend)
     identities = [{} if store is None else _identity(problem, start, algorithm, described | {"seed": seed}, content)
                   for algorithm, seed, start in zip(algorithms, seeds, starts)]
-    keys = [_key(store, identity, options.rounds) for identity in identities]
+    keys = [_key(store, identity, options.rounds, algorithm) for identity, algorithm in zip(identities, algorithms)]
     return identities, keys, [store.history(key) if key is not None else None for key in keys]
 
 

@@ -1,20 +1,24 @@
 """The results store: every finished run, kept by what determines it, so a rerun costs only what changed.
 
 A :class:`Store` is one SQLite file (the standard library's ``sqlite3``; no server).  A run's key
-(:func:`run_key`) hashes its identity (:func:`fedcore.identity.run_identity`), its number of rounds and the source of
-fedcore's numerics (:func:`source_hash`).  The identity holds the data's content (a hash of the clients' and the test
-set's tensors), the model (architecture, initial parameters), the algorithm with every hyperparameter, the options
-(seed, clients per round, local steps, batch size, weighting, evaluation, divergence bound, backend, ``record=``) and
-fedcore's version; so a changed hyperparameter, seed, data set or line of the code that decides a run's numbers
-misses.
+(:func:`run_key`) hashes its identity (:func:`fedcore.identity.run_identity`), its number of rounds and the code of
+the numerics modules it depends on (:func:`fedcore.identity.source_of`).  The identity holds the data's content (a
+hash of the clients' and the test set's tensors), the model (architecture, initial parameters), the algorithm with
+every hyperparameter, the options (seed, clients per round, local steps, batch size, weighting, evaluation,
+divergence bound, backend, ``record=``) and fedcore's version; so a changed hyperparameter, seed, data set or line of
+the code that decides a run's numbers misses.
 
-What the key hashes of fedcore's code is a declared list, :data:`fedcore.identity.NUMERICS`: the algorithm families
-and the round skeleton, client rules, server optimizers, the gradient oracle and the models, the data containers and
-partitioners, the engine (``fedcore/engine/``, ``run.py``).  Presentation and orchestration are not in it: figures
-(``plots.py``, ``experiments/*/figures.py``), explorers, Displays, the experiments' tables and claim rules, Flower,
-the store itself and the notebooks; an edit there leaves every key as it was, so a rerun of the collection reads every
-run back.  A test (``tests/test_store_keys.py``) traces the modules a run executes and fails when one joins the round
-path without being listed (in ``NUMERICS``, or in ``BOOKKEEPING`` when it decides no number).
+What the key hashes of fedcore's code is taken from a declared list, :data:`fedcore.identity.NUMERICS`, per family:
+the shared modules (the round skeleton, the client rules, the server optimizers, the gradient oracle and the models,
+the data containers and partitioners, the engine, ``run.py``) are in every key, a family module
+(:data:`fedcore.identity.FAMILIES`: ``fafed.py``, ``fedopt.py``, ...) only in the keys of the runs whose algorithm
+depends on it (:func:`fedcore.identity.modules_of`).  The code is hashed without its docstrings and comments
+(:func:`fedcore.identity.normalized`): editing them recomputes nothing.  Presentation and orchestration are in no
+key: figures (``plots.py``, ``experiments/*/figures.py``), explorers, Displays, the experiments' tables and claim
+rules, Flower, the store itself and the notebooks; an edit there leaves every key as it was, so a rerun of the
+collection reads every run back.  A test (``tests/test_store_keys.py``) traces the modules a run executes and fails
+when one joins the round path without being listed (in ``NUMERICS``, or in ``BOOKKEEPING`` when it decides no
+number), or when a numerics module a run of a registered algorithm executes is not in its key.
 
 What a run is handed that is defined outside the numerics and the libraries (a ``record=``, a schedule, a user's
 own algorithm, a layer class or a loss) is keyed by its content (:func:`fedcore.identity.describe`): functions by
@@ -34,8 +38,9 @@ An entry holds the history frame, how the run ended and the final model ``x`` (u
 store keeps no models), with its own key and identity, packed with its checksum as a checkpoint is
 (:func:`fedcore.checkpoint.pack`): an entry that fails the check, or sits under another key, is dropped and
 the run recomputed.  The file's tables are fedcore's own (``fedcore_runs``, ``fedcore_meta`` with the layout);
-a file with anything else is refused untouched.  Entries of the two most recent versions of fedcore's
-numerics are kept, older ones deleted.
+a file with anything else is refused untouched.  Each entry records its source and its family (the family modules
+its run depends on); for each family, the entries of its two most recent sources are kept, older ones deleted
+(:data:`KEEP_SOURCES`).
 
 ``simulate(..., store=Store(path))`` reads and writes it; :func:`default_store` is the notebooks'
 store, ``build/store.sqlite`` beside the package (git-ignored), or the file ``FEDCORE_STORE`` names;
@@ -60,32 +65,31 @@ import torch
 from fedcore.checkpoint import pack, unpack
 from fedcore.checks import check_bool, check_path
 from fedcore.files import writable_file
-from fedcore.identity import numerics_hash
+from fedcore.identity import Source, source_of
 from fedcore.results import History
 
 PACKAGE = Path(__file__).resolve().parent
 DEFAULT_PATH = PACKAGE.parent / "build" / "store.sqlite"
-LAYOUT = "3"
+LAYOUT = "4"
 """The store's layout: its two tables (``fedcore_runs``, ``fedcore_meta``), their columns and what a payload
-holds.  A file of another layout is refused, never changed."""
+holds.  A file of another layout is refused, never changed (layout 3 had no ``family`` column, and its keys hashed
+every numerics file as one)."""
 KEEP_SOURCES = 2
-"""Entries of at most this many versions of fedcore's source are kept: the current one and the one before it
-(a branch switched back and forth keeps its runs); older ones are deleted when a store first writes."""
+"""Entries of at most this many versions of a family's source are kept, per family (the runs that depend on the same
+family modules, :attr:`fedcore.identity.Source.family`): the current one and the one before it (a branch switched
+back and forth keeps its runs); older ones are deleted when a store first writes a run of that family."""
 TABLES = {
     "fedcore_runs": "CREATE TABLE IF NOT EXISTS fedcore_runs (key TEXT PRIMARY KEY, identity TEXT, rounds INTEGER, "
-                    "source TEXT, created REAL, payload BLOB)",
+                    "source TEXT, family TEXT, created REAL, payload BLOB)",
     "fedcore_meta": "CREATE TABLE IF NOT EXISTS fedcore_meta (name TEXT PRIMARY KEY, value TEXT)",
 }
 
 
-def source_hash() -> str:
-    """The hash of the source of fedcore's numerics (:func:`fedcore.identity.numerics_hash`), computed once."""
-    return numerics_hash()
-
-
-def run_key(identity: dict, rounds: int) -> str:
-    """The store's key: the identity, the rounds and the source of fedcore's numerics, hashed."""
-    text = json.dumps({"identity": identity, "rounds": rounds, "source": source_hash()}, sort_keys=True)
+def run_key(identity: dict, rounds: int, algorithm: Any) -> str:
+    """The store's key of a run of ``algorithm``: its identity, its rounds and the normalized code of the numerics
+    modules it depends on (:func:`fedcore.identity.source_of`: the shared ones and its family's), hashed."""
+    text = json.dumps({"identity": identity, "rounds": rounds, "source": source_of(algorithm, identity).hash},
+                      sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()
 
 
@@ -117,7 +121,7 @@ class Store:
             raise ValueError(f"store={str(given)!r} is not a file: a read-only store reads an existing one")
         self.path = given if self.read_only else writable_file("store", path)
         self.keep_models = check_bool("keep_models", keep_models)
-        self._pruned = self.read_only  # nothing is deleted from a read-only store
+        self._pruned: set[str] = set()  # the families whose older sources this object has deleted
         self._said_read_only = False
         try:
             self._open()
@@ -192,10 +196,10 @@ class Store:
             return None
         return entry
 
-    def put(self, key: str, identity: dict, rounds: int, entry: dict[str, Any]) -> None:
+    def put(self, key: str, identity: dict, rounds: int, entry: dict[str, Any], source: Source) -> None:
         """Keep ``entry`` (``frame`` a DataFrame; tensors and plain values otherwise) under ``key``, with the key and
-        the identity inside its checksummed payload (:meth:`get` checks both).  A read-only store keeps nothing and
-        says so once."""
+        the identity inside its checksummed payload (:meth:`get` checks both), and its ``source`` (hash and family:
+        what :meth:`_prune` keeps by).  A read-only store keeps nothing and says so once."""
         if self.read_only:
             if not self._said_read_only:
                 self._said_read_only = True
@@ -209,10 +213,10 @@ class Store:
         kept = {name: value for name, value in entry.items() if name != "x" or self.keep_models}
         payload = pack({**kept, "frame": (list(frame.columns), index, values), "key": key, "identity": described})
         with closing(self._connect()) as db:
-            db.execute("INSERT OR REPLACE INTO fedcore_runs VALUES (?, ?, ?, ?, ?, ?)",
-                       (key, described, rounds, source_hash(), time.time(), payload))
-            if not self._pruned:
-                self._prune(db)
+            db.execute("INSERT OR REPLACE INTO fedcore_runs VALUES (?, ?, ?, ?, ?, ?, ?)",
+                       (key, described, rounds, source.hash, source.family, time.time(), payload))
+            if source.family not in self._pruned:
+                self._prune(db, source.family)
 
     def history(self, key: str) -> History | None:
         """The run under ``key`` as a :class:`~fedcore.results.History` (``stored=True``; its final state holds ``x``
@@ -225,20 +229,23 @@ class Store:
         return History(entry["frame"], entry["algorithm"], entry["backend"], final_state, entry["diverged_round"],
                        entry.get("trace"), stored=True, diverged_because=entry.get("diverged_because"))
 
-    def keep(self, key: str, identity: dict, rounds: int, history: History) -> None:
-        """Keep a finished run's ``history`` under ``key`` (:meth:`put`)."""
+    def keep(self, key: str, identity: dict, rounds: int, history: History, algorithm: Any) -> None:
+        """Keep a finished run of ``algorithm``'s ``history`` under ``key`` (:meth:`put`)."""
         self.put(key, identity, rounds, {"frame": history.frame, "algorithm": history.algorithm,
                                          "backend": history.backend, "x": history.final_state["x"],
                                          "diverged_round": history.diverged_round,
                                          "diverged_because": history.diverged_because,
-                                         **({"trace": history.trace} if history.trace is not None else {})})
+                                         **({"trace": history.trace} if history.trace is not None else {})},
+                 source_of(algorithm, identity))
 
-    def _prune(self, db: sqlite3.Connection) -> None:
-        """Delete the entries of all but the :data:`KEEP_SOURCES` most recently written versions of fedcore."""
-        sources = db.execute("SELECT source FROM fedcore_runs GROUP BY source ORDER BY MAX(created) DESC").fetchall()
+    def _prune(self, db: sqlite3.Connection, family: str) -> None:
+        """Delete the entries of ``family`` but those of its :data:`KEEP_SOURCES` most recently written sources (the
+        other families' entries are theirs to prune: an edit of one family leaves the others' runs current)."""
+        sources = db.execute("SELECT source FROM fedcore_runs WHERE family = ? GROUP BY source "
+                             "ORDER BY MAX(created) DESC", (family,)).fetchall()
         for (source,) in sources[KEEP_SOURCES:]:
-            db.execute("DELETE FROM fedcore_runs WHERE source = ?", (source,))
-        self._pruned = True
+            db.execute("DELETE FROM fedcore_runs WHERE family = ? AND source = ?", (family, source))
+        self._pruned.add(family)
 
     def delete(self, key: str) -> None:
         if self.read_only:  # a corrupt entry of a read-only store is skipped, not deleted

@@ -17,7 +17,7 @@ from fedcore.data import federated_quadratic
 from fedcore.experiments import claims
 from fedcore.results import FailedRun
 from fedcore.run import Problem, simulate, simulate_runs
-from fedcore.store import Store
+from fedcore.store import LAYOUT, Store
 from fedcore.sweeps import sweep
 
 SMALL = dict(rounds=4, clients_per_round=3, local_steps=2, batch_size=4, progress=False)
@@ -201,7 +201,8 @@ def test_a_store_without_its_runs_table_says_so(tmp_path) -> None:
     with sqlite3.connect(path) as db:
         db.execute("DROP TABLE fedcore_runs")
     before = path.read_bytes()
-    with pytest.raises(ValueError, match=r"of layout '3' without its table\(s\) \['fedcore_runs'\] \(damaged\)"):
+    with pytest.raises(ValueError, match=rf"of layout '{LAYOUT}' without its table\(s\) \['fedcore_runs'\] "
+                                         r"\(damaged\)"):
         Store(path)
     assert path.read_bytes() == before
 

@@ -55,7 +55,8 @@ def test_anything_that_determines_the_run_misses(tmp_path, monkeypatch, change: 
     elif change == "rounds":
         options["rounds"] = 4
     else:
-        monkeypatch.setattr(store, "source_hash", lambda: "another fedcore")
+        source_of = store.source_of
+        monkeypatch.setattr(store, "source_of", lambda *args: source_of(*args)._replace(hash="another fedcore"))
     history = simulate(prob, algorithm, store=runs, **options)
     assert not history.stored and len(runs) == 2
 
@@ -173,7 +174,12 @@ def test_the_table_of_an_earlier_fedcore_is_left_as_it_is(tmp_path) -> None:
     ["CREATE TABLE experiments (name TEXT, score REAL)"],
     ["CREATE TABLE fedcore_runs (key TEXT)", "CREATE TABLE fedcore_meta (name TEXT PRIMARY KEY, value TEXT)",
      "INSERT INTO fedcore_meta VALUES ('layout', '99')"],
-], ids=["a runs table with other columns", "a user's runs", "a user's other table", "a later layout"])
+    ["CREATE TABLE fedcore_runs (key TEXT PRIMARY KEY, identity TEXT, rounds INTEGER, source TEXT, created REAL, "
+     "payload BLOB)", "CREATE TABLE fedcore_meta (name TEXT PRIMARY KEY, value TEXT)",
+     "INSERT INTO fedcore_meta VALUES ('layout', '3')",
+     "INSERT INTO fedcore_runs VALUES ('k', '{}', 1, 'v1', 0, x'00')"],
+], ids=["a runs table with other columns", "a user's runs", "a user's other table", "a later layout",
+        "layout 3 (one source for all families)"])
 def test_a_file_that_is_not_a_store_of_this_layout_is_refused_untouched(tmp_path, tables) -> None:
     """A user's SQLite file (or a store of another layout) is never dropped or altered: refused, byte for byte."""
     path = tmp_path / "mine.sqlite"
@@ -184,7 +190,7 @@ def test_a_file_that_is_not_a_store_of_this_layout_is_refused_untouched(tmp_path
             db.executemany(f"INSERT INTO {tables[0].split()[2]} VALUES (?, ?)", [("a", 1.0), ("b", 2.0), ("c", 3.0)])
     before = file_digest(path)
     with pytest.raises(ValueError, match=r"store='.*mine.sqlite' is (an SQLite file with tables|a fedcore results "
-                                         r"store of layout '99').*left as it is"):
+                                         r"store of layout '(99|3)').*left as it is"):
         Store(path)
     with pytest.raises(ValueError, match=r"left as it is"):
         simulate(problem(), algorithms.fedavg(0.1), store=path, **OPTIONS)
@@ -224,17 +230,23 @@ def test_a_store_without_models_keeps_the_history_and_says_so(tmp_path) -> None:
     assert fourth.stored and torch.equal(fourth.final_state["x"], first.final_state["x"])
 
 
-def test_entries_of_older_sources_are_capped(tmp_path, monkeypatch) -> None:
-    """Only the two most recent versions of fedcore's source keep their entries (a store does not grow a copy
-    per change of the code)."""
+def test_entries_of_older_sources_are_capped_per_family(tmp_path, monkeypatch) -> None:
+    """Only the two most recent versions of a family's source keep their entries (a store does not grow a copy per
+    change of the code), and one family's new versions delete none of another family's entries (an edit of FAFED's
+    module leaves FedAvg's runs current)."""
     path = tmp_path / "runs.sqlite"
+    source_of = store.source_of
     for version in ("v1", "v2", "v3"):
-        monkeypatch.setattr(store, "source_hash", lambda version=version: version)
+        monkeypatch.setattr(store, "source_of", lambda *args, version=version: source_of(*args)._replace(hash=version))
         simulate(problem(), algorithms.fedavg(0.1), store=Store(path), **OPTIONS)
         simulate(problem(), algorithms.fedavg(0.2), store=Store(path), **OPTIONS)
+        if version == "v1":
+            simulate(problem(), algorithms.fafed(0.05, alpha=0.9), store=Store(path), **OPTIONS)
     with closing(sqlite3.connect(path)) as db:
-        kept = db.execute("SELECT source, COUNT(*) FROM fedcore_runs GROUP BY source ORDER BY source").fetchall()
-    assert kept == [("v2", 2), ("v3", 2)]
+        kept = db.execute("SELECT family, source, COUNT(*) FROM fedcore_runs GROUP BY family, source "
+                          "ORDER BY family, source").fetchall()
+    assert kept == [("algorithms/fafed.py", "v1", 1), ("algorithms/fedopt.py", "v2", 2),
+                    ("algorithms/fedopt.py", "v3", 2)]
 
 
 @pytest.mark.parametrize("values", [(0.1, 0.2), np.array([0.1, 0.2]), torch.tensor([0.1, 0.2], dtype=torch.float64),
