@@ -39,7 +39,7 @@ from fedcore.problem import Problem
 
 
 def quadratic_2d(seed: int = 7, num_clients: int = 10, heterogeneity: float = 1.0) -> Problem:
-    """The 2-D federated least-squares problem of :func:`server_optimizer_path` (float64).
+    """The 2-D federated least-squares problem of :func:`fedcore.toy.server_optimizer_path` (float64).
 
     ``num_clients`` clients with 3 samples each and one shared design (module docstring);
     ``problem.data.info`` holds ``x_star`` and ``f_star``.

@@ -4,8 +4,9 @@ The papers write every update in R^d; so does fedcore.  :class:`FlatModel` flatt
 module's parameters once, and evaluates ``loss(x, batch)`` for any vector ``x`` through
 ``torch.func.functional_call``.  :class:`GradientOracle` is the only place that knows
 about ``nn.Module``: it takes the ``S`` client models of a round as a matrix
-``X [S, d]`` and one minibatch per client, and returns per-client losses ``[S]`` and
-gradients ``[S, d]``.  Its two backends compute the same numbers:
+``X [S, d]`` (a pass of R runs hands it all R*S clients as one matrix:
+:func:`~fedcore.algorithms.client.train_clients`) and one minibatch per client, and returns
+per-client losses ``[S]`` and gradients ``[S, d]``.  Its two backends compute the same numbers:
 
 - ``loop``: one autograd call per client (fast for convolutions and LSTMs on a CPU);
 - ``vmap``: ``torch.func.vmap(grad_and_value(loss))``, all clients in one batched call

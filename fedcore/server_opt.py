@@ -1,13 +1,15 @@
 """Server optimizers on flat vectors, as ``(init, update)`` pairs (the optax shape).
 
-``state = opt.init(x)``; ``step, state = opt.update(delta, state, **extras)``; ``x = x + step``.
-``delta`` is the round's pseudo-gradient in the direction the clients moved,
-``Delta_t = sum_i w_i (x_i,K - x_t)``, so every rule *adds* its step.  ``extras`` is what
-else the round knows, the way optax passes extra arguments: ``x`` (the server model),
-``client_moves`` (``[S, d]``, each ``x_i,K - x_t``), ``client_losses`` (``[S]``), ``weights``
-(``[S]``), and whatever an algorithm adds (PAdaMFed: the round's sum of client gradients).
-A rule reads the ones it needs and ignores the rest; the rules here need none (Reddi et al.,
-*Adaptive Federated Optimization*, ICLR 2021, Algorithms 1-2):
+``state = opt.init(x)``; ``step, state = opt.update(delta, state, **extras)``; ``x = x + step``
+(:func:`fedcore.algorithms.contract.server_step`).  ``delta`` is the round's pseudo-gradient in the direction the
+clients moved, ``Delta_t = sum_i w_i (x_i,K - x_t)``, so every rule *adds* its step.  Every tensor leads with the R
+runs of a pass (R = 1 for one run): ``x``, ``delta``, the step and a rule's state are ``[R, 1, d]`` (a number per run
+``[R, 1, 1]``, a counter 0-d), a hyperparameter a number or ``[R, 1, 1]`` (:func:`fedcore.engine.passes.stack`).
+``extras`` is what else the round knows, the way optax passes extra arguments: ``x``, ``client_moves``
+(``[R, S, d]``, each ``x_i,K - x_t``), ``client_losses`` (``[R, S, 1]``, each client's mean minibatch loss) and
+``weights`` (``[R, 1, S]``).  A rule reads the ones it needs and ignores the rest (FedExP's
+:func:`~fedcore.algorithms.fedexp.extrapolation`, FedLi-LU's :func:`~fedcore.algorithms.fedli.deep_frank_wolfe`);
+the rules here need none (Reddi et al., *Adaptive Federated Optimization*, ICLR 2021, Algorithms 1-2):
 
     m_t = beta1 m_{t-1} + (1 - beta1) Delta_t                       m_{-1} = 0
     v_t = v_{t-1} + Delta_t^2                                        FedAdagrad

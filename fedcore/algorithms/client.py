@@ -1,17 +1,18 @@
 """The client side of a round, written once: K local steps on all S clients, and the client rules
 that say what differs between families.
 
-:func:`train_clients` runs, on the matrix ``X [S, d]`` of the sampled clients' models,
+:func:`train_clients` runs, on the models ``X [R, S, d]`` of the S sampled clients of each of R runs (R = 1 for
+one run: :mod:`fedcore.algorithms.batch`; the oracle sees them as one ``[R*S, d]`` matrix),
 
     for k = 1..K:
-        loss_k, G_k = oracle(X, minibatch_k)          # [S], [S, d]
+        loss_k, G_k = oracle(X, minibatch_k)          # [R, S, 1], [R, S, d]
         (D, eta), state = rule.update((G_k, 1), state, step_k)
-        X <- X - eta D                                # eta: one step size, or one per client [S]
+        X <- X - eta D                                # eta: a number, or per run [R, 1, 1] or per client [R, S, 1]
 
 and returns the final models, the clients' losses and the rule's final state.  A *client rule*
 is a pair of small functions in the shape optax gives its transforms:
 
-    state = rule.init(X_0)                            # per-client state, tensors [S, ...]
+    state = rule.init(X_0)                            # per-client state, tensors [R, S, ...]
     (D, eta), state = rule.update((D, eta), state, step)
 
 Rules compose with :func:`chain` (or :func:`named`, whose state a family reads by name), each transforming
@@ -31,8 +32,8 @@ rule                           update                                           
 :func:`armijo` (c, backtrack)  per client, the largest ``eta`` with sufficient decrease     FedLi-LS
 =============================  ==========================================================  =======================
 
-For a pass of R runs the matrices are ``[R, S, d]`` and a hyperparameter may be a tensor ``[R, 1, 1]`` (one value
-per run); every rule is elementwise or reduces over the last dimension, so it serves one run and R alike.
+A hyperparameter may be a tensor ``[R, 1, 1]`` (one value per run, in a pass of several); every rule is elementwise
+or reduces over the last dimension, so it serves one run and R alike.
 
 A rule sees the step (:class:`Step`): the clients' models and gradients, the minibatch, and two
 probes that evaluate another point on the **same minibatch with the same dropout masks**
@@ -60,12 +61,12 @@ PerStep = float | Callable[[int], float]  # a constant, or a function of the loc
 class Update(NamedTuple):
     """The move of one local step: ``X <- X - step_size * direction``."""
 
-    direction: Tensor  # [S, d]
-    step_size: float | Tensor  # one for all clients, or one per client [S]
+    direction: Tensor  # [R, S, d]
+    step_size: float | Tensor  # one for all clients, or per run [R, 1, 1] or per client [R, S, 1]
 
 
 class ClientRule(NamedTuple):
-    """``init(X_0 [S, d]) -> state``; ``update(update, state, step) -> (update, state)``."""
+    """``init(X_0 [R, S, d]) -> state``; ``update(update, state, step) -> (update, state)``."""
 
     init: Callable[[Tensor], RuleState]
     update: Callable[[Update, RuleState, Step], tuple[Update, RuleState]]
@@ -224,7 +225,7 @@ def scale(factor: PerStep) -> ClientRule:
 
 
 def divide(A: Tensor) -> ClientRule:
-    """``D <- D / A``: a diagonal preconditioner ``A [d]`` (or ``[S, d]``)."""
+    """``D <- D / A``: a diagonal preconditioner, per run ``A [R, 1, d]`` (FAFED's) or per client ``[R, S, d]``."""
     return _stateless(lambda u, step: Update(u.direction / A, u.step_size))
 
 
@@ -251,7 +252,7 @@ def storm(alpha: PerStep, initial: Tensor, previous_points: Tensor) -> ClientRul
 
     where ``D_k`` is the incoming direction (the gradient at ``x_k`` on minibatch ``xi_k``, plus any
     correction added before) and the second gradient is on the **same** minibatch with the same
-    dropout masks at each client's previous point.  ``initial`` is ``m_0``, ``previous_points [S, d]``
+    dropout masks at each client's previous point.  ``initial`` is ``m_0``, ``previous_points [R, S, d]``
     the clients' previous points at the first step.  State ``(m, x_prev)``; after the last step
     ``x_prev`` is the last point evaluated.
     """

@@ -24,7 +24,7 @@ last of which is the averaging step.  Choices the paper leaves open, and fedcore
   as line 3 prints it (no ``A_0^-1``).  So the first round takes ``q + 1`` steps.
 - ``x_t-1,i`` at the first step after an averaging is the client's own last local
   iterate (line 12 averages ``x_t,i`` into ``x_bar_t+1``; ``x_t,i`` is not overwritten),
-  so the state keeps one row per client (``x_prev [N, d]``).  With partial participation
+  so the state keeps one row per client (``x_prev [R, N, d]``).  With partial participation
   a client's row is from the last round it took part in.
 - Schedules: the theory's ``eta_t = rho h / (w + t)^(1/3)`` and ``alpha_t+1 = c eta_t^2``
   (:func:`storm_step_size`, :func:`storm_momentum`) or constants, as the paper's image
@@ -32,7 +32,8 @@ last of which is the averaging step.  Choices the paper leaves open, and fedcore
 - Means over clients use the simulator's weights (uniform in the paper; the FAFED
   splits give clients equal sizes, where the two agree).
 - The two gradients of a step (at ``x_t,i`` and ``x_t-1,i``) use the same dropout masks, as
-  they use the same minibatch; the paper's models have no dropout.
+  they use the same minibatch (the paper's language model, a 2-layer LSTM on WikiText-2, has
+  dropout 0.5; its image CNNs' structures are in a supplement we do not have).
 
 No official code exists for FAFED: this is a reconstruction from the paper's text.
 """

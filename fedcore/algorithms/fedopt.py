@@ -11,10 +11,11 @@ pseudo-gradient and hands it to a server optimizer (:mod:`fedcore.server_opt`):
     FedAMS      x_{t+1} = x_t + eta m_t / sqrt(max(v_hat_{t-1}, v_t))  (Wang et al., ICML 2022)
 
 The variants are one class with a different server optimizer, not subclasses; FedProx
-(:mod:`fedcore.algorithms.fedprox`) is this class with a client ``correction``.  One round:
+(:mod:`fedcore.algorithms.fedprox`) is this class with a client ``correction``.  One round (``x_t [R, 1, d]``, one
+row per run; :func:`~fedcore.algorithms.client.train_clients`, :func:`~fedcore.algorithms.contract.server_step`):
 
     X <- x_t (S rows);  K times: X <- X - eta_l (G(X) + correction)     (client.train_clients)
-    x_{t+1} = x_t + server.update(Delta_t)                              (base.server_step)
+    x_{t+1} = x_t + server.update(Delta_t)                              (contract.server_step)
 """
 
 from __future__ import annotations

@@ -106,7 +106,7 @@ def scaffold_m(*, eta: float, gamma: float, beta: float, initialization: str = "
 def scaffold_m_vr(*, eta: float, gamma: float, beta: float, initialization: str = "every_client",
                   server_momentum: str = "line16") -> PAdaMFed:
     """SCAFFOLD-M-VR (Cheng et al., ICLR 2024; reconstructed): SCAFFOLD-M's plain step on the STORM direction;
-    ``server_momentum`` as :func:`padamfed_vr`'s.  Run it with ``weighting="uniform"`` (non-uniform weights
-    warn)."""
+    ``server_momentum`` as :func:`~fedcore.algorithms.padamfed.padamfed_vr`'s.  Run it with ``weighting="uniform"``
+    (non-uniform weights warn)."""
     return PAdaMFed(eta, gamma, beta, normalized=False, variance_reduction=True, initialization=initialization,
                     server_momentum=server_momentum, name="SCAFFOLD-M-VR")

@@ -448,9 +448,10 @@ class Results(Mapping):
 
     def paired(self, reference: str, metric: str | None = None, scale: float = 1.0, digits: int = 2,
                words: Mapping[str, str] | None = None) -> pd.DataFrame:
-        """Tasks by methods: each method minus ``reference`` on the same seeds (:func:`~fedcore.experiments.claims.
-        compare`, oriented so that positive is better), ``"+1.23 ± 0.45 (outcome)"``, the outcome in ``words``
-        (:data:`~fedcore.experiments.claims.OUTCOMES` by default)."""
+        """Tasks by methods: each method minus ``reference`` on the same seeds
+        (:func:`~fedcore.experiments.claims.compare`, oriented so that positive is better),
+        ``"+1.23 ± 0.45 (outcome)"``, the outcome in ``words`` (:data:`~fedcore.experiments.claims.OUTCOMES` by
+        default)."""
         table, rows = self.scores(metric), {}
         for task in self.runs:
             by_method = table.loc[task]

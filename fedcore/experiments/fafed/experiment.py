@@ -322,7 +322,7 @@ def tune_settings(tasks: Mapping[str, Task], scale: str | FafedScale, fixed: Map
 
 def run_settings(tasks: Mapping[str, Task], scale: str | FafedScale, points: Mapping[str, Any], seeds: Sequence[int],
                  *, store: Any = None, progress: bool = False) -> common.Results:
-    """Every method on every task of ``tasks`` from each seed, at ``points[task]`` (a :class:`Tuning` or
+    """Every method on every task of ``tasks`` from each seed, at ``points[task]`` (a :class:`common.Tuning` or
     ``{method: point}``; the ablation's tasks take the moderate setting's)."""
     runs = [run(task, common.bind(make_builders(task, scale), points[name], seeds), seeds, store=store,
                 progress=progress) for name, task in tasks.items()]

@@ -5,8 +5,9 @@ clients by Dirichlet(1), a 784-64-10 MLP, B = 32, uniform weights) at two horizo
 ``paper`` only; the baselines tuned on :data:`GRIDS` by the task's score, each point run for the full T from every
 tuning seed (``scale.tuning_seeds``, apart from the judging ``scale.seeds``; :func:`points` refuses a tuning that
 met them); the robustness multiplier in decades from each method's own default under two readings
-(:data:`READINGS`), a grid that chooses nothing, on the judging seeds (:meth:`PadamfedScale.sweep`); the readings of
-the algorithm the text leaves open (:data:`VARIANTS`).
+(:data:`READINGS`), a grid that chooses nothing, on every judging seed and the horizons of
+:attr:`PadamfedScale.swept` (:func:`robustness`); the readings of the algorithm the text leaves open
+(:data:`VARIANTS`).
 """
 
 from __future__ import annotations
@@ -356,9 +357,10 @@ def good_widths(table: pd.DataFrame, within: float = NEAR_BEST, against: str = M
 
 def robustness_summary(tables: Mapping[str, pd.DataFrame], within: float = NEAR_BEST) -> pd.DataFrame:
     """Per reading and method: the best multiplier (at an end of the grid, the best may lie beyond) and its mean
-    score in %, the score at 1, the good range around 1 of the mean scores (:func:`~fedcore.experiments.common.
-    good_span`) with its width in decades, and each seed's own width in decades, ends interpolated (the claim's
-    measure, :func:`good_widths`); the same measured against the best method's score (:data:`MEASURES`)."""
+    score in %, the score at 1, the good range around 1 of the mean scores
+    (:func:`~fedcore.experiments.common.good_span`) with its width in decades, and each seed's own width in decades,
+    ends interpolated (the claim's measure, :func:`good_widths`); the same measured against the best method's score
+    (:data:`MEASURES`)."""
     rows = {}
     for reading, table in tables.items():
         means = common.mean_over_seeds(table)

@@ -106,12 +106,12 @@ SLOPE_MARGIN = 0.05
 @dataclass(frozen=True)
 class Evidence:
     """What the claims are judged on: per task, the ``scores`` at multiplier 1 (``Results.scores().loc[task]``), the
-    ``best`` tuned baseline of each task as chosen on the tuning seeds (:func:`~fedcore.experiments.padamfed.
-    experiment.best_tuned`; a task not in it: the best mean over the judging seeds) and the ``robustness`` tables
-    (``{reading: table}``); on the quadratics, the ``rates`` in T at each ``a`` and the ``speedup`` in S
-    (:func:`~fedcore.experiments.padamfed.theory.rate_table`), the tilted ``heterogeneity`` table and the scaled-f
-    ``smoothness`` table; what the runs rest on (``robustness_scope``: the sweep's, where it ran on fewer seeds than
-    ``scope``)."""
+    ``best`` tuned baseline of each task as chosen on the tuning seeds
+    (:func:`~fedcore.experiments.padamfed.experiment.best_tuned`; a task not in it: the best mean over the judging
+    seeds) and the ``robustness`` tables (``{reading: table}``); on the quadratics, the ``rates`` in T at each ``a``
+    and the ``speedup`` in S (:func:`~fedcore.experiments.padamfed.theory.rate_table`), the tilted ``heterogeneity``
+    table and the scaled-f ``smoothness`` table; what the runs rest on (``robustness_scope``: the sweep's, where it
+    ran on fewer seeds than ``scope``)."""
 
     scores: Mapping[str, pd.DataFrame]
     robustness: Mapping[str, Mapping[str, pd.DataFrame]]
@@ -295,9 +295,9 @@ def _keeps_up(tasks: Sequence[str]) -> Callable[[Evidence], Judgement]:
 def _wider(reading: str) -> Callable[[Evidence], Judgement]:
     """Each parameter-free method's good range (each seed's width in decades, its ends interpolated between the
     multipliers: :func:`~fedcore.experiments.padamfed.experiment.good_widths`) against each baseline's, measured
-    against each method's own best and against the best method's score (:data:`~fedcore.experiments.padamfed.
-    experiment.MEASURES`); under ``"local rate"`` against the baselines whose local rate moves with their server
-    step held (SCAFFOLD-M and -M-VR) only: like against like."""
+    against each method's own best and against the best method's score
+    (:data:`~fedcore.experiments.padamfed.experiment.MEASURES`); under ``"local rate"`` against the baselines whose
+    local rate moves with their server step held (SCAFFOLD-M and -M-VR) only: like against like."""
     def assess(e: Evidence) -> Judgement:
         checks = {}
         for task, tables in e.robustness.items():

@@ -62,8 +62,8 @@ HETEROGENEITY = (0.0, 0.3, 1.0, 3.0, 10.0)
 """The heterogeneity levels: the clients' tilts (:func:`~fedcore.objectives.tilted_quadratic_task`) in units of
 ``||grad f(x_0)||``, from none (the clients' optima differ by the targets' noise only) to ten times it."""
 ABLATION = "PAdaMFed without control variates"
-"""The ablation's name in the heterogeneity table (:func:`~fedcore.experiments.padamfed.design.
-without_control_variates`)."""
+"""The ablation's name in the heterogeneity table
+(:func:`~fedcore.experiments.padamfed.design.without_control_variates`)."""
 RATE_ROUNDS = (50, 100, 200, 400)
 """The horizons T of the rate in T (S K = 50: T >= S K keeps Theorem 1's beta <= 1)."""
 RATE_SCALES = (0.1, 1.0, 10.0)
