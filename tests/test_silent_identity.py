@@ -36,28 +36,27 @@ def problem() -> Problem:
 def user_module(tmp_path: Path, name: str, files: dict[str, str]):
     """Write a user's module (or package: ``{"pkg/__init__.py": ..., "pkg/sub.py": ...}``) under ``tmp_path`` and
     import it afresh, as a notebook's ``import cfg`` would."""
-    for path, source in files.items():
-        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / path).write_text(textwrap.dedent(source))
-    shutil.rmtree(tmp_path / "__pycache__", ignore_errors=True)
     for loaded in [key for key in sys.modules if key == name or key.startswith(f"{name}.")]:
         del sys.modules[loaded]
-    sys.path.insert(0, str(tmp_path))
-    try:
-        importlib.invalidate_caches()
-        return importlib.import_module(name)
-    finally:
-        sys.path.remove(str(tmp_path))
+    return _load(tmp_path, files, lambda: importlib.import_module(name))
 
 
 def rewrite(tmp_path: Path, module, path: str, source: str):
     """Edit a user's module file and reload it (the same module object, its attributes replaced)."""
-    (tmp_path / path).write_text(textwrap.dedent(source))
-    shutil.rmtree((tmp_path / path).parent / "__pycache__", ignore_errors=True)
+    return _load(tmp_path, {path: source}, lambda: importlib.reload(module))
+
+
+def _load(tmp_path: Path, files: dict[str, str], load):
+    """Write ``files`` under ``tmp_path`` (their compiled copies removed) and ``load()`` with ``tmp_path`` on the
+    import path."""
+    for path, source in files.items():
+        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / path).write_text(textwrap.dedent(source))
+        shutil.rmtree((tmp_path / path).parent / "__pycache__", ignore_errors=True)
     sys.path.insert(0, str(tmp_path))
     try:
         importlib.invalidate_caches()
-        return importlib.reload(module)
+        return load()
     finally:
         sys.path.remove(str(tmp_path))
 
