@@ -24,7 +24,7 @@ from torch import Tensor
 from tqdm.auto import tqdm
 
 from fedcore.algorithms.batch import RoundBatch
-from fedcore.algorithms.contract import State, declared, name_of, returned
+from fedcore.algorithms.contract import RETURNS, State, declared, name_of, returned
 from fedcore.checks import named_numbers
 from fedcore.engine.options import RunOptions
 from fedcore.engine.passes import run_state, select, stack
@@ -254,7 +254,7 @@ def per_run(metrics: dict[str, Any], runs: int) -> dict[str, list[float]]:
 
 def checked_state(state: Any, algorithm: Any, method: str) -> State:
     """What ``init`` and ``round`` hand back must be a state: a dict with the model ``"x"`` as a tensor."""
-    if not isinstance(state, dict) or not isinstance(state.get("x"), Tensor):
+    if not RETURNS["state"][0](state, algorithm):  # the contract's own test of a state
         got = f"a dict with keys {sorted(state)}" if isinstance(state, dict) else repr(state)[:80]
         raise TypeError(f"{name_of(algorithm)}.{method} returned {got}; it must return the state: a dict of tensors "
                         "with the server model under 'x' ([R, 1, d], as x0)")

@@ -177,10 +177,11 @@ class FedcoreStrategy(Strategy):
                              evaluate_fn=None if evaluate_fn is None else evaluate, **options)
 
     def _recorded(self, row: dict[str, float]) -> dict[str, float]:
-        """``record(x)`` of the server model, on a copy (``{}`` without a ``record``), as simulate records it."""
+        """``record(x)`` of the server model, on a copy (:func:`fedcore.engine.loop.record` makes it; ``{}`` without a
+        ``record``), as simulate records it."""
         if self.options.record is None:
             return {}
-        return record(self.options.record, self.state["x"].reshape(1, -1).clone(), row)
+        return record(self.options.record, self.state["x"].reshape(1, -1), row)  # record() copies
 
     def node_of(self, client: int) -> int:
         """The node that holds ``client``'s data."""
