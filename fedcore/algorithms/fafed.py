@@ -24,8 +24,8 @@ last of which is the averaging step.  Choices the paper leaves open, and fedcore
   as line 3 prints it (no ``A_0^-1``).  So the first round takes ``q + 1`` steps.
 - ``x_t-1,i`` at the first step after an averaging is the client's own last local
   iterate (line 12 averages ``x_t,i`` into ``x_bar_t+1``; ``x_t,i`` is not overwritten),
-  so the state keeps one row per client (``x_prev [R, N, d]``).  With partial participation
-  a client's row is from the last round it took part in.
+  so the state keeps one row per client (``x_prev``: ``[N, d]``, ``[R, N, d]`` for R runs).
+  With partial participation a client's row is from the last round it took part in.
 - Schedules: the theory's ``eta_t = rho h / (w + t)^(1/3)`` and ``alpha_t+1 = c eta_t^2``
   (:func:`storm_step_size`, :func:`storm_momentum`) or constants, as the paper's image
   experiments use ("we choose the fixed step size for STEM and FAFED").
