@@ -518,7 +518,7 @@ def _value(value: Any, seen: frozenset[int], names: Collection[str] | None = Non
 
 
 def describe(obj: Any, seen: frozenset[int] = frozenset()) -> Any:
-    """A comparable description: dataclasses by type and fields, server optimizers by all their options, tensors
+    """A comparable description: dataclasses by type and fields (server rules, schedules, algorithms), tensors
     and arrays by content hash, modules by architecture.  What is defined outside fedcore's numerics and the libraries
     also by its code (a dataclass's class, a plain function, a user's module by its attributes, a plain object by its
     class and its attributes: see the module docstring); a callable of no known kind is marked uncomparable, another
@@ -529,9 +529,6 @@ def describe(obj: Any, seen: frozenset[int] = frozenset()) -> Any:
         if not _known_class(type(obj)):
             described["code"] = _class(type(obj), seen)
         return described
-    options = getattr(obj, "options", None)
-    if isinstance(options, tuple) and callable(getattr(obj, "update", None)):
-        return {"type": "ServerOptimizer", **{key: describe(value, seen) for key, value in options}}
     if isinstance(obj, Tensor):
         return {"tensor": tensor_hash(obj), "shape": list(obj.shape)}
     if isinstance(obj, nn.Module):

@@ -260,6 +260,13 @@ def test_server_rule_sees_each_clients_move_loss_and_weight(tiny_classification)
 
 
 def fedcore_server(update):
-    from fedcore.server_opt import ServerOptimizer
+    from dataclasses import dataclass
 
-    return ServerOptimizer(lambda x: {}, update, "recording")
+    from fedcore.server_opt import ServerRule
+
+    @dataclass(frozen=True)
+    class Recording(ServerRule):
+        def update(self, delta, state, **extras):
+            return update(delta, state, **extras)
+
+    return Recording()

@@ -217,7 +217,7 @@ def test_fedopt_explorer_sliders_used_are_what_each_method_reads() -> None:
             other = fedcore.simulate(problem, explore.fedopt_algorithm(method, **{**base, name: moved[name]}),
                                      **options).final_state["x"]
             assert torch.equal(final, other) == (name not in used), (method, name)
-    assert explore.fedopt_algorithm("fedavgm", **base).server.options[2] == ("beta", 0.9)
+    assert explore.fedopt_algorithm("fedavgm", **base).server.beta == 0.9
 
 
 def test_fedopt_explorer_runs_headless_against_fedavg() -> None:

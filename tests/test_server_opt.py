@@ -111,11 +111,11 @@ def test_state_is_tensors_only() -> None:
 def test_reported_ratio_is_the_median_of_sqrt_v_over_tau_and_changes_no_step(rule: str) -> None:
     """``report=True``: each round's state holds the geometric mean over j of ``sqrt(v_t,j) / tau`` and the geometric
     sd of the denominators, v_t by the numpy rule above; the steps are those of the rule without them, and the
-    options (a run's identity) name the report only when it is on."""
+    rule's name shows the report only when it is on."""
     tau, x = 1e-2, torch.zeros(DELTAS.shape[1], dtype=torch.float64)
     plain, reporting = server_opt.make(rule, lr=0.1, tau=tau), server_opt.make(rule, lr=0.1, tau=tau, report=True)
     assert reporting.reports == ("sqrt_v_over_tau", "denominator_spread") and plain.reports == ()
-    assert dict(reporting.options)["report"] is True and "report" not in dict(plain.options)
+    assert reporting.report is True and plain.report is False and "report" not in plain.name
     v = np.full(DELTAS.shape[1], tau**2)
     state_plain, state = plain.init(x), reporting.init(x)
     assert float(state["sqrt_v_over_tau"]) == pytest.approx(1.0)  # v_{-1} = tau^2: every denominator 2 tau

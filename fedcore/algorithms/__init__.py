@@ -12,7 +12,7 @@ from typing import Any
 from fedcore.algorithms import client
 from fedcore.algorithms.batch import RoundBatch
 from fedcore.algorithms.client import ClientRule, ClientRun, train_clients
-from fedcore.algorithms.contract import Algorithm, Federated, declared, server_step
+from fedcore.algorithms.contract import Algorithm, Federated, declared
 from fedcore.algorithms.fafed import FAFED, fafed, stem
 from fedcore.algorithms.fedexp import extrapolation, fedexp
 from fedcore.algorithms.fedli import FedLiLS, deep_frank_wolfe, fedli_ls, fedli_lu
@@ -39,6 +39,7 @@ from fedcore.algorithms.scaffold import (
 from fedcore.algorithms.theorems import theory_hyperparameters
 from fedcore.checks import check_choice, check_keywords
 from fedcore.schedules import constant, exp_decay, storm_momentum, storm_step_size
+from fedcore.server_opt import ServerRule, server_step
 
 ALGORITHMS: dict[str, Callable[..., Algorithm]] = {}
 """Every algorithm by name: its factory (:func:`make` builds it)."""
@@ -119,6 +120,7 @@ __all__ = [
     "Proximal",
     "RoundBatch",
     "Scaffold",
+    "ServerRule",
     "client",
     "constant",
     "control_variates",

@@ -24,7 +24,6 @@ from torch import Tensor
 from fedcore.algorithms.batch import RoundBatch
 from fedcore.algorithms.client import ClientRun
 from fedcore.params import GradientOracle
-from fedcore.server_opt import ServerOptimizer
 
 State = dict[str, Tensor]
 Metrics = dict[str, Any]
@@ -382,19 +381,3 @@ def kept(algorithm: Federated, state: State, batch: RoundBatch, keeps: State) ->
     """``state`` with the batch's clients' rows replaced by what they keep."""
     return {**state, **{key: batch.write_rows(state[key], keeps[key])
                         for key in algorithm.client_state if key in keeps}}
-
-
-def server_step(
-    server: ServerOptimizer, server_state: State, x: Tensor, run: ClientRun, batch: RoundBatch,
-) -> tuple[Tensor, State]:
-    """``x_{t+1} = x_t + step``, the step from the server optimizer on the pseudo-gradient
-    ``Delta_t = sum_i w_i (x_i,K - x_t)`` (the weighted direction the clients moved; ``[R, 1, d]``, one per
-    run).  The server rule also sees ``x``, each client's move ``[R, S, d]``, their mean losses ``[R, S, 1]``
-    and their weights ``[R, 1, S]`` (FedExP and FedLi-LU read them; the FedOpt rules ignore them).  Returns
-    ``(x_{t+1}, state)``."""
-    moves = run.X - x
-    delta = batch.weights @ moves
-    step, server_state = server.update(
-        delta, server_state, x=x, client_moves=moves, client_losses=run.mean_loss, weights=batch.weights,
-    )
-    return x + step, server_state

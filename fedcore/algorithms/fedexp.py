@@ -9,8 +9,8 @@ clients' moves alone (the relaxation of projections onto convex sets, POCS):
     x_{t+1} = x_t + eta_g Delta_bar
 
 and is evaluated at the average of its last two iterates, ``(x_{t+1} + x_t) / 2`` (the rule's ``eval_point``):
-the extrapolated iterates oscillate, their mean does not.  The server rule is :func:`extrapolation`, a
-:class:`~fedcore.server_opt.ServerOptimizer` that reads each client's move; FedExP is FedAvg with it.
+the extrapolated iterates oscillate, their mean does not.  The server rule is :class:`Extrapolation`, a
+:class:`~fedcore.server_opt.ServerRule` that reads each client's move; FedExP is FedAvg with it.
 
 Choices where the paper and the authors' code (Divyansh03/FedExP) differ:
 
@@ -28,6 +28,8 @@ Choices where the paper and the authors' code (Divyansh03/FedExP) differ:
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 from torch import Tensor
 
@@ -36,41 +38,47 @@ from fedcore.algorithms.contract import State
 from fedcore.algorithms.fedopt import FedOpt
 from fedcore.checks import check_choice
 from fedcore.schedules import Schedule, schedule_at
-from fedcore.server_opt import ServerOptimizer, dot
+from fedcore.server_opt import ServerRule, dot
 
 EPS_CONVENTIONS = ("paper", "code")
 
 
-def extrapolation(*, eps: float | Schedule = 1e-3, eps_convention: str = "paper") -> ServerOptimizer:
+@dataclass(frozen=True, kw_only=True)
+class Extrapolation(ServerRule):
     """FedExP's server step ``x + eta_g Delta_bar``, ``eta_g = max(1, sum_i w_i ||Delta_i||^2 / (2 (||Delta_bar||^2
     + eps')))`` with ``eps' = eps`` (the paper) or ``S eps`` (``eps_convention="code"``, the authors' code); ``eps``
     is a number or a schedule of the round.  The state keeps ``eta_g``, the iterate before the step (``x_prev``, for
     the evaluation point) and the round count (for the schedule)."""
-    schedule_at("eps", eps, 0)
-    check_choice("eps_convention", eps_convention, EPS_CONVENTIONS)
 
-    def init(x: Tensor) -> State:
+    eps: float | Schedule = 1e-3
+    eps_convention: str = "paper"
+    reports = ("eta_g",)
+
+    def __post_init__(self) -> None:
+        schedule_at("eps", self.eps, 0)
+        check_choice("eps_convention", self.eps_convention, EPS_CONVENTIONS)
+
+    def init(self, x: Tensor) -> State:
         return {"x_prev": x.detach().clone(), "eta_g": per_run_scalar(x, 1.0), "t": torch.zeros((), dtype=torch.long)}
 
-    def update(delta: Tensor, state: State, *, x: Tensor, client_moves: Tensor, weights: Tensor,
+    def update(self, delta: Tensor, state: State, *, x: Tensor, client_moves: Tensor, weights: Tensor,
                **extras: Tensor) -> tuple[Tensor, State]:
-        eps_t = schedule_at("eps", eps, int(state["t"]))
-        if eps_convention == "code":
+        eps_t = schedule_at("eps", self.eps, int(state["t"]))
+        if self.eps_convention == "code":
             eps_t = eps_t * client_moves.shape[-2]  # S eps
         spread = weights @ dot(client_moves, client_moves)  # sum_i w_i ||Delta_i||^2
         eta_g = (spread / (2 * (dot(delta, delta) + eps_t))).clamp(min=1.0)
         return eta_g * delta, {"x_prev": x, "eta_g": eta_g, "t": state["t"] + 1}
 
-    def eval_point(x: Tensor, state: State) -> Tensor:  # (x_{t+1} + x_t) / 2; x_0 before the first round
+    def eval_point(self, x: Tensor, state: State) -> Tensor:  # (x_{t+1} + x_t) / 2; x_0 before the first round
         return (x + state["x_prev"]) / 2
 
-    every = (("rule", "extrapolation"), ("eps", eps), ("eps_convention", eps_convention))
-    return ServerOptimizer(init, update, f"extrapolation(eps={eps!r}, eps_convention={eps_convention!r})", every,
-                           reports=("eta_g",), eval_point=eval_point)
+
+extrapolation = Extrapolation  # by keyword: extrapolation(eps=1e-3)
 
 
 def fedexp(client_lr: float | Schedule, *, eps: float | Schedule = 1e-3, eps_convention: str = "paper") -> FedOpt:
     """FedExP (Jhunjhunwala et al., ICLR 2023): FedAvg clients at ``client_lr`` (a number or a schedule), the server
     extrapolates by ``eta_g = max(1, sum_i w_i ||Delta_i||^2 / (2 (||Delta_bar||^2 + eps)))`` (a metric of every
     round), and a run is evaluated at the mean of its last two iterates."""
-    return FedOpt(client_lr, extrapolation(eps=eps, eps_convention=eps_convention), "FedExP")
+    return FedOpt(client_lr, Extrapolation(eps=eps, eps_convention=eps_convention), "FedExP")

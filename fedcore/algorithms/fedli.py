@@ -50,15 +50,14 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from fedcore import server_opt
 from fedcore.algorithms.batch import RoundBatch, as_runs, per_run_scalar
 from fedcore.algorithms.client import ClientRule, ClientRun, armijo, train_clients
-from fedcore.algorithms.contract import Federated, Metrics, State, server_step
+from fedcore.algorithms.contract import Federated, Metrics, State
 from fedcore.algorithms.fedopt import FedOpt
 from fedcore.checks import check_choice, check_int, check_positive, check_range
 from fedcore.params import GradientOracle
 from fedcore.schedules import Schedule
-from fedcore.server_opt import ServerOptimizer, dot, shown
+from fedcore.server_opt import ServerRule, dot
 
 SERVER_STEP_SIZES = ("one", "max_client_step")
 
@@ -125,7 +124,8 @@ class FedLiLS(Federated):
         eta_i, tries = run.uploads["step_size"], run.uploads["tries"]
         eta_max_i = eta_i.amax(dim=1, keepdim=True)
         eta_g = 1.0 if self.server_step_size == "one" else eta_max_i
-        x_next, _ = server_step(server_opt.sgd(eta_g), {}, state["x"], run, batch)  # x + eta_g Delta
+        x = state["x"]
+        x_next = x + eta_g * (batch.weights @ (run.X - x))  # x + eta_g Delta_t
         evaluations = tries.amax(dim=1, keepdim=True).sum(-1, keepdim=True)  # a step costs its slowest client's
         metrics = {"eta_g": eta_g,
                    "client_step_mean": eta_i.mean(dim=1), "client_step_min": eta_i.amin(dim=1),
@@ -136,9 +136,8 @@ class FedLiLS(Federated):
 fedli_ls = FedLiLS  # its hyperparameters by keyword, with SLS's defaults
 
 
-def deep_frank_wolfe(
-    *, eta: float = 0.01, mu: float = 0.9, weight_decay: float = 1e-5, eps: float = 1e-5, scale: float = 1.0,
-) -> ServerOptimizer:
+@dataclass(frozen=True, kw_only=True)
+class DeepFrankWolfe(ServerRule):
     """FedLi-LU's server (Algorithm 2): the DFW step on ``d = -Delta / scale`` with the weighted mean client loss
     ``L``, ``gamma = clip((L - eta <d, r>) / (eta ||d||^2 + eps), 0, 1)``, ``r = weight_decay x``, then momentum
     ``z <- mu z - eta gamma (d + r)``, ``x <- x - eta (r + gamma d) + mu z``.  The state keeps ``z`` and ``gamma``.
@@ -148,28 +147,35 @@ def deep_frank_wolfe(
     at ``eta``.  ``d`` is the clients' move (``scale = 1``), about ``client_lr K`` times a gradient, so ``||d||^2`` is
     small, the cap binds (``gamma = 1``) and ``eta`` acts as a server learning rate; ``scale = client_lr K`` puts
     ``d`` on the gradient's scale (an ablation, not the paper's)."""
-    check_positive("eta", eta)
-    check_range("mu", mu, 0, 1)
-    check_range("weight_decay", weight_decay, 0)
-    check_positive("eps", eps)
-    check_positive("scale", scale)
 
-    def init(x: Tensor) -> State:
+    eta: float | Tensor = 0.01
+    mu: float | Tensor = 0.9
+    weight_decay: float | Tensor = 1e-5
+    eps: float | Tensor = 1e-5
+    scale: float | Tensor = 1.0
+    reports = ("gamma",)
+
+    def __post_init__(self) -> None:
+        check_positive("eta", self.eta)
+        check_range("mu", self.mu, 0, 1)
+        check_range("weight_decay", self.weight_decay, 0)
+        check_positive("eps", self.eps)
+        check_positive("scale", self.scale)
+
+    def init(self, x: Tensor) -> State:
         return {"z": torch.zeros_like(x), "gamma": per_run_scalar(x, 0.0)}
 
-    def update(delta: Tensor, state: State, *, x: Tensor, client_losses: Tensor, weights: Tensor,
+    def update(self, delta: Tensor, state: State, *, x: Tensor, client_losses: Tensor, weights: Tensor,
                **extras: Tensor) -> tuple[Tensor, State]:
-        d, r = -delta / scale, weight_decay * x
+        eta, mu = self.eta, self.mu
+        d, r = -delta / self.scale, self.weight_decay * x
         L = weights @ client_losses  # the pseudo-objective
-        gamma = ((L - eta * dot(d, r)) / (eta * dot(d, d) + eps)).clamp(0, 1)
+        gamma = ((L - eta * dot(d, r)) / (eta * dot(d, d) + self.eps)).clamp(0, 1)
         z = mu * state["z"] - eta * gamma * (d + r)
         return -eta * (r + gamma * d) + mu * z, {"z": z, "gamma": gamma}
 
-    every = (("rule", "deep_frank_wolfe"), ("eta", eta), ("mu", mu), ("weight_decay", weight_decay), ("eps", eps),
-             *((("scale", scale),) if scale != 1.0 else ()))  # the default keeps the runs' identity
-    return ServerOptimizer(init, update, f"deep_frank_wolfe(eta={shown(eta)}, mu={shown(mu)}, "
-                           f"weight_decay={shown(weight_decay)}, eps={shown(eps)}"
-                           + (f", scale={shown(scale)})" if scale != 1.0 else ")"), every, reports=("gamma",))
+
+deep_frank_wolfe = DeepFrankWolfe  # by keyword, with the authors' constants
 
 
 def fedli_lu(
@@ -180,5 +186,5 @@ def fedli_lu(
     constants ``eta = 0.01``, ``mu = 0.9``, ``weight_decay = 1e-5``, ``eps = 1e-5``); each round reports ``gamma``.
     The step is a Polyak step capped at ``eta`` (:func:`deep_frank_wolfe`); ``pseudo_gradient_scale`` divides the
     clients' move before it (``client_lr K``: the gradient's scale, an ablation)."""
-    return FedOpt(client_lr, deep_frank_wolfe(eta=eta, mu=mu, weight_decay=weight_decay, eps=eps,
-                                              scale=pseudo_gradient_scale), "FedLi-LU")
+    return FedOpt(client_lr, DeepFrankWolfe(eta=eta, mu=mu, weight_decay=weight_decay, eps=eps,
+                                            scale=pseudo_gradient_scale), "FedLi-LU")

@@ -12,10 +12,10 @@ pseudo-gradient and hands it to a server optimizer (:mod:`fedcore.server_opt`):
 
 The variants are one class with a different server optimizer, not subclasses; FedProx
 (:mod:`fedcore.algorithms.fedprox`) is this class with a client ``correction``.  One round (``x_t [R, 1, d]``, one
-row per run; :func:`~fedcore.algorithms.client.train_clients`, :func:`~fedcore.algorithms.contract.server_step`):
+row per run; :func:`~fedcore.algorithms.client.train_clients`, :func:`~fedcore.server_opt.server_step`):
 
     X <- x_t (S rows);  K times: X <- X - eta_l (G(X) + correction)     (client.train_clients)
-    x_{t+1} = x_t + server.update(Delta_t)                              (contract.server_step)
+    x_{t+1} = x_t + server.update(Delta_t)                              (server_opt.server_step)
 """
 
 from __future__ import annotations
@@ -28,11 +28,11 @@ from torch import Tensor
 from fedcore import server_opt
 from fedcore.algorithms.batch import RoundBatch, as_runs
 from fedcore.algorithms.client import ClientRule, ClientRun, chain, learning_rate, train_clients
-from fedcore.algorithms.contract import Federated, Metrics, State, server_step
+from fedcore.algorithms.contract import Federated, Metrics, State
 from fedcore.checks import check_keywords, check_positive
 from fedcore.params import GradientOracle
 from fedcore.schedules import Schedule, schedule_at
-from fedcore.server_opt import ServerOptimizer
+from fedcore.server_opt import ServerRule, server_step
 
 
 class Correction(Protocol):
@@ -52,7 +52,7 @@ class FedOpt(Federated):
     """
 
     client_lr: float | Schedule
-    server: ServerOptimizer = field(default_factory=server_opt.sgd)
+    server: ServerRule = field(default_factory=server_opt.sgd)
     name: str = "FedOpt"
     correction: Correction | None = None
 
@@ -81,8 +81,7 @@ class FedOpt(Federated):
 
     def eval_point(self, state: State) -> Tensor:
         """The iterate, or where the server rule says a run is evaluated (FedExP: the mean of its last two)."""
-        rule = self.server.eval_point
-        return state["x"] if rule is None else rule(state["x"], state["server"])
+        return self.server.eval_point(state["x"], state["server"])
 
 
 def server_learning_rate(server_lr: float) -> float:

@@ -30,13 +30,13 @@ from torch import Tensor
 from fedcore import server_opt
 from fedcore.algorithms.batch import RoundBatch, as_runs, round_gradient
 from fedcore.algorithms.client import ClientRun, add, chain, learning_rate, train_clients
-from fedcore.algorithms.contract import Federated, Metrics, State, server_step
+from fedcore.algorithms.contract import Federated, Metrics, State
 from fedcore.algorithms.fedopt import server_learning_rate
 from fedcore.algorithms.padamfed import PAdaMFed
 from fedcore.checks import check_choice
 from fedcore.params import GradientOracle
 from fedcore.schedules import Schedule, schedule_at
-from fedcore.server_opt import ServerOptimizer
+from fedcore.server_opt import ServerRule, server_step
 
 
 def control_variates(x0: Tensor, num_clients: int) -> State:
@@ -57,7 +57,7 @@ class Scaffold(Federated):
     ``client_lr`` is ``eta_l`` (a float or a schedule), ``server`` steps on ``Delta_t`` (``eta_g``)."""
 
     client_lr: float | Schedule
-    server: ServerOptimizer = field(default_factory=server_opt.sgd)
+    server: ServerRule = field(default_factory=server_opt.sgd)
     name: str = "SCAFFOLD"
     option: str = "II"
 

@@ -3,7 +3,8 @@
 Every fedcore algorithm is written for R runs at once (:mod:`fedcore.algorithms.batch`: the server model
 ``[R, 1, d]``, the clients ``[R, S, d]``, per-client state ``[R, N, d]``).  R separate algorithms of the same
 family, which differ only in the values of their hyperparameters, become one algorithm whose differing
-numbers are tensors ``[R, 1, 1]``: :func:`stack`.  :func:`signature` says which algorithms can share a pass
+numbers are tensors ``[R, 1, 1]``: :func:`stack` (through schedules, corrections and server rules, each a dataclass
+of its hyperparameters).  :func:`signature` says which algorithms can share a pass
 (equal signatures), or why one cannot; :func:`plan` groups a call's runs into passes of at most
 :func:`runs_per_pass` runs.  :func:`run_state` and :func:`select` take one run, or some runs, out of a pass's state.
 
@@ -23,20 +24,9 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from fedcore import server_opt
 from fedcore.algorithms.contract import State, name_of
-from fedcore.algorithms.fedexp import extrapolation
-from fedcore.algorithms.fedli import deep_frank_wolfe
 from fedcore.checks import check_int
 from fedcore.identity import describe, uncomparable
-from fedcore.server_opt import ServerOptimizer
-
-SERVER_RULES: dict[str, Callable[..., ServerOptimizer]] = {
-    "sgd": server_opt.sgd, "sgdm": server_opt.sgdm, "adam": server_opt.adam, "yogi": server_opt.yogi,
-    "adagrad": lambda beta2, **options: server_opt.adagrad(**options),  # its options record beta2 = 0
-    "amsgrad": server_opt.amsgrad, "deep_frank_wolfe": deep_frank_wolfe, "extrapolation": extrapolation,
-}
-"""Every server rule by the name its options record: a pass rebuilds a rule with per-run values."""
 
 NUMBER = "<number>"
 
@@ -56,15 +46,16 @@ def _shape(description: Any) -> Any:
 
 def signature(algorithm: Any) -> tuple[str | None, str | None]:
     """``(key, None)``: algorithms with equal keys can run in one pass; ``(None, reason)`` for one that
-    runs alone (a plain-function hyperparameter, a server rule fedcore does not know)."""
+    runs alone, the reason naming the hyperparameter that cannot be stacked (a plain function, a server rule that is
+    not a dataclass of its hyperparameters)."""
     if not dataclasses.is_dataclass(algorithm):
         return None, f"{type(algorithm).__name__} is not a dataclass of hyperparameters"
     description = describe(algorithm)
     if uncomparable(description) or _has_function(description):
-        return None, "a hyperparameter is a plain Python function or object (use fedcore's schedules to batch it)"
-    for server in (getattr(algorithm, f.name) for f in dataclasses.fields(algorithm)):  # its hyperparameters
-        if isinstance(server, ServerOptimizer) and dict(server.options).get("rule") not in SERVER_RULES:
-            return None, f"its server rule {server.name!r} is not one of fedcore's {sorted(SERVER_RULES)}"
+        fields = [f.name for f in dataclasses.fields(algorithm) if _has_function(describe(getattr(algorithm, f.name)))]
+        return None, (f"its {' and '.join(fields) or 'hyperparameter'} is a plain Python function or object, whose "
+                      "value per run cannot be a tensor (a schedule: fedcore.schedules; a server rule: a frozen "
+                      "dataclass of its hyperparameters, fedcore.server_opt.ServerRule)")
     return repr(_shape(description)), None
 
 
@@ -81,7 +72,8 @@ def _has_function(description: Any) -> bool:
 def stack(algorithms: Sequence[Any], dtype: torch.dtype = torch.float32, device: Any = "cpu") -> Any:
     """One algorithm for R runs: the fields all ``algorithms`` share stay as they are, numbers that differ
     become a tensor ``[R, 1, 1]`` (``dtype``, the model's), recursively through schedules, corrections and
-    server rules.  The algorithms must have equal :func:`signature`; one algorithm is returned as it is."""
+    server rules (:class:`fedcore.server_opt.ServerRule`).  The algorithms must have equal :func:`signature`; one
+    algorithm is returned as it is."""
     if len(algorithms) == 1:
         return algorithms[0]
     keys = {signature(algorithm)[0] for algorithm in algorithms}
@@ -97,10 +89,6 @@ def _stack_values(values: list[Any], dtype: torch.dtype, device: Any) -> Any:
         return first
     if all(_is_number(value) for value in values):
         return torch.tensor([float(value) for value in values], dtype=dtype, device=device).view(-1, 1, 1)
-    if isinstance(first, ServerOptimizer):
-        options = [dict(value.options) for value in values]
-        stacked = {key: _stack_values([o[key] for o in options], dtype, device) for key in options[0] if key != "rule"}
-        return SERVER_RULES[options[0]["rule"]](**stacked)
     if dataclasses.is_dataclass(first):
         changes = {f.name: _stack_values([getattr(value, f.name) for value in values], dtype, device)
                    for f in dataclasses.fields(first) if f.init}

@@ -1,0 +1,147 @@
+"""The numerics' layout (issue 59): the engine knows no algorithm family, server rules are values that batch with no
+registration, and no algorithm state is a positional tuple.  Source tests, and the runs that make them matter."""
+
+from __future__ import annotations
+
+import ast
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import torch
+from conftest import blobs
+from torch import Tensor
+
+from fedcore import algorithms, models, server_opt
+from fedcore.algorithms import FedOpt
+from fedcore.engine import passes
+from fedcore.run import Problem, simulate, simulate_runs
+
+PACKAGE = Path(algorithms.__file__).resolve().parents[1]
+FAMILIES = {f"fedcore.algorithms.{path.stem}" for path in (PACKAGE / "algorithms").glob("*.py")} - {
+    "fedcore.algorithms.__init__", "fedcore.algorithms.batch", "fedcore.algorithms.client",
+    "fedcore.algorithms.contract"} | {"fedcore.algorithms"}
+"""Every family module (and the package, whose ``__init__`` imports them all); the shared machinery is not one."""
+
+
+def imports(module: str) -> set[str]:
+    """The fedcore modules ``module``'s source imports by name, outside ``if TYPE_CHECKING:`` blocks (``from
+    fedcore.algorithms import fedopt`` names the family; the packages' own ``__init__`` runs on any import, so it
+    counts only where a name is imported from it)."""
+    path = PACKAGE.parent / (module.replace(".", "/") + ".py")
+    if not path.exists():
+        path = path.with_suffix("") / "__init__.py"
+    tree = ast.parse(path.read_text())
+    typing_only = {id(node) for block in ast.walk(tree) if isinstance(block, ast.If)
+                   and "TYPE_CHECKING" in ast.unparse(block.test) for node in ast.walk(block)}
+    found = set()
+    for node in ast.walk(tree):
+        if id(node) in typing_only:
+            continue
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("fedcore"):
+            named = {f"{node.module}.{alias.name}" for alias in node.names}
+            submodules = {name for name in named
+                          if (PACKAGE.parent / name.replace(".", "/")).with_suffix(".py").exists()}
+            found |= submodules if submodules == named else {node.module}  # from fedcore import checkpoint: the module
+        elif isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names if alias.name.startswith("fedcore")}
+    return found
+
+
+def reached(start: str) -> set[str]:
+    seen, todo = set(), [start]
+    while todo:
+        module = todo.pop()
+        if module not in seen:
+            seen.add(module)
+            todo.extend(imports(module))
+    return seen
+
+
+@pytest.mark.parametrize("module", sorted(f"fedcore.engine.{p.stem}" for p in (PACKAGE / "engine").glob("*.py")))
+def test_the_engine_imports_no_family(module: str) -> None:
+    """Nothing ``fedcore/engine/`` imports, directly or through what it imports, is a family module."""
+    assert not reached(module) & FAMILIES, f"{module} reaches {sorted(reached(module) & FAMILIES)}"
+
+
+def test_the_import_graph_sees_a_family_import() -> None:
+    """The walk above finds a family where one is imported (so the test above could fail)."""
+    assert "fedcore.algorithms.fedopt" in reached("fedcore.algorithms.scaffold")
+    assert "fedcore.algorithms.fedexp" in reached("fedcore.algorithms")
+
+
+def test_no_server_rule_table_and_no_positional_algorithm_state() -> None:
+    """No ``SERVER_RULES`` anywhere in the numerics; no family unpacks a rule's state by position
+    (``M, X = run.state[...]``, ``a, b = run.state``): client rule states are named."""
+    for path in [*(PACKAGE / "algorithms").glob("*.py"), *(PACKAGE / "engine").glob("*.py"), PACKAGE / "server_opt.py"]:
+        source = path.read_text()
+        assert "SERVER_RULES" not in source, path
+        for node in ast.walk(ast.parse(source)):
+            if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Tuple):
+                assert ".state" not in ast.unparse(node.value), f"{path.name}: {ast.unparse(node)}"
+
+
+@dataclass(frozen=True)
+class Nesterov(server_opt.ServerRule):
+    """A user's server rule, written as fedcore's are: ``m <- beta m + Delta``, ``x <- x + lr (Delta + beta m)``."""
+
+    lr: float = 1.0
+    beta: float = 0.5
+
+    def init(self, x: Tensor) -> dict[str, Tensor]:
+        return {"m": torch.zeros_like(x)}
+
+    def update(self, delta: Tensor, state: dict, **extras: Tensor) -> tuple[Tensor, dict]:
+        m = self.beta * state["m"] + delta
+        return self.lr * (delta + self.beta * m), {"m": m}
+
+
+@dataclass(frozen=True)
+class Opaque:
+    """A server rule that is not a dataclass of numbers: its step size a plain function."""
+
+    lr: object = staticmethod(lambda t: 1.0)
+
+    def init(self, x: Tensor) -> dict:
+        return {}
+
+    def update(self, delta: Tensor, state: dict, **extras: Tensor) -> tuple[Tensor, dict]:
+        return self.lr(0) * delta, state
+
+    eval_point = server_opt.ServerRule.eval_point
+    reports = ()
+
+
+def _problem() -> Problem:
+    return Problem(blobs(), models.make("logistic_regression", (8,), 3))
+
+
+OPTIONS = dict(rounds=3, clients_per_round=3, local_steps=2, batch_size=4, progress=False)
+
+
+def test_a_users_server_rule_batches_with_no_registration() -> None:
+    """Three runs of a user's rule that differ in its numbers share one pass (no warning), each bit-identical to
+    the run alone."""
+    runs = [FedOpt(0.1, Nesterov(lr, beta), "Nesterov") for lr, beta in ((1.0, 0.5), (0.5, 0.9), (2.0, 0.0))]
+    assert len({passes.signature(run)[0] for run in runs}) == 1 and passes.plan(runs, 8) == [[0, 1, 2]]
+    stacked = passes.stack(runs)
+    assert isinstance(stacked.server, Nesterov) and stacked.server.lr.shape == (3, 1, 1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        together = simulate_runs(_problem(), runs, seeds=[0], batch=3, **OPTIONS)
+    for run, history in zip(runs, together):
+        alone = simulate(_problem(), run, seed=0, **OPTIONS)
+        assert history.frame.drop(columns="seconds").equals(alone.frame.drop(columns="seconds"))
+        assert torch.equal(history.final_state["x"], alone.final_state["x"])
+
+
+def test_a_server_rule_that_cannot_be_stacked_is_said_once() -> None:
+    """A server rule that is not a dataclass of numbers runs alone, and the warning names the field and why."""
+    runs = [FedOpt(0.1, Opaque(), "Opaque"), FedOpt(0.2, Opaque(), "Opaque")]
+    key, reason = passes.signature(runs[0])
+    assert key is None and "its server is a plain Python function or object" in reason
+    passes._said.clear()
+    with pytest.warns(UserWarning, match="Opaque runs alone.*its server is a plain Python function") as said:
+        simulate_runs(_problem(), runs, seeds=[0], batch=2, **OPTIONS)
+    assert sum("runs alone" in str(w.message) for w in said) == 1
