@@ -110,7 +110,8 @@ UNKEYED = ("algorithms/__init__.py",)
 """The files of :data:`NUMERICS` in no key: the registry (``make``, ``register``), which no run executes (what
 ``make`` builds is keyed by its fields and its family's code).  Its functions are still described by name."""
 BOOKKEEPING = (
-    "identity.py", "store.py", "checkpoint.py", "checks.py", "files.py", "results.py", "memory.py", "sweeps.py",
+    "identity.py", "store.py", "checkpoint.py", "checks.py", "contract_checks.py", "files.py", "results.py",
+    "memory.py", "sweeps.py",
 )
 """The files a run executes that decide none of its numbers: they describe, check, keep and read back runs (an edit
 of a check that refused a run, or of how a history is read back, cannot change a number a run computed)."""
@@ -440,6 +441,8 @@ def _class(cls: type, seen: frozenset[int]) -> dict:
         return {"class": name}
     seen = seen | {id(cls)}
     fields_ = {f.name for f in fields(cls)} if is_dataclass(cls) else set()
+    if issubclass(cls, tuple):  # a NamedTuple's fields (a state's keys) are its _fields, their getters not values
+        fields_ |= set(getattr(cls, "_fields", ()))
     methods, attributes = {}, {}
     for key, member in sorted(vars(cls).items()):
         if isinstance(member, property):

@@ -121,9 +121,7 @@ from fedcore.store import default_store
 # writes them. This is the code, as committed, behind those five lines:
 
 # %%
-for rule in (fedcore.server_opt._adagrad_v, fedcore.server_opt._yogi_v, fedcore.server_opt._adam_v,
-             fedcore.server_opt._adaptive):
-    print(inspect.getsource(rule))
+print(inspect.getsource(fedcore.server_opt.Adaptive))
 
 # %% [markdown]
 # Every algorithm runs inside one loop, the first code of fedcore worth reading: each round it samples every run's

@@ -93,7 +93,7 @@ print(f"SCALE={SCALE}: {scale}")
 
 # %%
 print(inspect.getsource(fedcore.algorithms.FedOpt.server_round))
-print(inspect.getsource(server_opt._adaptive))
+print(inspect.getsource(server_opt.Adaptive.update))
 
 # %% [markdown]
 # > **Why an adaptive server step helps, and when it cannot.** Dividing by $\sqrt{v_t}$ scales each coordinate of the
@@ -109,7 +109,7 @@ print(inspect.getsource(server_opt._adaptive))
 # The adaptive methods differ only in $v_t$; FedAvgM is server momentum:
 
 # %%
-for rule in (server_opt._adagrad_v, server_opt._adam_v, server_opt._yogi_v, server_opt.sgdm):
+for rule in (server_opt.Adaptive.next_v, server_opt.SGDM):
     print(inspect.getsource(rule))
 
 # %% [markdown]

@@ -292,12 +292,12 @@ with pd.option_context("display.max_colwidth", None):
 # 40 rounds from the same seeds (the differences are paired):
 
 # %%
-rules = results.methods(*experiment.SERVER_RULES)
+rules = results.methods(*experiment.SERVER_STEP_RULES)
 with pd.option_context("display.max_colwidth", None):
     display(pd.concat({"accuracy (%, mean ± sd)": rules.mean_sd(),
                        "mean server step eta_g": experiment.server_steps(rules)["mean"].unstack("task").round(3),
                        "minus the largest-step rule (points, mean [95% interval], p)": rules.paired("FedLi-LS").T},
-                      axis=1).rename(columns=label, level=1).reindex(list(experiment.SERVER_RULES)).fillna("-"))
+                      axis=1).rename(columns=label, level=1).reindex(list(experiment.SERVER_STEP_RULES)).fillna("-"))
 
 # %% [markdown]
 # The paper motivates the largest-client-step rule as "a larger server-side step-size offsets the small client-side

@@ -15,9 +15,10 @@ import torch
 import fedcore
 from fedcore import algorithms, models
 from fedcore.algorithms.client import ClientRun, chain, learning_rate, named, normalize, scale, train_clients
-from fedcore.algorithms.contract import Federated, UndeclaredReadError, declared
+from fedcore.algorithms.contract import Federated, declared
 from fedcore.algorithms.fedopt import FedOpt
 from fedcore.algorithms.scaffold import Scaffold
+from fedcore.contract_checks import UndeclaredReadError
 from fedcore.data import federated_quadratic
 from fedcore.run import Problem, simulate
 

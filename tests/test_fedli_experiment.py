@@ -130,7 +130,7 @@ def test_tune_keeps_the_lowest_mean_final_training_loss_over_the_seeds(femnist) 
 
 def test_builders_make_the_seven_methods_in_table_order_then_the_server_rules(femnist) -> None:
     built = {method: build() for method, build in _bound(femnist).items()}
-    assert list(built) == [*fedli_paper.METHODS, *list(experiment.SERVER_RULES)[1:]]
+    assert list(built) == [*fedli_paper.METHODS, *list(experiment.SERVER_STEP_RULES)[1:]]
     assert {m: built[m].name for m in fedli_paper.METHODS} == {m: m for m in fedli_paper.METHODS}
     ls = built["FedLi-LS"]  # SLS's constants, the growth over each client's epoch, the non-convex server rule
     assert (ls.server_step_size, ls.eta_max, ls.init_step_size, ls.batches_per_epoch, ls.c) == \
@@ -182,7 +182,7 @@ def test_server_rules_run_beside_table_1s_and_are_paired_against_it(femnist) -> 
     def runs(values: list[float], step: float) -> list[History]:
         return [_run([v / 100] * 4, [1.0] * 4, 1.0, eta_g=[step] * 4) for v in values]
 
-    rules = list(experiment.SERVER_RULES)
+    rules = list(experiment.SERVER_STEP_RULES)
     made = Results({"femnist": dict(zip(rules, (runs([50.0, 60.0, 70.0], 0.5), runs([51.0, 59.0, 72.0], 1.0))))},
                    (0, 1, 2), {"femnist": femnist})
     paired = made.paired("FedLi-LS")

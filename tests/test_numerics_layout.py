@@ -74,12 +74,27 @@ def test_the_import_graph_sees_a_family_import() -> None:
 def test_no_server_rule_table_and_no_positional_algorithm_state() -> None:
     """No ``SERVER_RULES`` anywhere in the numerics; no family unpacks a rule's state by position
     (``M, X = run.state[...]``, ``a, b = run.state``): client rule states are named."""
-    for path in [*(PACKAGE / "algorithms").glob("*.py"), *(PACKAGE / "engine").glob("*.py"), PACKAGE / "server_opt.py"]:
+    for path in [*(PACKAGE / "algorithms").glob("*.py"), *(PACKAGE / "engine").glob("*.py"), PACKAGE / "server_opt.py",
+                 *(PACKAGE / "experiments").rglob("*.py")]:
         source = path.read_text()
         assert "SERVER_RULES" not in source, path
         for node in ast.walk(ast.parse(source)):
             if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Tuple):
-                assert ".state" not in ast.unparse(node.value), f"{path.name}: {ast.unparse(node)}"
+                assert "run.state" not in ast.unparse(node.value), f"{path.name}: {ast.unparse(node)}"
+
+
+def test_every_family_declares_its_state_once() -> None:
+    """Each of fedcore's families declares its server's and its clients' state as NamedTuples (no ``init`` and no
+    ``client_state`` of its own), and its ``client_reads`` are fields of its server's state."""
+    from fedcore.algorithms.contract import Federated
+    from fedcore.contract_checks import declared_state
+
+    families = {type(algorithms.make(name, **example)) for name, example in algorithms.EXAMPLES.items()}
+    assert len(families) >= 7
+    for family in families:
+        assert issubclass(family, Federated) and "init" not in vars(family) and "client_state" not in vars(family)
+        server, client = declared_state(family)
+        assert server._fields[0] == "x" and not set(server._fields) & set(client._fields), family
 
 
 @dataclass(frozen=True)
@@ -145,3 +160,52 @@ def test_a_server_rule_that_cannot_be_stacked_is_said_once() -> None:
     with pytest.warns(UserWarning, match="Opaque runs alone.*its server is a plain Python function") as said:
         simulate_runs(_problem(), runs, seeds=[0], batch=2, **OPTIONS)
     assert sum("runs alone" in str(w.message) for w in said) == 1
+
+
+def _path_table() -> list[tuple[str, str]]:
+    """The (file, function) rows of ``engine/loop.py``'s table of one FedAdam round."""
+    from fedcore.engine import loop
+
+    rows = [line.split() for line in loop.__doc__.splitlines() if line[:3].strip().isdigit()]
+    return [(row[1], row[2]) for row in rows]
+
+
+def test_the_round_path_in_the_loops_docstring_is_the_path_a_round_takes() -> None:
+    """Every row of the table names a function of its file; and tracing one FedAdam round, every fedcore function on
+    the stack when the batch is drawn, the clients' loop starts and the server's rule steps is a row (a hop added on
+    the way fails here, and the count in the docstring is kept honest)."""
+    import importlib
+    import sys
+
+    table = _path_table()
+    assert len(table) <= 16 and table[0][1] == "run_pass" and table[-1][1] == "Adaptive.update"
+    for file, function in table:
+        owner = importlib.import_module("fedcore." + file.removesuffix(".py").replace("/", "."))
+        for part in function.split("."):
+            owner = getattr(owner, part)
+        assert callable(owner), (file, function)
+    leaves, stacks = {"sample", "train_clients", "update"}, []
+
+    def tracer(frame, event, arg):
+        if event == "call" and frame.f_code.co_name in leaves and "fedcore" in frame.f_code.co_filename:
+            stack, at = [], frame
+            while at is not None and "fedcore" in at.f_code.co_filename:
+                path = Path(at.f_code.co_filename).resolve().relative_to(PACKAGE).as_posix()
+                if not at.f_code.co_name.startswith("<"):  # a comprehension is its function's
+                    stack.append((path, at.f_code.co_qualname))
+                at = at.f_back
+            stacks.append(stack)
+
+    problem = _problem()
+    sys.setprofile(tracer)
+    try:
+        simulate(problem, algorithms.fedadam(0.1, server_lr=0.01), seed=0, **{**OPTIONS, "rounds": 1})
+    finally:
+        sys.setprofile(None)
+    on_path = [stack for stack in stacks if ("engine/loop.py", "run_pass") in stack]
+    reached = {stack[0] for stack in on_path}
+    assert {("server_opt.py", "Adaptive.update"), ("algorithms/client.py", "train_clients"),
+            ("engine/streams.py", "Streams.sample")} <= reached
+    hops = {frame for stack in on_path if stack[0] in set(table) for frame in stack[:stack.index(("engine/loop.py",
+                                                                                                     "run_pass")) + 1]}
+    assert hops <= set(table), sorted(hops - set(table))

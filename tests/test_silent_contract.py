@@ -43,9 +43,6 @@ class _InheritsRound(_OwnRound):
 class _NoServer(Federated):
     name = "Half"
 
-    def init(self, x0, num_clients):
-        return {"x": x0.clone()}
-
     def client_run(self, sent, batch, oracle, own):
         raise AssertionError("never run")
 
@@ -60,6 +57,25 @@ class _ReadsOwnRows(Scaffold):
     client_reads = ("x", "c", "c_i")  # c_i is the clients' own (client_state): the server never holds it on Flower
 
 
+@dataclasses.dataclass(frozen=True)
+class _OwnInit(FedOpt):
+    """A family that builds its state by hand, restating its keys."""
+
+    def init(self, x0, num_clients):
+        return {"x": x0.clone(), "server": {}}
+
+
+@dataclasses.dataclass(frozen=True)
+class _SetsClientState(FedOpt):
+    client_state = ("c_i",)  # restated, not read off client_init
+
+
+@dataclasses.dataclass(frozen=True)
+class _Untyped(FedOpt):
+    def server_init(self, x):  # no NamedTuple named: its keys are not declared
+        return {"x": x}
+
+
 @pytest.mark.parametrize("algorithm, error, refusal", [
     (_OwnRound(0.1, name="Mine"), TypeError, r"Mine \(_OwnRound\) defines round, which a family .*leaves to the "
                                              r"framework.*client_run and server_round.*fedcore.algorithms.Algorithm"),
@@ -67,7 +83,15 @@ class _ReadsOwnRows(Scaffold):
     (_NoServer(), TypeError, r"Half \(_NoServer\) does not define server_round\(state, run, batch\), which a family "
                              r"must"),
     (_ReadsAString(0.1, name="Mine"), TypeError, r"Mine's client_reads='x' must be a tuple of the state's keys"),
-    (_ReadsOwnRows(0.1, name="Mine"), ValueError, r"Mine's client_reads and client_state both name \['c_i'\]"),
+    (_ReadsOwnRows(0.1, name="Mine"), ValueError, r"Mine's client_reads name \['c_i'\], which its server's state "
+                                                  r"ScaffoldServer\('x', 'server', 'c'\) does not hold: a client's own "
+                                                  r"rows \(client_init\) stay on the clients"),
+    (_OwnInit(0.1, name="Mine"), TypeError, r"Mine \(_OwnInit\) defines init, which a family .*leaves to the "
+                                            r"framework: it defines its server_init and client_init"),
+    (_SetsClientState(0.1, name="Mine"), TypeError, r"Mine \(_SetsClientState\) sets client_state, which the "
+                                                    r"framework reads off client_init's NamedTuple"),
+    (_Untyped(0.1, name="Mine"), TypeError, r"_Untyped.server_init is annotated to return None; it must name the "
+                                            r"NamedTuple it returns"),
 ])
 def test_a_family_the_framework_cannot_run_alike_everywhere_is_refused_at_declared(algorithm, error, refusal) -> None:
     with pytest.raises(error, match=refusal):
@@ -175,15 +199,21 @@ class _ReadsAbsent(FedOpt):
 
 
 @dataclasses.dataclass(frozen=True)
-class _KeepsAbsent(FedOpt):
-    client_state = ("c_i",)
+class _DropsARead(FedOpt):
+    """Its server_round leaves out 'server', a key its clients read."""
+
+    client_reads = ("x", "server")
+
+    def server_round(self, state, run, batch):
+        new_state, metrics = super().server_round(state, run, batch)
+        return {"x": new_state["x"]}, metrics
 
 
 @pytest.mark.parametrize("algorithm, refusal", [
-    (_ReadsAbsent(0.1, name="Mine"), r"Mine's client_reads name \['momentum'\], which its state does not hold \(its "
-                                     r"keys: \['server', 'x'\]\)"),
-    (_KeepsAbsent(0.1, name="Mine"), r"Mine's client_state name \['c_i'\], which its state does not hold \(its "
-                                     r"keys: \['server', 'x'\]\)"),
+    (_ReadsAbsent(0.1, name="Mine"), r"Mine's client_reads name \['momentum'\], which its server's state "
+                                     r"FedOptServer\('x', 'server'\) does not hold$"),
+    (_DropsARead(0.1, name="Mine"), r"Mine's client_reads name \['server'\], which its state does not hold \(its "
+                                    r"keys: \['x'\]\)"),
 ])
 def test_a_declared_key_the_state_does_not_hold_is_refused_naming_it(algorithm, refusal) -> None:
     with pytest.raises(ValueError, match=refusal):

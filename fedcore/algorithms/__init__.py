@@ -16,26 +16,11 @@ from fedcore.algorithms.contract import Algorithm, Federated, declared
 from fedcore.algorithms.fafed import FAFED, fafed, stem
 from fedcore.algorithms.fedexp import extrapolation, fedexp
 from fedcore.algorithms.fedli import FedLiLS, deep_frank_wolfe, fedli_ls, fedli_lu
-from fedcore.algorithms.fedopt import (
-    FedOpt,
-    fedadagrad,
-    fedadam,
-    fedams,
-    fedavg,
-    fedavgm,
-    fedyogi,
-)
+from fedcore.algorithms.fedopt import FedOpt, fedadagrad, fedadam, fedams, fedavg, fedavgm, fedyogi
 from fedcore.algorithms.fedprox import Proximal, fedprox
 from fedcore.algorithms.local_adaptive import LocalAdaptive, local_adaptive
 from fedcore.algorithms.padamfed import PAdaMFed, padamfed, padamfed_vr
-from fedcore.algorithms.scaffold import (
-    Scaffold,
-    control_variates,
-    refresh_control_variates,
-    scaffold,
-    scaffold_m,
-    scaffold_m_vr,
-)
+from fedcore.algorithms.scaffold import Scaffold, refresh_control_variates, scaffold, scaffold_m, scaffold_m_vr
 from fedcore.algorithms.theorems import theory_hyperparameters
 from fedcore.checks import check_choice, check_keywords
 from fedcore.schedules import constant, exp_decay, storm_momentum, storm_step_size
@@ -106,52 +91,10 @@ register("fedli_ls", fedli_ls, eta_max=1.0)
 register("fedli_lu", fedli_lu, client_lr=0.1, eta=0.5, weight_decay=0.0)
 
 __all__ = [
-    "ALGORITHMS",
-    "EXAMPLES",
-    "FAFED",
-    "Algorithm",
-    "ClientRule",
-    "ClientRun",
-    "FedLiLS",
-    "FedOpt",
-    "Federated",
-    "LocalAdaptive",
-    "PAdaMFed",
-    "Proximal",
-    "RoundBatch",
-    "Scaffold",
-    "ServerRule",
-    "client",
-    "constant",
-    "control_variates",
-    "declared",
-    "deep_frank_wolfe",
-    "exp_decay",
-    "extrapolation",
-    "fafed",
-    "fedadagrad",
-    "fedadam",
-    "fedams",
-    "fedavg",
-    "fedavgm",
-    "fedexp",
-    "fedli_ls",
-    "fedli_lu",
-    "fedprox",
-    "fedyogi",
-    "local_adaptive",
-    "make",
-    "padamfed",
-    "padamfed_vr",
-    "refresh_control_variates",
-    "register",
-    "scaffold",
-    "scaffold_m",
-    "scaffold_m_vr",
-    "server_step",
-    "stem",
-    "storm_momentum",
-    "storm_step_size",
-    "theory_hyperparameters",
-    "train_clients",
+    "ALGORITHMS", "EXAMPLES", "FAFED", "Algorithm", "ClientRule", "ClientRun", "FedLiLS", "FedOpt", "Federated",
+    "LocalAdaptive", "PAdaMFed", "Proximal", "RoundBatch", "Scaffold", "ServerRule", "client", "constant",
+    "declared", "deep_frank_wolfe", "exp_decay", "extrapolation", "fafed", "fedadagrad", "fedadam", "fedams",
+    "fedavg", "fedavgm", "fedexp", "fedli_ls", "fedli_lu", "fedprox", "fedyogi", "local_adaptive", "make",
+    "padamfed", "padamfed_vr", "refresh_control_variates", "register", "scaffold", "scaffold_m", "scaffold_m_vr",
+    "server_step", "stem", "storm_momentum", "storm_step_size", "theory_hyperparameters", "train_clients",
 ]

@@ -54,7 +54,7 @@ from fedcore.algorithms.batch import RoundBatch
 from fedcore.checks import check_int, check_number, check_positive, check_range
 from fedcore.params import GradientOracle, RandomState
 
-RuleState = Any  # a tensor, a tuple of tensors, or () for a rule without state
+RuleState = Any  # a tensor, a NamedTuple of tensors (named: a family reads it by name), or () for a rule without state
 PerStep = float | Callable[[int], float]  # a constant, or a function of the local step k
 
 
@@ -253,20 +253,34 @@ def storm(alpha: PerStep, initial: Tensor, previous_points: Tensor) -> ClientRul
     where ``D_k`` is the incoming direction (the gradient at ``x_k`` on minibatch ``xi_k``, plus any
     correction added before) and the second gradient is on the **same** minibatch with the same
     dropout masks at each client's previous point.  ``initial`` is ``m_0``, ``previous_points [R, S, d]``
-    the clients' previous points at the first step.  State ``(m, x_prev)``; after the last step
-    ``x_prev`` is the last point evaluated.
+    the clients' previous points at the first step.  State :class:`Storm` ``(momentum, previous)``; after the last
+    step ``previous`` is the last point evaluated.
     """
 
-    def init(X: Tensor) -> tuple[Tensor, Tensor]:
-        return initial, previous_points.clone()
+    def init(X: Tensor) -> Storm:
+        return Storm(initial, previous_points.clone())
 
-    def update(u: Update, state: tuple[Tensor, Tensor], step: Step) -> tuple[Update, tuple[Tensor, Tensor]]:
-        m, x_prev = state
-        m = u.direction + (1 - _at(alpha, step.k)) * (m - step.gradient_at(x_prev))
-        x_prev.copy_(step.X)
-        return Update(m, u.step_size), (m, x_prev)
+    def update(u: Update, state: Storm, step: Step) -> tuple[Update, Storm]:
+        m = u.direction + (1 - _at(alpha, step.k)) * (state.momentum - step.gradient_at(state.previous))
+        state.previous.copy_(step.X)
+        return Update(m, u.step_size), Storm(m, state.previous)
 
     return ClientRule(init, update)
+
+
+class Storm(NamedTuple):
+    """:func:`storm`'s state: each client's momentum ``m [R, S, d]`` and its previous point ``[R, S, d]``."""
+
+    momentum: Tensor
+    previous: Tensor
+
+
+class LineSearch(NamedTuple):
+    """:func:`armijo`'s state: each client's last step size ``[R, S, 1]`` and its loss evaluations at each step so far
+    ``[R, S, k]``."""
+
+    step_size: Tensor
+    tries: Tensor
 
 
 def _second_moment(beta: float, v: Tensor, G: Tensor) -> Tensor:
@@ -312,10 +326,10 @@ def armijo(
         F(X_i - eta_i D_i; xi) <= F(X_i; xi) - c eta_i <G_i, D_i>
 
     on the same minibatch with the same dropout masks; a client that satisfies it stops backtracking.
-    The step size it sets is ``eta [R, S, 1]`` (it replaces the incoming one).  The state is ``(eta,
-    tries)``: each client's last step size (which FedLi reports) and each client's loss evaluations at each step
-    so far ``[R, S, k]`` (one evaluation probes all of a run's clients at once, so a step costs the most that any
-    of its clients needed: ``tries.amax(dim=1)``).  ``initial`` is ``eta_prev`` at the first step (a number,
+    The step size it sets is ``eta [R, S, 1]`` (it replaces the incoming one).  The state is :class:`LineSearch`
+    ``(step_size, tries)``: each client's last step size (which FedLi reports) and each client's loss evaluations at
+    each step so far ``[R, S, k]`` (one evaluation probes all of a run's clients at once, so a step costs the most
+    that any of its clients needed: ``tries.amax(dim=1)``).  ``initial`` is ``eta_prev`` at the first step (a number,
     or per client ``[R, S, 1]``; ``eta_max`` when None: SLS starts at 1 and caps at 10); ``growth = gamma^(b/n)``
     is Vaswani's "reset" heuristic (a number, or per client ``[R, S, 1]`` when the clients' epochs differ), 1
     keeps it.  A client whose search fails ``max_backtracks`` times moves by ``fallback`` (SLS: 1e-6) or, when
@@ -336,14 +350,13 @@ def armijo(
         check_positive("fallback", fallback)
     check_int("max_backtracks", max_backtracks)
 
-    def init(X: Tensor) -> tuple[Tensor, Tensor]:
+    def init(X: Tensor) -> LineSearch:
         start = eta_max if initial is None else initial
         eta = start if isinstance(start, Tensor) else X.new_zeros(*X.shape[:-1], 1) + start
-        return eta, X.new_zeros(*X.shape[:-1], 0)
+        return LineSearch(eta, X.new_zeros(*X.shape[:-1], 0))
 
-    def update(u: Update, state: tuple[Tensor, Tensor], step: Step) -> tuple[Update, tuple[Tensor, Tensor]]:
-        eta_prev, tries_so_far = state
-        D = u.direction
+    def update(u: Update, state: LineSearch, step: Step) -> tuple[Update, LineSearch]:
+        D, eta_prev = u.direction, state.step_size
         eta = torch.minimum(growth * eta_prev, eta_max + torch.zeros_like(eta_prev))
         decrease = c * (step.G * D).sum(dim=-1, keepdim=True)  # c <G, D>; c ||G||^2 for D = G
         done = torch.zeros_like(eta, dtype=torch.bool)
@@ -355,6 +368,6 @@ def armijo(
                 break
             eta = torch.where(done, eta, backtrack * eta)
         moved = eta if fallback is None else torch.where(done, eta, torch.full_like(eta, fallback))
-        return Update(D, moved), (eta, torch.cat([tries_so_far, tries], dim=-1))
+        return Update(D, moved), LineSearch(eta, torch.cat([state.tries, tries], dim=-1))
 
     return ClientRule(init, update)

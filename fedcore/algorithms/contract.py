@@ -1,35 +1,32 @@
 """The algorithm contract: what a family defines, what the framework runs with it, and the defaults, in one place.
 
-A family subclasses :class:`Federated` with a frozen dataclass of hyperparameters and defines ``init``, ``client_run``
-and ``server_round``; the other parts (``client_state``, ``client_reads``, a ``prologue``, ``eval_point``,
-``check_run``, ``not_distributable``) have their defaults there.  The framework owns the round
-(:func:`federated_round`): the prologue when one is due, the clients' part, their kept rows written back, the
-server's part, and the training loss, computed once for every family; the same parts run on Flower's engines
-(:mod:`fedcore.flower`), where the two halves live in different processes.  A plain algorithm (``name``, ``init``
-and ``round``: :class:`Algorithm`) runs in :func:`fedcore.simulate` too, through :func:`declared`.
+A family subclasses :class:`Federated` with a frozen dataclass of hyperparameters and defines ``client_run`` and
+``server_round``, and its state once, as NamedTuples (``server_init``, ``client_init``); the other parts
+(``client_reads``, a ``prologue``, ``eval_point``, ``check_run``, ``not_distributable``) have their defaults there.
+The framework owns the round (:func:`federated_round`): the prologue when one is due, the clients' part, their kept
+rows written back, the server's part, and the training loss, computed once for every family; the same parts run on
+Flower's engines (:mod:`fedcore.flower`), where the two halves live in different processes.  A plain algorithm
+(``name``, ``init`` and ``round``: :class:`Algorithm`) runs in :func:`fedcore.simulate` too, through
+:func:`declared`.
 
-What a family declares is checked by :func:`declared` before any work (no ``round`` of its own, the required parts,
-its keys: :func:`checked_family`), and what each part returns where the framework receives it (:func:`returned`): an
-error names the family, the part and what it must be, never a bare ``KeyError`` from here.
+What a family declares is checked by :func:`declared` before any work, and what each part returns where the
+framework receives it: the checks are :mod:`fedcore.contract_checks`, outside the numerics (they decide no number).
 """
 
 from __future__ import annotations
 
-import numbers
 from collections.abc import Callable
-from typing import Any, ClassVar, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from torch import Tensor
 
-from fedcore.algorithms.batch import RoundBatch
+from fedcore.algorithms.batch import RoundBatch, as_runs
 from fedcore.algorithms.client import ClientRun
+from fedcore.contract_checks import Handed, checked_family, declared_state, held, name_of, returned
 from fedcore.params import GradientOracle
 
 State = dict[str, Tensor]
 Metrics = dict[str, Any]
-PROLOGUE_CLIENTS = ("sampled", "every")
-"""Whom a prologue (a first exchange before a round's local steps) visits: the round's sampled clients (FAFED's
-``m_0``, ``v_0``) or every client (PAdaMFed's line 1)."""
 
 
 class Algorithm(Protocol):
@@ -51,20 +48,52 @@ class Algorithm(Protocol):
         ...
 
 
+class Model(NamedTuple):
+    """The least server state: the model ``x [R, 1, d]`` (FedLi-LS's)."""
+
+    x: Tensor
+
+
+class Nothing(NamedTuple):
+    """The state of clients that keep nothing between rounds."""
+
+
 class Federated:
     """The contract of a family: every part an algorithm may define, with its default.  Subclass it with a frozen
-    dataclass and define :meth:`init`, :meth:`client_run` and :meth:`server_round`; never ``round``."""
+    dataclass and define :meth:`client_run` and :meth:`server_round`, and its state where it keeps more than the
+    model: :meth:`server_init` and :meth:`client_init`, each returning a NamedTuple whose fields are the state's
+    keys (declared once: the framework builds ``init`` from them and reads ``client_state`` off them).  Never
+    ``round`` or ``init``."""
 
     name: str
-    client_state: ClassVar[tuple[str, ...]] = ()
-    """The keys of the per-client rows in the state (``[R, N, ...]``: SCAFFOLD's ``c_i``), which the clients keep:
-    a client part is handed its rows as ``own`` and returns the new ones in ``ClientRun.keeps``."""
     client_reads: tuple[str, ...] = ("x",)
-    """The keys of the state the server sends its clients each round (the model ``x``; SCAFFOLD's ``c``, ...)."""
+    """The keys of the server's state it sends its clients each round (the model ``x``; SCAFFOLD's ``c``, ...)."""
+
+    def server_init(self, x: Tensor) -> Model:
+        """The server's state before the first round from the model ``x [R, 1, d]`` (``x0``, one row per run): a
+        NamedTuple of tensors (a field None is left out), the model under ``x``.  Default: the model alone."""
+        return Model(x)
+
+    def client_init(self, x: Tensor) -> Nothing:
+        """A client's own state before it first takes part, from the model ``x [R, 1, d]``: a NamedTuple of its rows
+        ``[R, 1, ...]`` (SCAFFOLD's ``c_i = 0``), which every client starts from (in a simulation, the rows of all N;
+        on Flower, a node's).  Default: clients keep nothing."""
+        return Nothing()
+
+    @property
+    def client_state(self) -> tuple[str, ...]:
+        """The keys of the per-client rows in the state (``[R, N, ...]``: SCAFFOLD's ``c_i``), which the clients keep:
+        the fields of :meth:`client_init`'s NamedTuple.  A client part is handed its rows as ``own`` and returns the
+        new ones in ``ClientRun.keeps``."""
+        return declared_state(type(self))[1]._fields
 
     def init(self, x0: Tensor, num_clients: int) -> State:
-        """The state before the first round (see :meth:`Algorithm.init`)."""
-        raise NotImplementedError(f"{type(self).__name__} must define init(x0, num_clients)")
+        """The state before the first round (see :meth:`Algorithm.init`): :meth:`server_init`'s fields and every
+        client's rows of :meth:`client_init`'s, ``[R, N, ...]``; ``x0`` is copied once, here."""
+        x = as_runs(x0).detach().clone()
+        client = returned(self, "client_init(x)", self.client_init(x), client="client")
+        rows = {key: row.expand(-1, num_clients, *row.shape[2:]).clone() for key, row in client._asdict().items()}
+        return {**server_start(self, x), **rows}
 
     def client_run(self, sent: State, batch: RoundBatch, oracle: GradientOracle, own: State) -> ClientRun:
         """The clients' part of a round from what the server ``sent`` (:attr:`client_reads`) and their ``own`` rows
@@ -78,8 +107,8 @@ class Federated:
         raise NotImplementedError(f"{type(self).__name__} must define server_round(state, run, batch)")
 
     def prologue(self, state: State) -> str | None:
-        """Whom a first exchange before this round visits (one of :data:`PROLOGUE_CLIENTS`), or None (the
-        default: no prologue)."""
+        """Whom a first exchange before this round visits (one of :data:`fedcore.contract_checks.PROLOGUE_CLIENTS`),
+        or None (the default: no prologue)."""
         return None
 
     def client_prologue(self, sent: State, batch: RoundBatch, oracle: GradientOracle,
@@ -136,6 +165,14 @@ class RoundOnly(Federated):
         return "it has no client_run or server_round (its round is one function: subclass Federated)"
 
 
+def server_start(family: Federated, x: Tensor) -> State:
+    """The server's state before the first round, from the model ``x [R, 1, d]``: ``server_init``'s fields (those
+    None left out), checked.  A simulation adds the clients' rows (:meth:`Federated.init`); on Flower the server
+    holds this alone."""
+    server = returned(family, "server_init(x)", family.server_init(x), server="server")
+    return {key: value for key, value in server._asdict().items() if value is not None}
+
+
 def declared(algorithm: Any) -> Federated:
     """``algorithm`` as the contract sees it: a :class:`Federated` family as it is, a plain algorithm through
     :class:`RoundOnly`; anything else is refused, naming what it lacks.  A family is refused (:func:`checked_family`)
@@ -143,112 +180,12 @@ def declared(algorithm: Any) -> Federated:
     if isinstance(algorithm, RoundOnly):
         return algorithm
     if isinstance(algorithm, Federated):
-        return checked_family(algorithm)
+        return checked_family(algorithm, Federated)
     if not callable(getattr(algorithm, "round", None)) or not callable(getattr(algorithm, "init", None)):
         raise TypeError(f"algorithm={algorithm!r:.80} needs init(x0, num_clients) and round(state, batch, oracle) "
                         "(fedcore.algorithms.Algorithm), or to subclass fedcore.algorithms.Federated; build one with "
                         "fedcore.algorithms.make")
     return RoundOnly(algorithm)
-
-
-REQUIRED = ("init(x0, num_clients)", "client_run(sent, batch, oracle, own)", "server_round(state, run, batch)")
-"""The parts a family must define (the others have their defaults in :class:`Federated`)."""
-
-
-def checked_family(family: Federated) -> Federated:
-    """``family`` if the framework can run it alike everywhere: it defines the :data:`REQUIRED` parts and no
-    ``round`` of its own (``simulate`` would run that round, Flower the family's parts), and its ``client_state``
-    and ``client_reads`` are tuples of the state's keys that do not overlap (a client's own rows stay on the client;
-    the server sends only what the clients read).  Class-level checks only: cheap enough for every round."""
-    name, cls = name_of(family), type(family)
-    if cls.round is not Federated.round:
-        owner = next(base.__name__ for base in cls.__mro__ if "round" in vars(base))
-        raise TypeError(f"{name} ({owner}) defines round, which a family (a subclass of fedcore.algorithms.Federated) "
-                        "leaves to the framework: fedcore.simulate and Flower both run its client_run and server_round "
-                        "(and its prologue), so a round of its own would run in one and not the other. Move its work "
-                        "into client_run and server_round; or, for an algorithm whose round is one function, do not "
-                        "subclass Federated (give it name, init and round: fedcore.algorithms.Algorithm)")
-    for part in REQUIRED:
-        method = part.split("(")[0]
-        if getattr(cls, method) is getattr(Federated, method):
-            raise TypeError(f"{name} ({cls.__name__}) does not define {part}, which a family must (the other parts "
-                            "have defaults: fedcore.algorithms.Federated)")
-    for declaration in ("client_state", "client_reads"):
-        keys = getattr(family, declaration)
-        if not isinstance(keys, (tuple, list)) or not all(isinstance(key, str) for key in keys):
-            raise TypeError(f"{name}'s {declaration}={keys!r:.80} must be a tuple of the state's keys (strings), as "
-                            "in client_reads = ('x', 'c')")
-    both = [key for key in family.client_reads if key in family.client_state]
-    if both:
-        raise ValueError(f"{name}'s client_reads and client_state both name {both}: a client's own rows "
-                         "(client_state) stay on the clients and are handed to its client part as own; the server "
-                         "sends only client_reads")
-    return family
-
-
-def name_of(algorithm: Any) -> str:
-    """An algorithm's name (its ``name``, else its class's) for histories, progress bars and messages."""
-    return getattr(algorithm, "name", type(algorithm).__name__)
-
-
-# ---- what a part returns, checked where the framework receives it ------------------------------------------------
-
-
-def _tensors(value: Any) -> bool:
-    return isinstance(value, dict) and all(isinstance(k, str) and isinstance(v, Tensor) for k, v in value.items())
-
-
-def _own_rows(keys: Any, algorithm: Any) -> bool:
-    return all(key in algorithm.client_state for key in keys)
-
-
-RETURNS: dict[str, tuple[Callable[[Any, Any], bool], str]] = {
-    "state": (lambda value, _: isinstance(value, dict) and isinstance(value.get("x"), Tensor),
-              "the state: a dict with the server model under 'x' (a tensor)"),
-    "metrics": (lambda value, _: isinstance(value, dict) and all(
-        isinstance(k, str) and isinstance(v, (Tensor, numbers.Real)) for k, v in value.items()),
-        "a dict of the round's metrics (each a number or a tensor of R numbers)"),
-    "run": (lambda value, algorithm: isinstance(value, ClientRun) and _own_rows(value.keeps, algorithm),
-            "a ClientRun (train_clients' result; run.sending(uploads, keeps) adds what the clients upload and keep: "
-            "new rows of its client_state {client_state})"),
-    "uploads": (lambda value, _: _tensors(value), "a dict of tensors"),
-    "keeps": (lambda value, algorithm: _tensors(value) and _own_rows(value, algorithm),
-              "a dict of tensors: new rows of its client_state {client_state}"),
-    "whom": (lambda value, _: value is None or isinstance(value, str) and value in PROLOGUE_CLIENTS,
-             f"None (no prologue) or one of {list(PROLOGUE_CLIENTS)}"),
-    "point": (lambda value, _: isinstance(value, Tensor), "a tensor: the model to evaluate ([R, 1, d], as 'x')"),
-}
-"""What the framework expects of a part's result, by kind: a test (of the value, the algorithm) and its words."""
-
-
-def returned(algorithm: Any, part: str, value: Any, **expected: str) -> Any:
-    """``value``, what ``algorithm``'s ``part`` returned, if it is what the framework expects: ``expected`` names each
-    result and its kind (:data:`RETURNS`), one (``run="run"``) or a tuple of them (``new_state="state",
-    metrics="metrics"``).  Else a ``TypeError`` naming the algorithm, the part, what it returned and what it must
-    (a ``ValueError`` for a prologue that names no known clients).  Type and key checks only: no tensor work."""
-    values = (value,) if len(expected) == 1 else value
-    if not (isinstance(values, tuple) and len(values) == len(expected)
-            and all(RETURNS[kind][0](one, algorithm) for one, kind in zip(values, expected.values()))):
-        words = {label: RETURNS[kind][1].format(client_state=tuple(getattr(algorithm, "client_state", ())))
-                 for label, kind in expected.items()}
-        must = next(iter(words.values())) if len(words) == 1 else \
-            f"({', '.join(words)}): " + "; ".join(f"{label}, {text}" for label, text in words.items())
-        error = ValueError if "whom" in expected.values() and isinstance(value, str) else TypeError
-        raise error(f"{name_of(algorithm)}'s {part} returned {_described(value)}; it must return {must}")
-    return value
-
-
-def _described(value: Any) -> str:
-    """What a part returned, in a few words (never a tensor's numbers)."""
-    if isinstance(value, dict):
-        return f"a dict with keys {sorted(map(str, value))}"
-    if isinstance(value, tuple):
-        return f"a tuple ({', '.join(type(one).__name__ for one in value)})"
-    if isinstance(value, ClientRun):
-        return f"a ClientRun keeping {sorted(value.keeps)}"
-    if value is None or isinstance(value, (str, numbers.Number)):
-        return repr(value)[:60]
-    return f"a {type(value).__name__}"
 
 
 # ---- the framework's round ---------------------------------------------------------------------------------------
@@ -286,7 +223,7 @@ def server_part(algorithm: Federated, state: State, run: ClientRun, batch: Round
     minibatch loss over its local steps, weighted), the first metric of every round."""
     new_state, metrics = returned(algorithm, "server_round(state, run, batch)",
                                   algorithm.server_round(server_view(algorithm, state), run, batch),
-                                  new_state="state", metrics="metrics")
+                                  new_state="family state", metrics="metrics")
     if "train_loss" in metrics:
         raise ValueError(f"{name_of(algorithm)}'s server_round returned a metric 'train_loss', which the framework "
                          "computes (the clients' mean losses, weighted): return the round's other metrics only")
@@ -313,30 +250,11 @@ def run_prologue(algorithm: Federated, state: State, batch: RoundBatch, oracle: 
     else:
         uploads = clients(first, sent(algorithm, state))
     started = returned(algorithm, "server_prologue(state, uploads, batch)",
-                       algorithm.server_prologue(server_view(algorithm, state), uploads, first), state="state")
+                       algorithm.server_prologue(server_view(algorithm, state), uploads, first), state="family state")
     state = with_rows(algorithm, state, started)
     if first is not batch:  # its writes are undone with the round's
         batch.written.extend(first.written)
     return state
-
-
-class UndeclaredReadError(KeyError):
-    """A part of a family read a key of the state it was not handed (its message is the explanation, unquoted)."""
-
-    def __str__(self) -> str:
-        return str(self.args[0])
-
-
-class Handed(dict):
-    """What a part of a family is handed: reading any other key of the state raises :class:`UndeclaredReadError`, in the
-    simulator as on an engine (where the key is not there at all)."""
-
-    def __init__(self, values: State, absent: str) -> None:
-        super().__init__(values)
-        self.absent = absent
-
-    def __missing__(self, key: str) -> Tensor:
-        raise UndeclaredReadError(self.absent.format(key=key, keys=tuple(self)))
 
 
 def sent(algorithm: Federated, state: State) -> State:
@@ -363,18 +281,6 @@ def server_view(algorithm: Federated, state: State) -> State:
 def own_rows(algorithm: Federated, state: State, batch: RoundBatch) -> State:
     """The batch's clients' rows of the family's per-client state."""
     return {key: batch.rows_of(state[key]) for key in held(algorithm, state, "client_state")}
-
-
-def held(algorithm: Federated, state: State, declaration: str) -> tuple[str, ...]:
-    """The keys a family declares (its ``client_reads`` or ``client_state``), each one its state holds, else a
-    ``ValueError`` naming the family, the declaration and the keys missing."""
-    keys = getattr(algorithm, declaration)
-    missing = [key for key in keys if key not in state]
-    if missing:
-        raise ValueError(f"{name_of(algorithm)}'s {declaration} name {missing}, which its state does not hold (its "
-                         f"keys: {sorted(state)}): declare keys of the state that its init returns (and its "
-                         "server_round keeps)")
-    return keys
 
 
 def kept(algorithm: Federated, state: State, batch: RoundBatch, keeps: State) -> State:

@@ -41,11 +41,12 @@ No official code exists for FAFED: this is a reconstruction from the paper's tex
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import torch
 from torch import Tensor
 
-from fedcore.algorithms.batch import RoundBatch, as_runs, round_gradient
+from fedcore.algorithms.batch import RoundBatch, round_gradient
 from fedcore.algorithms.client import ClientRun, divide, named, scale, storm, track_second_moment, train_clients
 from fedcore.algorithms.contract import Federated, Metrics, State
 from fedcore.checks import check_positive, check_range
@@ -57,6 +58,23 @@ __all__ = ["FAFED", "fafed", "stem", "storm_momentum", "storm_step_size"]
 
 def _momentum(name: str, value: float) -> float:
     return check_range(name, value, 0, 1, low_closed=False, high_closed=True)
+
+
+class FAFEDServer(NamedTuple):
+    """The server's state: the model, the averaged momentum ``m`` and second moment ``v`` (0 until the first round's
+    prologue), the shared preconditioner ``A`` (1 until then) and the global step ``t``."""
+
+    x: Tensor
+    m: Tensor
+    v: Tensor
+    A: Tensor
+    t: Tensor
+
+
+class FAFEDClient(NamedTuple):
+    """A client's own state: its last local iterate ``x_prev`` (``x_0`` at first)."""
+
+    x_prev: Tensor
 
 
 @dataclass(frozen=True)
@@ -82,19 +100,16 @@ class FAFED(Federated):
     def alpha_t(self, t: int) -> float:
         return schedule_at("alpha", self.alpha, t, "step", _momentum)
 
-    def init(self, x0: Tensor, num_clients: int) -> State:
-        x = as_runs(x0).detach().clone()
-        zeros = torch.zeros_like(x)
-        return {
-            "x": x, "m": zeros, "v": zeros.clone(), "A": torch.ones_like(x),
-            "x_prev": x.expand(-1, num_clients, -1).clone(), "t": torch.tensor(0),
-        }
+    def server_init(self, x: Tensor) -> FAFEDServer:
+        return FAFEDServer(x, torch.zeros_like(x), torch.zeros_like(x), torch.ones_like(x), torch.tensor(0))
+
+    def client_init(self, x: Tensor) -> FAFEDClient:
+        return FAFEDClient(x)
 
     def preconditioner(self, v_bar: Tensor) -> Tensor:
         """``A = sqrt(v_bar) + rho`` (a diagonal, as a vector); STEM: ``A = 1``."""
         return v_bar.sqrt() + self.rho if self.adaptive else torch.ones_like(v_bar)
 
-    client_state = ("x_prev",)  # each client's last local iterate, kept by the client
     client_reads = ("x", "m", "v", "A", "t")
 
     def prologue(self, state: State) -> str | None:
@@ -129,9 +144,10 @@ class FAFED(Federated):
             step=scale(lambda k: self.eta(t0 + k)), preconditioner=divide(sent["A"]),      # line 15, A_t = A_t-1
         )
         run = train_clients(sent["x"], batch, oracle, rule, move_last=False)
-        M, X = run.state["momentum"]
-        uploads = {"momentum": M, **({"second_moment": run.state["second_moment"]} if self.adaptive else {})}
-        return run.sending(uploads, keeps={"x_prev": X})  # x_t,i before averaging: next round's x_t-1,i
+        momentum = run.state["momentum"]  # Storm(momentum, previous)
+        uploads = {"momentum": momentum.momentum,
+                   **({"second_moment": run.state["second_moment"]} if self.adaptive else {})}
+        return run.sending(uploads, keeps={"x_prev": momentum.previous})  # x_t,i before averaging: next x_t-1,i
 
     def server_round(self, state: State, run: ClientRun, batch: RoundBatch) -> tuple[State, Metrics]:
         """Lines 10-12: ``v_bar``, ``m_bar``, ``A_t``, ``x_bar_t+1 = mean_i x_t,i - eta_t A_t^-1 m_bar``.  Written

@@ -50,7 +50,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from fedcore.algorithms.batch import RoundBatch, as_runs, per_run_scalar
+from fedcore.algorithms.batch import RoundBatch, per_run_scalar
 from fedcore.algorithms.client import ClientRule, ClientRun, armijo, train_clients
 from fedcore.algorithms.contract import Federated, Metrics, State
 from fedcore.algorithms.fedopt import FedOpt
@@ -109,15 +109,12 @@ class FedLiLS(Federated):
         return armijo(self.c, self.backtrack, self.eta_max, growth, initial=self.init_step_size,
                       max_backtracks=self.max_backtracks, fallback=self.fallback_step_size)
 
-    def init(self, x0: Tensor, num_clients: int) -> State:
-        return {"x": as_runs(x0).detach().clone()}
-
     def client_run(self, sent: State, batch: RoundBatch, oracle: GradientOracle, own: State) -> ClientRun:
         """Each client: K Armijo-SGD steps from ``x_t`` (every round again from ``eta_0``: it keeps nothing); it
         uploads its model, its last step size ``eta_i`` and its line search's loss evaluations at each step."""
         run = train_clients(sent["x"], batch, oracle, self.line_search(batch))
-        step_size, tries = run.state  # [R, S, 1], [R, S, K]
-        return run.sending({"step_size": step_size, "tries": tries})
+        search = run.state  # LineSearch: step_size [R, S, 1], tries [R, S, K]
+        return run.sending({"step_size": search.step_size, "tries": search.tries})
 
     def server_round(self, state: State, run: ClientRun, batch: RoundBatch) -> tuple[State, Metrics]:
         """``x_{t+1} = x_t + eta_g Delta_t`` with ``eta_g = 1`` or ``max_i eta_i``."""

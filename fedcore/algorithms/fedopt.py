@@ -21,12 +21,12 @@ row per run; :func:`~fedcore.algorithms.client.train_clients`, :func:`~fedcore.s
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from torch import Tensor
 
 from fedcore import server_opt
-from fedcore.algorithms.batch import RoundBatch, as_runs
+from fedcore.algorithms.batch import RoundBatch
 from fedcore.algorithms.client import ClientRule, ClientRun, chain, learning_rate, train_clients
 from fedcore.algorithms.contract import Federated, Metrics, State
 from fedcore.checks import check_keywords, check_positive
@@ -40,6 +40,13 @@ class Correction(Protocol):
     (:class:`fedcore.algorithms.fedprox.Proximal`)."""
 
     def rule(self, x: Tensor) -> ClientRule: ...
+
+
+class FedOptServer(NamedTuple):
+    """The server's state: the model and its rule's state (FedAdam's ``m``, ``v``, ``t``)."""
+
+    x: Tensor
+    server: State
 
 
 @dataclass(frozen=True)
@@ -62,9 +69,8 @@ class FedOpt(Federated):
     def eta_l(self, t: int) -> float:
         return schedule_at("client_lr", self.client_lr, t)
 
-    def init(self, x0: Tensor, num_clients: int) -> State:
-        x = as_runs(x0).detach().clone()
-        return {"x": x, "server": self.server.init(x)}
+    def server_init(self, x: Tensor) -> FedOptServer:
+        return FedOptServer(x, self.server.init(x))
 
     def client_run(self, sent: State, batch: RoundBatch, oracle: GradientOracle, own: State) -> ClientRun:
         """The clients' part of a round (Alg. 1, ClientUpdate): K steps of SGD (plus the ``correction``) from

@@ -22,14 +22,22 @@ the paper).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
+import torch
 from torch import Tensor
 
-from fedcore.algorithms.batch import RoundBatch, as_runs
+from fedcore.algorithms.batch import RoundBatch
 from fedcore.algorithms.client import ClientRun, named, scale, scale_by_rms, train_clients
 from fedcore.algorithms.contract import Federated, Metrics, State
 from fedcore.checks import check_positive, check_range
 from fedcore.params import GradientOracle
+
+
+class LocalAdaptiveClient(NamedTuple):
+    """A client's own state: its second moment ``v_i`` (0 at first)."""
+
+    v: Tensor
 
 
 @dataclass(frozen=True)
@@ -44,11 +52,8 @@ class LocalAdaptive(Federated):
         check_positive("lr", self.lr)
         check_range("beta", self.beta, 0, 1)
 
-    def init(self, x0: Tensor, num_clients: int) -> State:
-        x = as_runs(x0).detach().clone()
-        return {"x": x, "v": x.new_zeros(x.shape[0], num_clients, x.shape[-1])}
-
-    client_state = ("v",)  # each client's second moment, kept by the client
+    def client_init(self, x: Tensor) -> LocalAdaptiveClient:
+        return LocalAdaptiveClient(torch.zeros_like(x))
 
     def client_run(self, sent: State, batch: RoundBatch, oracle: GradientOracle, own: State) -> ClientRun:
         """Each client: q steps ``x_i <- x_i - eta g_i / sqrt(v_i)`` from the server model; it keeps ``v_i``."""

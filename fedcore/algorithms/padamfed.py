@@ -48,11 +48,12 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import torch
 from torch import Tensor
 
-from fedcore.algorithms.batch import RoundBatch, as_runs, every_client_gradient, round_gradient
+from fedcore.algorithms.batch import RoundBatch, every_client_gradient, round_gradient
 from fedcore.algorithms.client import (
     ClientRule,
     ClientRun,
@@ -73,6 +74,23 @@ from fedcore.params import GradientOracle
 
 INITIALIZATIONS = ("every_client", "first_round", "zeros")
 SERVER_MOMENTA = ("line16", "mean_direction")
+
+
+class PAdaMFedServer(NamedTuple):
+    """The server's state: theta^t, c^{t-1}, g^{t-1}, the round t, and theta^{t-1} for the STORM direction (None
+    otherwise: left out)."""
+
+    x: Tensor
+    c: Tensor
+    g: Tensor
+    t: Tensor
+    x_prev: Tensor | None = None
+
+
+class PAdaMFedClient(NamedTuple):
+    """A client's own state: its ``c_i`` (the mean of its last round's K gradients)."""
+
+    c_i: Tensor
 
 
 @dataclass(frozen=True)
@@ -107,11 +125,12 @@ class PAdaMFed(Federated):
             for name, value in sizes.items():
                 check_int(name, value)
 
-    def init(self, x0: Tensor, num_clients: int) -> State:
-        x = as_runs(x0).detach().clone()
-        c_i = x.new_zeros(x.shape[0], num_clients, x.shape[-1])  # c_i = c = g = 0 until line 1 sets them
-        state = {"x": x, "c": torch.zeros_like(x), "c_i": c_i, "g": torch.zeros_like(x), "t": torch.tensor(0)}
-        return {**state, "x_prev": x.clone()} if self.variance_reduction else state  # theta^{-1} = theta^0
+    def server_init(self, x: Tensor) -> PAdaMFedServer:  # c = g = 0 until line 1 sets them; theta^{-1} = theta^0
+        return PAdaMFedServer(x, torch.zeros_like(x), torch.zeros_like(x), torch.tensor(0),
+                              x.clone() if self.variance_reduction else None)
+
+    def client_init(self, x: Tensor) -> PAdaMFedClient:
+        return PAdaMFedClient(torch.zeros_like(x))  # c_i = 0 until line 1 sets it
 
     def client_rule(self, c: Tensor, c_i: Tensor, g: Tensor, x_prev: Tensor | None) -> ClientRule:
         """Line 7 (or its STORM form), line 8's step, and the sum of the K gradients for line 10 (and of the K
@@ -126,8 +145,6 @@ class PAdaMFed(Federated):
         summed = {"summed_directions": accumulate_directions()} if self.server_momentum == "mean_direction" else {}
         return named(summed_gradients=accumulate_gradients(), direction=chain(*direction), **summed, **normalized,
                      step=learning_rate(self.eta))
-
-    client_state = ("c_i",)  # each client's c_i, kept by the client
 
     @property
     def client_reads(self) -> tuple[str, ...]:

@@ -23,12 +23,13 @@ SCAFFOLD option II at server learning rate 1 (both set ``c_i`` to the mean of th
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import torch
 from torch import Tensor
 
 from fedcore import server_opt
-from fedcore.algorithms.batch import RoundBatch, as_runs, round_gradient
+from fedcore.algorithms.batch import RoundBatch, round_gradient
 from fedcore.algorithms.client import ClientRun, add, chain, learning_rate, train_clients
 from fedcore.algorithms.contract import Federated, Metrics, State
 from fedcore.algorithms.fedopt import server_learning_rate
@@ -39,16 +40,24 @@ from fedcore.schedules import Schedule, schedule_at
 from fedcore.server_opt import ServerRule, server_step
 
 
-def control_variates(x0: Tensor, num_clients: int) -> State:
-    """``c = 0`` (server, ``[R, 1, d]``) and ``c_i = 0`` (one row per client, ``[R, N, d]``)."""
-    x0 = as_runs(x0)
-    return {"c": torch.zeros_like(x0), "c_i": x0.new_zeros(x0.shape[0], num_clients, x0.shape[-1])}
-
-
 def refresh_control_variates(c: Tensor, c_delta: Tensor, num_clients: int) -> Tensor:
     """``c + (1/N) sum_{i in S} (c_i+ - c_i)`` from the sampled clients' changes ``c_delta [R, S, d]``, which they
     upload (SCAFFOLD; PAdaMFed's line 15 and SCAFFOLD-M keep the same bookkeeping).  The clients keep ``c_i+``."""
     return c + c_delta.sum(1, keepdim=True) / num_clients  # (S/N) mean_i (c_i+ - c_i)
+
+
+class ScaffoldServer(NamedTuple):
+    """The server's state: the model, its rule's state and the control variate ``c`` (``0`` at first)."""
+
+    x: Tensor
+    server: State
+    c: Tensor
+
+
+class ScaffoldClient(NamedTuple):
+    """A client's own state: its control variate ``c_i`` (``0`` at first)."""
+
+    c_i: Tensor
 
 
 @dataclass(frozen=True)
@@ -65,11 +74,12 @@ class Scaffold(Federated):
         schedule_at("client_lr", self.client_lr, 0)
         check_choice("option", self.option, ("I", "II"))
 
-    def init(self, x0: Tensor, num_clients: int) -> State:
-        x = as_runs(x0).detach().clone()
-        return {"x": x, "server": self.server.init(x), **control_variates(x, num_clients)}
+    def server_init(self, x: Tensor) -> ScaffoldServer:
+        return ScaffoldServer(x, self.server.init(x), torch.zeros_like(x))
 
-    client_state = ("c_i",)  # each client's control variate, kept by the client
+    def client_init(self, x: Tensor) -> ScaffoldClient:
+        return ScaffoldClient(torch.zeros_like(x))
+
     client_reads = ("x", "c")
 
     def client_run(self, sent: State, batch: RoundBatch, oracle: GradientOracle, own: State) -> ClientRun:

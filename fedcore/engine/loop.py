@@ -6,6 +6,31 @@ job: :func:`sample` (each run's clients and minibatch rows, from its own streams
 ``record=`` of the server models), :func:`diverged` and :func:`leave` (a run whose loss or model goes bad leaves the
 pass, its round undone), :func:`history`, the progress bar and the dropout stream.  Checkpoints are
 :class:`fedcore.engine.checkpoints.Checkpoint`.
+
+One FedAdam round, from :func:`run_pass` to the server's step, passes through 16 functions in 6 files (the checks
+they call, ``contract_checks.returned`` and ``.held``, aside; ``tests/test_numerics_layout.py`` traces a round and
+fails when a function on the way to the batch, the clients' loop or the server's step is not in this table):
+
+==  =========================  ==========================  ===========================================================
+ #  file                       function                    what it does
+==  =========================  ==========================  ===========================================================
+ 1  engine/loop.py             run_pass                    the loop over rounds
+ 2  engine/loop.py             sample                      every live run's batch, as one
+ 3  engine/streams.py          Streams.sample              one run's clients and minibatch rows, from its streams
+ 4  algorithms/contract.py     Federated.round             a family's round is the framework's
+ 5  algorithms/contract.py     federated_round             prologue, clients' part, their rows kept, server's part
+ 6  algorithms/contract.py     run_prologue                none is due for FedAdam: the state as it is
+ 7  algorithms/contract.py     sent                        what the server sends (``client_reads``: ``x``)
+ 8  algorithms/contract.py     own_rows                    the clients' own rows (FedAdam's keep none)
+ 9  algorithms/contract.py     client_part                 the family's ``client_run``
+10  algorithms/fedopt.py       FedOpt.client_run           K steps of SGD at ``eta_l``
+11  algorithms/client.py       train_clients               the K-step loop on all S clients at once
+12  algorithms/contract.py     kept                        what the clients keep, written back (none)
+13  algorithms/contract.py     server_part                 the family's ``server_round``, and ``train_loss``
+14  algorithms/fedopt.py       FedOpt.server_round         the server rule on the pseudo-gradient
+15  server_opt.py              server_step                 ``Delta_t``, and ``x + step``
+16  server_opt.py              Adaptive.update             FedAdam's ``m_t``, ``v_t`` and step
+==  =========================  ==========================  ===========================================================
 """
 
 from __future__ import annotations
@@ -24,8 +49,9 @@ from torch import Tensor
 from tqdm.auto import tqdm
 
 from fedcore.algorithms.batch import RoundBatch
-from fedcore.algorithms.contract import RETURNS, State, declared, name_of, returned
+from fedcore.algorithms.contract import State, declared
 from fedcore.checks import named_numbers
+from fedcore.contract_checks import RETURNS, name_of, returned
 from fedcore.engine.options import RunOptions
 from fedcore.engine.passes import run_state, select, stack
 from fedcore.engine.streams import Streams

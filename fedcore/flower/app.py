@@ -41,13 +41,13 @@ from fedcore.algorithms.contract import (
     client_part,
     client_prologue_part,
     declared,
-    held,
-    name_of,
     run_prologue,
     sent,
     server_part,
+    server_start,
 )
 from fedcore.checks import check_choice, check_function, check_int, check_x0, named_numbers
+from fedcore.contract_checks import name_of, returned
 from fedcore.data.federated import FederatedData
 from fedcore.engine.loop import diverged, record
 from fedcore.engine.options import RunOptions
@@ -133,9 +133,7 @@ class FedcoreStrategy(Strategy):
                              f"with client_app(problem, algorithm, backend={self.options.backend!r})")
         self.streams = Streams(self.options.seed, data.device)  # fedcore.simulate's streams for this seed
         self.nodes = dict(nodes) if nodes is not None else None
-        state = algorithm.init(x0.reshape(1, 1, -1).to(data.device).clone(), data.num_clients)
-        on_clients = self.algorithm.client_state
-        self.state: State = {key: value for key, value in state.items() if key not in on_clients}
+        self.state: State = server_start(self.algorithm, x0.reshape(1, 1, -1).to(data.device).clone())
         self.round_state: State = self.state  # the state after this round's prologue (the round's start)
         self.batch: RoundBatch | None = None
         self.sent: list[Message] = []
@@ -333,15 +331,15 @@ def _own_key(client: int) -> str:
 
 
 def _own_state(problem: Problem, algorithm: Any, kept: RecordDict, client: int) -> State:
-    """Client ``client``'s own state ``[1, 1, ...]`` (``algorithm.client_state``): what it kept, or its rows of the
-    algorithm's ``init`` from the problem's x0 the first time (SCAFFOLD's ``c_i = 0``, FAFED's ``x_prev = x_0``)."""
+    """Client ``client``'s own state ``[1, 1, ...]`` (``algorithm.client_state``): what it kept, or the algorithm's
+    ``client_init`` from the problem's x0 the first time (SCAFFOLD's ``c_i = 0``, FAFED's ``x_prev = x_0``)."""
     keys = algorithm.client_state
     if not keys:
         return {}
     if _own_key(client) in kept:
         return tensors_of(kept[_own_key(client)], problem.data.device)
-    initial = algorithm.init(problem.x0().reshape(1, 1, -1).to(problem.data.device), 1)
-    return {key: initial[key] for key in held(algorithm, initial, "client_state")}
+    x0 = problem.x0().reshape(1, 1, -1).to(problem.data.device).clone()
+    return dict(returned(algorithm, "client_init(x)", algorithm.client_init(x0), client="client")._asdict())
 
 
 class EngineStandIn:

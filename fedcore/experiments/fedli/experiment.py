@@ -77,7 +77,7 @@ GRIDS: dict[str, dict[str, list[float]]] = {
 """The baselines' grids (ours; the paper's were lost): 5 + 15 + 5 + 15 + 15 = 55 points per task (at ``smoke``
 each list's ends, ``common.grids_at``)."""
 FEDADAM_TAU = 1e-3
-SERVER_RULES: dict[str, dict[str, Any]] = {
+SERVER_STEP_RULES: dict[str, dict[str, Any]] = {
     "FedLi-LS": {"server_step_size": "max_client_step"},
     "FedLi-LS (server step 1)": {"server_step_size": "one"},
 }
@@ -164,7 +164,7 @@ def long_task(task: Task, scale: str | FedliScale) -> Task:
 
 def fedli_ls(**options: Any) -> algorithms.FedLiLS:
     """Table 1's FedLi-LS: SLS's constants (first step 1, cap 10, growth over each client's own epoch) and the
-    non-convex server rule, the largest client step; ``options`` replace any of them (:data:`SERVER_RULES`)."""
+    non-convex server rule, the largest client step; ``options`` replace any of them (:data:`SERVER_STEP_RULES`)."""
     return algorithms.fedli_ls(**{"server_step_size": "max_client_step", **options})
 
 
@@ -181,9 +181,9 @@ _BUILDERS: dict[str, Callable[..., Any]] = {
 
 def make_builders(task: Task, scale: str | FedliScale) -> dict[str, Callable[..., Any]]:
     """``{method: build(**hyperparameters)}``: the seven methods in Table 1's order (FedLi-LS takes none, FedLi-LU
-    ``client_lr``, the baselines :data:`GRIDS`' keywords), then FedLi-LS under the other :data:`SERVER_RULES`."""
+    ``client_lr``, the baselines :data:`GRIDS`' keywords), then FedLi-LS under the other :data:`SERVER_STEP_RULES`."""
     scale_at(SCALES, scale)
-    rules = {method: partial(fedli_ls, **options) for method, options in list(SERVER_RULES.items())[1:]}
+    rules = {method: partial(fedli_ls, **options) for method, options in list(SERVER_STEP_RULES.items())[1:]}
     return {method: _BUILDERS[method] for method in METHODS} | rules
 
 

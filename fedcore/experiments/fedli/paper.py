@@ -382,7 +382,8 @@ def _lost(e: Evidence) -> Judgement:
 
 
 ONE_RULE = "FedLi-LS (server step 1)"
-"""The convex rule ``eta_g = 1`` (``experiment.SERVER_RULES``), against which the largest-client-step rule is read."""
+"""The convex rule ``eta_g = 1`` (``experiment.SERVER_STEP_RULES``), against which the largest-client-step rule is
+read."""
 
 
 def _larger_server_step(e: Evidence) -> Judgement:
