@@ -22,6 +22,7 @@ from typing import Any
 from torch import Tensor
 
 from fedcore.algorithms.client import ClientRun
+from fedcore.checks import check_keywords
 
 State = dict[str, Tensor]
 Family = Any  # a fedcore.algorithms.Federated (this module does not import the contract, which imports it)
@@ -202,3 +203,28 @@ def held(algorithm: Family, state: State, declaration: str) -> tuple[str, ...]:
                          f"keys: {sorted(state)}): declare keys of the state that its server_init returns (and "
                          "its server_round keeps)")
     return keys
+
+
+def checked_registration(name: Any, factory: Any, example: dict[str, Any], taken: dict[str, Any],
+                         declared: Callable[[Any], Any]) -> None:
+    """:func:`fedcore.algorithms.register`'s arguments checked before the registry changes: ``name`` a non-empty
+    string not ``taken``, ``factory`` callable with ``example``'s keywords, and ``factory(**example)`` an algorithm
+    ``declared`` accepts; else a ``TypeError`` or ``ValueError`` naming the registration."""
+    if not isinstance(name, str):
+        raise TypeError(f"name={name!r:.60} must be a non-empty string (make(name) builds the algorithm), got "
+                        f"{type(name).__name__}")
+    if not name:
+        raise ValueError("name='' must be a non-empty string (make(name) builds the algorithm)")
+    if name in taken:
+        raise ValueError(f"name={name!r} is already an algorithm ({taken[name]!r:.60}); choose another name")
+    if not callable(factory):
+        raise TypeError(f"factory={factory!r:.60} must be a function (hyperparameters -> algorithm), got "
+                        f"{type(factory).__name__}")
+    check_keywords(factory, example, f"register({name!r}, factory, **example)")
+    label = ", ".join([repr(name), getattr(factory, "__name__", type(factory).__name__)]
+                      + [f"{key}={value!r}" for key, value in example.items()])
+    try:
+        declared(factory(**example))
+    except (TypeError, ValueError) as error:
+        kind = TypeError if isinstance(error, TypeError) else ValueError
+        raise kind(f"register({label}): its example builds no algorithm: {error}") from error

@@ -23,6 +23,7 @@ from fedcore.algorithms.padamfed import PAdaMFed, padamfed, padamfed_vr
 from fedcore.algorithms.scaffold import Scaffold, refresh_control_variates, scaffold, scaffold_m, scaffold_m_vr
 from fedcore.algorithms.theorems import theory_hyperparameters
 from fedcore.checks import check_choice, check_keywords
+from fedcore.contract_checks import checked_registration
 from fedcore.schedules import constant, exp_decay, storm_momentum, storm_step_size
 from fedcore.server_opt import ServerRule, server_step
 
@@ -39,24 +40,7 @@ def register(name: str, factory: Callable[..., Algorithm], **example: Any) -> No
     the hyperparameters ``example``.  Checked before the registry changes (a refusal leaves it as it was): ``name`` a
     non-empty string not taken, ``factory`` callable with ``example``'s keywords, and ``factory(**example)``, built
     once here, an algorithm :func:`declared` accepts (a ``TypeError`` or ``ValueError`` naming the registration)."""
-    if not isinstance(name, str):
-        raise TypeError(f"name={name!r:.60} must be a non-empty string (make(name) builds the algorithm), got "
-                        f"{type(name).__name__}")
-    if not name:
-        raise ValueError("name='' must be a non-empty string (make(name) builds the algorithm)")
-    if name in ALGORITHMS:
-        raise ValueError(f"name={name!r} is already an algorithm ({ALGORITHMS[name]!r:.60}); choose another name")
-    if not callable(factory):
-        raise TypeError(f"factory={factory!r:.60} must be a function (hyperparameters -> algorithm), got "
-                        f"{type(factory).__name__}")
-    check_keywords(factory, example, f"register({name!r}, factory, **example)")
-    label = ", ".join([repr(name), getattr(factory, "__name__", type(factory).__name__)]
-                      + [f"{key}={value!r}" for key, value in example.items()])
-    try:
-        declared(factory(**example))
-    except (TypeError, ValueError) as error:
-        kind = TypeError if isinstance(error, TypeError) else ValueError
-        raise kind(f"register({label}): its example builds no algorithm: {error}") from error
+    checked_registration(name, factory, example, ALGORITHMS, declared)
     ALGORITHMS[name], EXAMPLES[name] = factory, dict(example)
 
 
