@@ -117,8 +117,8 @@ from fedcore.store import default_store
 # $\tau$ sets how adaptive the step is: for $\tau \gg \sqrt{v_t}$ it is momentum SGD with step $\eta / \tau$;
 # for small $\tau$ each coordinate moves by about $\eta$, whatever the size of its gradient.
 #
-# In `fedcore` the server optimizers are `(init, update)` pairs acting on flat vectors, written as the paper
-# writes them. This is the code, as committed, behind those five lines:
+# In `fedcore` the server optimizers are frozen dataclasses of their hyperparameters with `init` and `update`,
+# acting on flat vectors, written as the paper writes them. This is the code, as committed, behind those five lines:
 
 # %%
 print(inspect.getsource(fedcore.server_opt.Adaptive))
