@@ -102,7 +102,7 @@ class SGD(ServerRule):
 
 @dataclass(frozen=True)
 class SGDM(ServerRule):
-    """FedAvgM (Hsu et al. 2019): ``m_t = beta m_{t-1} + Delta_t``, ``x_{t+1} = x_t + eta m_t``."""
+    """FedAvgM (Hsu et al. 2019): ``m_t = beta m_{t-1} + Delta_t`` from ``m_{-1} = 0``, ``x_{t+1} = x_t + eta m_t``."""
 
     lr: float | Tensor = 1.0
     beta: float | Tensor = 0.9

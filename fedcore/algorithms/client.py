@@ -269,7 +269,8 @@ def storm(alpha: PerStep, initial: Tensor, previous_points: Tensor) -> ClientRul
 
 
 class Storm(NamedTuple):
-    """:func:`storm`'s state: each client's momentum ``m [R, S, d]`` and its previous point ``[R, S, d]``."""
+    """:func:`storm`'s state: each client's momentum ``m [R, S, d]`` and its previous point ``x_prev [R, S, d]`` (after
+    the last step, the last point evaluated: FAFED's clients keep it)."""
 
     momentum: Tensor
     previous: Tensor

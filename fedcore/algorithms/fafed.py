@@ -126,8 +126,8 @@ class FAFED(Federated):
 
     def server_prologue(self, state: State, uploads: State, batch: RoundBatch) -> State:
         """``m_0 = sum_i w_i G_i``, ``v_0 = sum_i w_i G_i^2``, ``x_1 = x_0 - eta_0 m_0`` (line 3 as printed)."""
-        x, w, G0 = state["x"], batch.weights, uploads["gradient"]
-        m, v = w @ G0, w @ G0.square()
+        x, weights, G0 = state["x"], batch.weights, uploads["gradient"]
+        m, v = weights @ G0, weights @ G0.square()
         x_1 = x - self.eta(0) * m
         batch.record(x_1.expand_as(G0))
         return {**state, "x": x_1, "m": m, "v": v, "A": self.preconditioner(v), "t": torch.tensor(1)}
@@ -153,14 +153,14 @@ class FAFED(Federated):
         """Lines 10-12: ``v_bar``, ``m_bar``, ``A_t``, ``x_bar_t+1 = mean_i x_t,i - eta_t A_t^-1 m_bar``.  Written
         here, not as a server rule: the step is the q-th client step taken once on the averages, not a step on the
         pseudo-gradient ``Delta_t``."""
-        w, S = batch.weights, batch.clients_per_round
+        weights, S = batch.weights, batch.clients_per_round
         t = int(state["t"]) + batch.local_steps - 1
         V = run.uploads.get("second_moment", state["v"].expand(-1, S, -1))  # STEM: v stays as it is
-        v_bar, m_bar = w @ V, w @ run.uploads["momentum"]                   # lines 10-11
+        v_bar, m_bar = weights @ V, weights @ run.uploads["momentum"]       # lines 10-11
         A = self.preconditioner(v_bar)
         step = self.eta(t) * m_bar / A
         batch.record(run.X - step)                                         # the clients' models, not yet averaged
-        x_bar = w @ run.X - step                                           # line 12
+        x_bar = weights @ run.X - step                                     # line 12
         new_state = {**state, "x": x_bar, "m": m_bar, "v": v_bar, "A": A, "t": torch.tensor(t + 1)}
         return new_state, {}
 
