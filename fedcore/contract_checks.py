@@ -182,15 +182,22 @@ class UndeclaredReadError(KeyError):
 
 
 class Handed(dict):
-    """What a part of a family is handed: reading any other key of the state raises :class:`UndeclaredReadError`, in the
-    simulator as on an engine (where the key is not there at all)."""
+    """What the ``side`` (``"client"`` or ``"server"``) part of ``family`` is handed: reading any other key of the state
+    raises :class:`UndeclaredReadError`, in the simulator as on an engine (where the key is not there at all)."""
 
-    def __init__(self, values: State, absent: str) -> None:
+    def __init__(self, values: State, family: Family, side: str) -> None:
         super().__init__(values)
-        self.absent = absent
+        self.family, self.side = family, side
 
     def __missing__(self, key: str) -> Tensor:
-        raise UndeclaredReadError(self.absent.format(key=key, keys=tuple(self)))
+        name = name_of(self.family)
+        if self.side == "client":
+            raise UndeclaredReadError(f"{name}'s client part read {key!r}, which the server does not send: its "
+                                      f"client_reads are {tuple(self)}; declare the key there (or, for a client's "
+                                      "own rows, in client_init)")
+        raise UndeclaredReadError(f"{name}'s server part read {key!r}, a row of the clients' own state "
+                                  f"({', '.join(self.family.client_state)}), which stays on the clients: upload what "
+                                  "the server needs (ClientRun.uploads)")
 
 
 def held(algorithm: Family, state: State, declaration: str) -> tuple[str, ...]:

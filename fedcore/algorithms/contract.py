@@ -259,9 +259,7 @@ def run_prologue(algorithm: Federated, state: State, batch: RoundBatch, oracle: 
 
 def sent(algorithm: Federated, state: State) -> State:
     """What the server sends the clients: the state's keys the family declares it reads (``client_reads``)."""
-    return Handed({key: state[key] for key in held(algorithm, state, "client_reads")},
-                  f"{name_of(algorithm)}'s client part read {{key!r}}, which the server does not send: its "
-                  "client_reads are {keys}; declare the key there (or, for a client's own rows, in client_state)")
+    return Handed({key: state[key] for key in held(algorithm, state, "client_reads")}, algorithm, "client")
 
 
 def with_rows(algorithm: Federated, state: State, new_state: State) -> State:
@@ -272,10 +270,8 @@ def with_rows(algorithm: Federated, state: State, new_state: State) -> State:
 
 def server_view(algorithm: Federated, state: State) -> State:
     """The state without the clients' own rows (``client_state``), which live on the clients."""
-    return Handed({key: value for key, value in state.items() if key not in algorithm.client_state},
-                  f"{name_of(algorithm)}'s server part read {{key!r}}, a row of the clients' own state "
-                  f"({', '.join(algorithm.client_state)}), which stays on the clients: upload what the server needs "
-                  "(ClientRun.uploads)")
+    own = algorithm.client_state
+    return Handed({key: value for key, value in state.items() if key not in own}, algorithm, "server")
 
 
 def own_rows(algorithm: Federated, state: State, batch: RoundBatch) -> State:
