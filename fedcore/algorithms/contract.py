@@ -91,8 +91,7 @@ class Federated:
         """The state before the first round (see :meth:`Algorithm.init`): :meth:`server_init`'s fields and every
         client's rows of :meth:`client_init`'s, ``[R, N, ...]``; ``x0`` is copied once, here."""
         x = as_runs(x0).detach().clone()
-        client = returned(self, "client_init(x)", self.client_init(x), client="client")
-        rows = {key: row.expand(-1, num_clients, *row.shape[2:]).clone() for key, row in client._asdict().items()}
+        rows = {key: row.expand(-1, num_clients, *row.shape[2:]).clone() for key, row in client_start(self, x).items()}
         return {**server_start(self, x), **rows}
 
     def client_run(self, sent: State, batch: RoundBatch, oracle: GradientOracle, own: State) -> ClientRun:
@@ -171,6 +170,13 @@ def server_start(family: Federated, x: Tensor) -> State:
     holds this alone."""
     server = returned(family, "server_init(x)", family.server_init(x), server="server")
     return {key: value for key, value in server._asdict().items() if value is not None}
+
+
+def client_start(family: Federated, x: Tensor) -> State:
+    """A client's own state before it first takes part, from the model ``x [R, 1, d]``: ``client_init``'s rows
+    ``[R, 1, ...]``, checked.  A simulation repeats them for every client (:meth:`Federated.init`); on Flower a node
+    starts from them."""
+    return returned(family, "client_init(x)", family.client_init(x), client="client")._asdict()
 
 
 def declared(algorithm: Any) -> Federated:
@@ -276,7 +282,7 @@ def server_view(algorithm: Federated, state: State) -> State:
 
 def own_rows(algorithm: Federated, state: State, batch: RoundBatch) -> State:
     """The batch's clients' rows of the family's per-client state."""
-    return {key: batch.rows_of(state[key]) for key in held(algorithm, state, "client_state")}
+    return {key: batch.rows_of(state[key]) for key in algorithm.client_state}  # init built them; with_rows keeps them
 
 
 def kept(algorithm: Federated, state: State, batch: RoundBatch, keeps: State) -> State:

@@ -52,7 +52,8 @@ def signature(algorithm: Any) -> tuple[str | None, str | None]:
         return None, f"{type(algorithm).__name__} is not a dataclass of hyperparameters"
     description = describe(algorithm)
     if uncomparable(description) or _has_function(description):
-        fields = [f.name for f in dataclasses.fields(algorithm) if _has_function(describe(getattr(algorithm, f.name)))]
+        fields = [f.name for f in dataclasses.fields(algorithm)
+                  if uncomparable(description[f.name]) or _has_function(description[f.name])]
         return None, (f"its {' and '.join(fields) or 'hyperparameter'} is a plain Python function or object, whose "
                       "value per run cannot be a tensor (a schedule: fedcore.schedules; a server rule: a frozen "
                       "dataclass of its hyperparameters, fedcore.server_opt.ServerRule)")

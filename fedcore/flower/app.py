@@ -40,6 +40,7 @@ from fedcore.algorithms.contract import (
     State,
     client_part,
     client_prologue_part,
+    client_start,
     declared,
     run_prologue,
     sent,
@@ -47,7 +48,7 @@ from fedcore.algorithms.contract import (
     server_start,
 )
 from fedcore.checks import check_choice, check_function, check_int, check_x0, named_numbers
-from fedcore.contract_checks import name_of, returned
+from fedcore.contract_checks import name_of
 from fedcore.data.federated import FederatedData
 from fedcore.engine.loop import diverged, record
 from fedcore.engine.options import RunOptions
@@ -339,7 +340,7 @@ def _own_state(problem: Problem, algorithm: Any, kept: RecordDict, client: int) 
     if _own_key(client) in kept:
         return tensors_of(kept[_own_key(client)], problem.data.device)
     x0 = problem.x0().reshape(1, 1, -1).to(problem.data.device).clone()
-    return dict(returned(algorithm, "client_init(x)", algorithm.client_init(x0), client="client")._asdict())
+    return client_start(algorithm, x0)
 
 
 class EngineStandIn:
