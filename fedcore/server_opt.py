@@ -1,17 +1,15 @@
 """Server rules on flat vectors, each a frozen dataclass of its hyperparameters with ``init`` and ``update`` (the
-optax shape, as ``optax.inject_hyperparams`` makes the hyperparameters values).
+optax shape; its numbers are values, as ``optax.inject_hyperparams`` makes them, so a pass stacks them like any other
+field and a user's rule written the same way batches with no registration).
 
 ``state = rule.init(x)``; ``step, state = rule.update(delta, state, **extras)``; ``x = x + step``
-(:func:`server_step`).  ``delta`` is the round's pseudo-gradient in the direction the clients moved,
-``Delta_t = sum_i w_i (x_i,K - x_t)``, so every rule *adds* its step.  Every tensor leads with the R runs of a pass
-(R = 1 for one run): ``x``, ``delta``, the step and a rule's state are ``[R, 1, d]`` (a number per run ``[R, 1, 1]``,
-a counter 0-d), a hyperparameter a number or ``[R, 1, 1]``: a pass of runs that differ in a rule's numbers stacks
-them like any other field (:func:`fedcore.engine.passes.stack`), and a user's rule written the same way batches
-with no registration.  ``extras`` is what else the round knows, the way optax passes extra arguments: ``x``,
-``client_moves`` (``[R, S, d]``, each ``x_i,K - x_t``), ``client_losses`` (``[R, S, 1]``, each client's mean
-minibatch loss) and ``weights`` (``[R, 1, S]``).  A rule reads the ones it needs and ignores the rest (FedExP's
-:class:`~fedcore.algorithms.fedexp.Extrapolation`, FedLi-LU's :class:`~fedcore.algorithms.fedli.DeepFrankWolfe`);
-the rules here need none (Reddi et al., *Adaptive Federated Optimization*, ICLR 2021, Algorithms 1-2):
+(:func:`server_step`).  ``delta`` is the round's pseudo-gradient ``Delta_t = sum_i w_i (x_i,K - x_t)``, the
+direction the clients moved, so every rule *adds* its step.  ``x``, ``delta``, the step and a rule's state are
+``[R, 1, d]`` for the R runs of a pass (a number per run ``[R, 1, 1]``, a counter 0-d); a hyperparameter a number or
+``[R, 1, 1]``.  ``extras`` is what else the round knows: ``x``, ``client_moves`` (``[R, S, d]``), ``client_losses``
+(``[R, S, 1]``, each client's mean minibatch loss) and ``weights`` (``[R, 1, S]``), which FedExP's
+:class:`~fedcore.algorithms.fedexp.Extrapolation` and FedLi-LU's :class:`~fedcore.algorithms.fedli.DeepFrankWolfe`
+read; the rules here need none (Reddi et al., *Adaptive Federated Optimization*, ICLR 2021, Algorithms 1-2):
 
     m_t = beta1 m_{t-1} + (1 - beta1) Delta_t                       m_{-1} = 0
     v_t = v_{t-1} + Delta_t^2                                        FedAdagrad

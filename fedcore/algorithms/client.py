@@ -1,22 +1,15 @@
-"""The client side of a round, written once: K local steps on all S clients, and the client rules
-that say what differs between families.
-
-:func:`train_clients` runs, on the models ``X [R, S, d]`` of the S sampled clients of each of R runs (R = 1 for
-one run: :mod:`fedcore.algorithms.batch`; the oracle sees them as one ``[R*S, d]`` matrix),
+"""The client side of a round, written once: K local steps on all S clients (:func:`train_clients`), and the client
+rules that say what differs between families.  On the models ``X [R, S, d]`` of the S sampled clients of each of R
+runs (R = 1 for one run: :mod:`fedcore.algorithms.batch`; the oracle sees one ``[R*S, d]`` matrix):
 
     for k = 1..K:
         loss_k, G_k = oracle(X, minibatch_k)          # [R, S, 1], [R, S, d]
         (D, eta), state = rule.update((G_k, 1), state, step_k)
         X <- X - eta D                                # eta: a number, or per run [R, 1, 1] or per client [R, S, 1]
 
-and returns the final models, the clients' losses and the rule's final state.  A *client rule*
-is a pair of small functions in the shape optax gives its transforms:
-
-    state = rule.init(X_0)                            # per-client state, tensors [R, S, ...]
-    (D, eta), state = rule.update((D, eta), state, step)
-
-Rules compose with :func:`chain` (or :func:`named`, whose state a family reads by name), each transforming
-the direction the previous one produced:
+A *client rule* is two small functions in optax's shape, ``state = rule.init(X_0)`` (per client, ``[R, S, ...]``)
+and ``(D, eta), state = rule.update((D, eta), state, step)``.  Rules compose with :func:`chain` (or :func:`named`,
+whose state a family reads by name), each transforming the direction the previous one produced:
 
 =============================  ==========================================================  =======================
 rule                           update                                                      used by
@@ -32,13 +25,8 @@ rule                           update                                           
 :func:`armijo` (c, backtrack)  per client, the largest ``eta`` with sufficient decrease     FedLi-LS
 =============================  ==========================================================  =======================
 
-A hyperparameter may be a tensor ``[R, 1, 1]`` (one value per run, in a pass of several); every rule is elementwise
-or reduces over the last dimension, so it serves one run and R alike.
-
-A rule sees the step (:class:`Step`): the clients' models and gradients, the minibatch, and two
-probes that evaluate another point on the **same minibatch with the same dropout masks**
-(:meth:`Step.gradient_at` for STORM, :meth:`Step.losses_at` for a line search).  ``Step.X`` and
-``Step.G`` are the loop's own buffers, overwritten by the next step: a rule copies what it keeps.
+A hyperparameter may be a tensor ``[R, 1, 1]`` (one value per run); every rule is elementwise or reduces over the
+last dimension, so it serves one run and R alike.  What a rule sees of the step is :class:`Step`.
 """
 
 from __future__ import annotations
@@ -76,7 +64,7 @@ class ClientRule(NamedTuple):
 class Step:
     """What a client rule sees at local step ``k``: the models ``X [R, S, d]`` before the step, their
     minibatch losses ``loss [R, S, 1]`` and gradients ``G [R, S, d]``, and the minibatch itself (``[R*S, B, ...]``,
-    the oracle's layout)."""
+    the oracle's layout).  ``X``, ``G`` are the loop's buffers, overwritten next step: a rule copies what it keeps."""
 
     k: int
     X: Tensor
