@@ -41,6 +41,7 @@ No official code exists for FAFED: this is a reconstruction from the paper's tex
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from typing import NamedTuple
 
 import torch
@@ -54,10 +55,6 @@ from fedcore.params import GradientOracle
 from fedcore.schedules import Schedule, schedule_at, storm_momentum, storm_step_size
 
 __all__ = ["FAFED", "fafed", "stem", "storm_momentum", "storm_step_size"]
-
-
-def _momentum(name: str, value: float) -> float:
-    return check_range(name, value, 0, 1, low_closed=False, high_closed=True)
 
 
 class FAFEDServer(NamedTuple):
@@ -98,7 +95,8 @@ class FAFED(Federated):
         return schedule_at("lr", self.lr, t, "step")
 
     def alpha_t(self, t: int) -> float:
-        return schedule_at("alpha", self.alpha, t, "step", _momentum)
+        in_unit = partial(check_range, low=0, high=1, low_closed=False, high_closed=True)  # alpha in (0, 1]
+        return schedule_at("alpha", self.alpha, t, "step", in_unit)
 
     def server_init(self, x: Tensor) -> FAFEDServer:
         return FAFEDServer(x, torch.zeros_like(x), torch.zeros_like(x), torch.ones_like(x), torch.tensor(0))
