@@ -18,8 +18,7 @@ Schedule = Callable[[int], float]
 
 @dataclass(frozen=True)
 class constant:  # noqa: N801 (a schedule reads as a function: constant(0.1)(t))
-    """``eta_l(t) = lr``.  Schedules are small frozen dataclasses, so a run's identity compares
-    their fields (a checkpoint resumes only into the same schedule)."""
+    """``eta_l(t) = lr`` (a checkpoint resumes only into the same schedule: a run's identity compares fields)."""
 
     lr: float
 

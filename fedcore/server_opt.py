@@ -28,8 +28,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, fields
-from typing import TYPE_CHECKING, Any
+from dataclasses import KW_ONLY, dataclass, field, fields
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import torch
 from torch import Tensor
@@ -81,8 +81,7 @@ class ServerRule:
         values = {f.name: getattr(self, f.name) for f in fields(self)
                   if isinstance(getattr(self, f.name), (float, Tensor)) or getattr(self, f.name) != f.default}
         snake = re.sub(r"(?<=[a-z])(?=[A-Z])", "_", type(self).__name__).lower()  # DeepFrankWolfe: deep_frank_wolfe
-        rule = values.pop("rule", snake)  # an option (not a number) at its default is not shown
-        return f"{rule}({', '.join(f'{key}={shown(value)}' for key, value in values.items())})"
+        return f"{snake}({', '.join(f'{key}={shown(value)}' for key, value in values.items())})"
 
 
 @dataclass(frozen=True)
@@ -117,21 +116,17 @@ class SGDM(ServerRule):
         return self.lr * m, {"m": m}
 
 
-ADAPTIVE = ("adagrad", "adam", "yogi")
-
-
 @dataclass(frozen=True)
 class Adaptive(ServerRule):
-    """The shared FedAdagrad/FedAdam/FedYogi step ``x + eta m_t / (sqrt(v_t) + tau)``, ``rule`` choosing ``v_t``
-    (build one with :func:`adagrad`, :func:`adam` or :func:`yogi`).  With ``report``, each round also reports how
-    adaptive the step was: ``sqrt_v_over_tau``, the geometric mean over the coordinates of ``sqrt(v_t) / tau`` (a
-    typical coordinate; far below 1, ``tau`` sets the denominator), and ``denominator_spread``, the geometric
-    standard deviation of the denominator over the coordinates (near 1, every coordinate takes the same rate and the
-    step is server momentum SGD, whatever sets the denominator; the larger, the more the step adapts per
-    coordinate).  Both are O(d) (a median would sort)."""
+    """The shared FedAdagrad/FedAdam/FedYogi step ``x + eta m_t / (sqrt(v_t) + tau)``, each subclass's ``rule``
+    choosing ``v_t`` (:class:`Adagrad`, :class:`Adam`, :class:`Yogi`).  With ``report``, each round also reports how
+    adaptive the step was, in O(d): ``sqrt_v_over_tau``, the geometric mean over the coordinates of ``sqrt(v_t) / tau``
+    (far below 1, ``tau`` sets the denominator), and ``denominator_spread``, the denominator's geometric standard
+    deviation over the coordinates (near 1, every coordinate takes the same rate: server momentum SGD)."""
 
-    rule: str
+    rule: ClassVar[str]
     lr: float | Tensor = 0.01
+    _: KW_ONLY
     beta1: float | Tensor = 0.9
     beta2: float | Tensor = 0.99
     tau: float | Tensor = 1e-3
@@ -141,7 +136,6 @@ class Adaptive(ServerRule):
     report: bool = False
 
     def __post_init__(self) -> None:
-        check_choice("rule", self.rule, ADAPTIVE)
         check_positive("lr", self.lr)
         check_range("beta1", self.beta1, 0, 1)
         check_range("beta2", self.beta2, 0, 1)
@@ -193,31 +187,27 @@ class Adaptive(ServerRule):
         return eta_t * m / below, {"m": m, "v": v, "t": t, **self.reported(v, below)}
 
 
-def adagrad(
-    lr: float = 0.1, beta1: float = 0.9, tau: float = 1e-3, *, bias_correction: str = "none",
-    tau_inside_sqrt: bool = False, initial_v: str = "tau^2", report: bool = False,
-) -> Adaptive:
-    """FedAdagrad (Reddi et al. 2021, Alg. 2): ``v_t = v_{t-1} + Delta_t^2``; ``beta1=0`` drops momentum.  ``report``:
-    each round's ``sqrt_v_over_tau`` and ``denominator_spread`` (:class:`Adaptive`)."""
-    return Adaptive("adagrad", lr, beta1, 0.0, tau, bias_correction, tau_inside_sqrt, initial_v, report)
+@dataclass(frozen=True)
+class Adagrad(Adaptive):
+    """FedAdagrad (Reddi et al. 2021, Alg. 2): ``v_t = v_{t-1} + Delta_t^2``; ``beta1=0`` drops momentum."""
+
+    rule = "adagrad"
+    lr: float | Tensor = 0.1
+    beta2: float | Tensor = field(default=0.0, init=False)  # Adagrad has none (its bias correction reads 0)
 
 
-def adam(
-    lr: float = 0.01, beta1: float = 0.9, beta2: float = 0.99, tau: float = 1e-3, *,
-    bias_correction: str = "none", tau_inside_sqrt: bool = False, initial_v: str = "tau^2", report: bool = False,
-) -> Adaptive:
-    """FedAdam (Reddi et al. 2021, Alg. 2): ``v_t = beta2 v_{t-1} + (1 - beta2) Delta_t^2``.  ``report``: each
-    round's ``sqrt_v_over_tau`` and ``denominator_spread`` (:class:`Adaptive`)."""
-    return Adaptive("adam", lr, beta1, beta2, tau, bias_correction, tau_inside_sqrt, initial_v, report)
+@dataclass(frozen=True)
+class Adam(Adaptive):
+    """FedAdam (Reddi et al. 2021, Alg. 2): ``v_t = beta2 v_{t-1} + (1 - beta2) Delta_t^2``."""
+
+    rule = "adam"
 
 
-def yogi(
-    lr: float = 0.01, beta1: float = 0.9, beta2: float = 0.99, tau: float = 1e-3, *,
-    bias_correction: str = "none", tau_inside_sqrt: bool = False, initial_v: str = "tau^2", report: bool = False,
-) -> Adaptive:
-    """FedYogi (Reddi et al. 2021, Alg. 2): ``v_t = v_{t-1} - (1 - beta2) Delta_t^2 sign(v_{t-1} - Delta_t^2)``.
-    ``report``: each round's ``sqrt_v_over_tau`` and ``denominator_spread`` (:class:`Adaptive`)."""
-    return Adaptive("yogi", lr, beta1, beta2, tau, bias_correction, tau_inside_sqrt, initial_v, report)
+@dataclass(frozen=True)
+class Yogi(Adaptive):
+    """FedYogi (Reddi et al. 2021, Alg. 2): ``v_t = v_{t-1} - (1 - beta2) Delta_t^2 sign(v_{t-1} - Delta_t^2)``."""
+
+    rule = "yogi"
 
 
 @dataclass(frozen=True)
@@ -247,7 +237,7 @@ class AMSGrad(ServerRule):
         return self.lr * m / v_hat.sqrt(), {"m": m, "v": v, "v_hat": v_hat}
 
 
-sgd, sgdm, amsgrad = SGD, SGDM, AMSGrad  # by the names Reddi et al.'s table and make() use
+sgd, sgdm, adagrad, adam, yogi, amsgrad = SGD, SGDM, Adagrad, Adam, Yogi, AMSGrad  # make()'s names
 
 SERVER_OPTIMIZERS: dict[str, Callable[..., ServerRule]] = {
     "sgd": sgd, "sgdm": sgdm, "adagrad": adagrad, "adam": adam, "yogi": yogi, "amsgrad": amsgrad,

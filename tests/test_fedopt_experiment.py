@@ -92,7 +92,7 @@ def test_builders_use_the_paper_rule_and_the_best_values():
                                             "bias_correction": "none", "tau_inside_sqrt": False, "initial_v": "tau^2",
                                             "report": True})  # each round's sqrt(v_t) / tau
     assert _options(builders["FedAdagrad"](0.1, 0.2, tau=0.3)) == {
-        "rule": "adagrad", "lr": 0.2, "beta1": 0.9, "beta2": 0.0, "tau": 0.3, "bias_correction": "none",
+        "rule": "adagrad", "lr": 0.2, "beta1": 0.9, "tau": 0.3, "bias_correction": "none",  # Adagrad has no beta2
         "tau_inside_sqrt": False, "initial_v": "tau^2", "report": True}
     assert _options(builders["FedAdam"](report=False))["report"] is False
     assert _options(builders["FedYogi"]())["rule"] == "yogi"

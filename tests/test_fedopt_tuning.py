@@ -154,8 +154,8 @@ def test_grid_axes_and_grid_builders() -> None:
     builders = fedopt.grid_builders(tau=1e-3)
     assert set(builders) == set(paper.METHODS)
     assert builders["FedYogi"](client_lr=0.1, server_lr=0.01).server.tau == 1e-3  # the grid's keys
-    adam = vars(builders["FedAdam"](0.1, 0.01).server)
-    assert (adam["rule"], adam["lr"], adam["tau"], adam["beta2"]) == ("adam", 0.01, 1e-3, 0.99)
+    adam = builders["FedAdam"](0.1, 0.01).server
+    assert (adam.rule, adam.lr, adam.tau, adam.beta2) == ("adam", 0.01, 1e-3, 0.99)
     assert builders["FedAvg"](0.3, 1.0).client_lr == 0.3
     assert builders["FedAvgM"](0.1, 1.0).server.beta == 0.9
 

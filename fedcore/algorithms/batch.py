@@ -20,24 +20,19 @@ from fedcore.params import GradientOracle
 
 @dataclass(frozen=True)
 class RoundBatch:
-    """What one round of an algorithm is handed by the simulator, for a pass of R runs (R = 1 for one run).
+    """What one round of an algorithm is handed by the simulator, for a pass of R runs (R = 1 for one run):
+    ``t`` the 0-based round, ``clients [R, S]`` each run's sampled client ids, ``weights [R, 1, S]`` the aggregation
+    weights (each run's sum to 1: ``n_i / sum n_j`` or uniform; ``weights @ M`` is each run's weighted sum over its
+    clients of ``M [R, S, ...]``), ``num_clients`` N.  The K local steps' minibatches are the rows
+    ``rows [R, S, K, B]`` of the resident ``pool_inputs``/``pool_targets``: :meth:`step` gathers step k's
+    ``[R*S, B, ...]`` (the oracle's layout) just before it is used, ``inputs``/``targets`` all K (:meth:`of` builds
+    a batch from minibatches already gathered).  A list ``trace`` receives the clients' models ``[R, S, d]`` after
+    each local step (:meth:`record`); ``sizes [N]`` (when given) are the clients' numbers of samples, client i's
+    rows of the pool ``offsets[i] : offsets[i] + sizes[i]`` in client order (:func:`every_client_gradient`).
 
-    ``t`` is the 0-based round; ``clients [R, S]`` each run's sampled client ids; ``weights [R, 1, S]``
-    the aggregation weights (each run's sum to 1: ``n_i / sum n_j`` or uniform), shaped so that
-    ``weights @ M`` is each run's weighted sum over its clients of ``M [R, S, ...]``; ``num_clients`` is N.
-    The minibatches of the K local steps are the rows ``rows [R, S, K, B]`` of the resident
-    ``pool_inputs``/``pool_targets``; :meth:`step` gathers step k's ``[R*S, B, ...]`` (the oracle's
-    layout, run by run) just before it is used, and ``inputs [R*S, K, B, ...]``/``targets`` gather all K.
-    Build one from minibatches already gathered with :meth:`of`.  When ``trace`` is a list, the algorithm
-    appends the clients' models ``[R, S, d]`` after each local step (:meth:`record`).
-
-    ``sizes [N]`` (when the simulator gives it) is every client's number of samples, its rows of the pool
-    ``offsets[i] : offsets[i] + sizes[i]`` in client order: what an algorithm that visits every client reads
-    (:func:`every_client_gradient`).
-
-    Per-client state (SCAFFOLD's ``c_i``, one ``[R, N, d]`` matrix) is read with :meth:`rows_of` and written
-    in place, the S sampled rows only, with :meth:`write_rows`, which keeps the rows it overwrote so that the
-    simulator can take a diverged run back to the round before (:meth:`undo`).
+    Per-client state (SCAFFOLD's ``c_i``, one ``[R, N, d]`` matrix) is read with :meth:`rows_of` and written in
+    place, the S sampled rows only, with :meth:`write_rows`, which keeps the rows it overwrote so that the simulator
+    can take a diverged run back to the round before (:meth:`undo`).
     """
 
     t: int
@@ -160,9 +155,8 @@ def round_gradient(x: Tensor, batch: RoundBatch, oracle: GradientOracle) -> Tens
 def every_client_gradient(x: Tensor, batch: RoundBatch, oracle: GradientOracle, group: int = 64,
                           clients: Tensor | None = None) -> Tensor:
     """Each client's gradient at the server model ``x [R, 1, d]`` on all its samples (the mean loss over them),
-    ``[R, C, d]`` for ``clients`` (the ids, the same in every run; None: all N, ``[R, N, d]``): PAdaMFed's line 1.
-    Client i's samples are the rows ``offsets[i] : offsets[i] + sizes[i]`` of the pool (``batch.sizes``, which the
-    simulator gives); clients of one size go through the oracle together, at most ``group`` at a time."""
+    ``[R, C, d]`` for ``clients`` (the ids, the same in every run; None: all N): PAdaMFed's line 1.  Clients of one
+    size (``batch.sizes``) go through the oracle together, at most ``group`` at a time."""
     if batch.sizes is None:
         raise ValueError("batch.sizes is None: this round's batch does not say where each client's samples are; "
                          "fedcore.simulate gives it, a batch built by hand needs sizes=data.sizes")

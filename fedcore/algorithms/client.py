@@ -94,13 +94,11 @@ class Step:
 
 @dataclass(frozen=True)
 class ClientRun:
-    """The result of :func:`train_clients`: final models ``X [R, S, d]``, the sum over the K steps of
-    each client's minibatch loss ``loss_sum [R, S, 1]``, and the rule's final state.  A family's
-    ``client_run`` returns it with what its clients upload beyond the model and the loss (``uploads``: SCAFFOLD's
-    ``c_i+ - c_i``, FedLi-LS's last step sizes, FAFED's momenta; each ``[R, S, ...]``) and the new rows of their
-    own state (``keeps``: ``c_i+``), which stay on the clients: ``run.sending(uploads, keeps)``
-    (:func:`fedcore.algorithms.contract.federated_round`).  The server's part reads ``X``, ``loss_sum`` and
-    ``uploads``, never ``state``."""
+    """The result of :func:`train_clients`: final models ``X [R, S, d]``, each client's minibatch loss summed over the
+    K steps ``loss_sum [R, S, 1]``, and the rule's final state.  A family's ``client_run`` returns it with
+    ``run.sending(uploads, keeps)``: what its clients upload beyond model and loss (SCAFFOLD's ``c_i+ - c_i``; each
+    ``[R, S, ...]``) and the new rows of their own state, which stay on the clients (``c_i+``).  The server's part
+    reads ``X``, ``loss_sum`` and ``uploads``, never ``state``."""
 
     X: Tensor
     loss_sum: Tensor
@@ -122,15 +120,11 @@ class ClientRun:
 def train_clients(
     x: Tensor, batch: RoundBatch, oracle: GradientOracle, rule: ClientRule, *, move_last: bool = True
 ) -> ClientRun:
-    """K local steps of ``rule`` on all S sampled clients of each of the R runs, each starting from its
-    run's server model ``x [R, 1, d]``.
-
-    ``X <- X - eta D`` with ``(D, eta)`` from ``rule`` (a single ``eta`` is applied in one fused pass,
-    ``X.add_(D, alpha=-eta)``; a tensor ``eta``, per run or per client, by broadcasting).  The oracle sees
-    the R*S clients as one ``[R*S, d]`` matrix and writes every step's gradients into one buffer the loop
-    owns.  Each move is recorded (``batch.record``) for drift plots.  ``move_last=False`` computes the last
-    step's update (and so the rule's state) without moving: FAFED's averaging step takes its place.
-    """
+    """K local steps of ``rule`` on all S sampled clients of each of the R runs, from their run's server model
+    ``x [R, 1, d]``: ``X <- X - eta D`` with ``(D, eta)`` from ``rule``, in place in one fused pass.  The oracle
+    writes every step's gradients of the ``[R*S, d]`` clients into one buffer the loop owns; each move is recorded
+    (``batch.record``) for drift plots.  ``move_last=False`` computes the last step's update (and so the rule's
+    state) without moving: FAFED's averaging step takes its place."""
     R, S, K = batch.runs, batch.clients_per_round, batch.local_steps
     X = x.expand(R, S, -1).clone()
     G = torch.empty_like(X)
@@ -238,12 +232,9 @@ def storm(alpha: PerStep, initial: Tensor, previous_points: Tensor) -> ClientRul
 
         m_k = D_k + (1 - alpha_k) (m_{k-1} - grad F(x_{k-1}; xi_k))
 
-    where ``D_k`` is the incoming direction (the gradient at ``x_k`` on minibatch ``xi_k``, plus any
-    correction added before) and the second gradient is on the **same** minibatch with the same
-    dropout masks at each client's previous point.  ``initial`` is ``m_0``, ``previous_points [R, S, d]``
-    the clients' previous points at the first step.  State :class:`Storm` ``(momentum, previous)``; after the last
-    step ``previous`` is the last point evaluated.
-    """
+    ``D_k`` the incoming direction (the gradient at ``x_k`` on minibatch ``xi_k``, plus any correction added
+    before), the second gradient on the **same** minibatch and dropout masks at each client's previous point.
+    ``initial`` is ``m_0``, ``previous_points [R, S, d]`` the clients' previous points at the first step."""
 
     def init(X: Tensor) -> Storm:
         return Storm(initial, previous_points.clone())
@@ -257,16 +248,17 @@ def storm(alpha: PerStep, initial: Tensor, previous_points: Tensor) -> ClientRul
 
 
 class Storm(NamedTuple):
-    """:func:`storm`'s state: each client's momentum ``m [R, S, d]`` and its previous point ``x_prev [R, S, d]`` (after
-    the last step, the last point evaluated: FAFED's clients keep it)."""
+    """:func:`storm`'s state: each client's momentum ``m`` and previous point ``[R, S, d]`` (after the last step, the
+    last point evaluated: FAFED's clients keep it)."""
 
     momentum: Tensor
     previous: Tensor
 
 
 class LineSearch(NamedTuple):
-    """:func:`armijo`'s state: each client's last step size ``[R, S, 1]`` and its loss evaluations at each step so far
-    ``[R, S, k]``."""
+    """:func:`armijo`'s state: each client's last step size ``[R, S, 1]`` (which FedLi reports) and its loss
+    evaluations at each step so far ``[R, S, k]`` (one evaluation probes all of a run's clients at once, so a step
+    costs the most that any of them needed: ``tries.amax(dim=1)``)."""
 
     step_size: Tensor
     tries: Tensor
@@ -309,21 +301,17 @@ def armijo(
     c: float = 0.1, backtrack: float = 0.9, eta_max: float = 1.0, growth: float | Tensor = 1.0,
     initial: float | Tensor | None = None, max_backtracks: int = 100, fallback: float | None = None,
 ) -> ClientRule:
-    """The stochastic Armijo line search (Vaswani et al., NeurIPS 2019), each client its own step:
-    from ``eta = min(eta_max, growth * eta_prev)`` shrink ``eta <- backtrack * eta`` until
+    """The stochastic Armijo line search (Vaswani et al., NeurIPS 2019), each client its own step: from
+    ``eta = min(eta_max, growth * eta_prev)`` shrink ``eta <- backtrack * eta`` until
 
         F(X_i - eta_i D_i; xi) <= F(X_i; xi) - c eta_i <G_i, D_i>
 
-    on the same minibatch with the same dropout masks; a client that satisfies it stops backtracking.
-    The step size it sets is ``eta [R, S, 1]`` (it replaces the incoming one).  The state is :class:`LineSearch`
-    ``(step_size, tries)``: each client's last step size (which FedLi reports) and each client's loss evaluations at
-    each step so far ``[R, S, k]`` (one evaluation probes all of a run's clients at once, so a step costs the most
-    that any of its clients needed: ``tries.amax(dim=1)``).  ``initial`` is ``eta_prev`` at the first step (a number,
-    or per client ``[R, S, 1]``; ``eta_max`` when None: SLS starts at 1 and caps at 10); ``growth = gamma^(b/n)``
-    is Vaswani's "reset" heuristic (a number, or per client ``[R, S, 1]`` when the clients' epochs differ), 1
-    keeps it.  A client whose search fails ``max_backtracks`` times moves by ``fallback`` (SLS: 1e-6) or, when
-    None, by its last shrunken step ``start * backtrack^max_backtracks``; either way its state keeps that last
-    step, from which the next step grows.
+    on the same minibatch and dropout masks; a client that satisfies it stops.  The step size ``eta [R, S, 1]``
+    replaces the incoming one.  State :class:`LineSearch`.  ``initial`` is ``eta_prev`` at the first step (a number
+    or per client ``[R, S, 1]``; None: ``eta_max``); ``growth = gamma^(b/n)`` is Vaswani's "reset" heuristic (a
+    number or per client; 1 keeps it).  A client whose search fails ``max_backtracks`` times moves by ``fallback``
+    (SLS: 1e-6) or, when None, by its last shrunken step ``start * backtrack^max_backtracks``; either way its state
+    keeps that last step, from which the next step grows.
     """
     check_range("c", c, 0, 1, low_closed=False, high_closed=False)
     check_range("backtrack", backtrack, 0, 1, low_closed=False, high_closed=False)

@@ -1,16 +1,10 @@
-"""The algorithm contract: what a family defines, what the framework runs with it, and the defaults, in one place.
-
-A family subclasses :class:`Federated` with a frozen dataclass of hyperparameters and defines ``client_run`` and
-``server_round``, and its state once, as NamedTuples (``server_init``, ``client_init``); the other parts
-(``client_reads``, a ``prologue``, ``eval_point``, ``check_run``, ``not_distributable``) have their defaults there.
-The framework owns the round (:func:`federated_round`): the prologue when one is due, the clients' part, their kept
-rows written back, the server's part, and the training loss, computed once for every family; the same parts run on
-Flower's engines (:mod:`fedcore.flower`), where the two halves live in different processes.  A plain algorithm
-(``name``, ``init`` and ``round``: :class:`Algorithm`) runs in :func:`fedcore.simulate` too, through
-:func:`declared`.
-
-What a family declares is checked by :func:`declared` before any work, and what each part returns where the
-framework receives it: the checks are :mod:`fedcore.contract_checks`, outside the numerics (they decide no number).
+"""The algorithm contract: what a family defines (:class:`Federated`: its hyperparameters, ``client_run``,
+``server_round`` and its state once, as NamedTuples; every other part has its default there), and the round the
+framework runs with it (:func:`federated_round`: the prologue when one is due, the clients' part, their kept rows
+written back, the server's part, the training loss), the same parts Flower's engines run (:mod:`fedcore.flower`).  A
+plain algorithm (``name``, ``init``, ``round``: :class:`Algorithm`) runs in :func:`fedcore.simulate` too
+(:func:`declared`).  What a family declares and returns is checked where the framework receives it, by
+:mod:`fedcore.contract_checks`, outside the numerics (the checks decide no number).
 """
 
 from __future__ import annotations
@@ -36,15 +30,13 @@ class Algorithm(Protocol):
     name: str
 
     def init(self, x0: Tensor, num_clients: int) -> State:
-        """The state before the first round (tensors only: it checkpoints with ``torch.save``).  ``x0`` is
-        ``[R, 1, d]`` (or ``[d]``, one run); every per-run tensor of the state leads with R (the model
-        ``[R, 1, d]``, per-client matrices ``[R, N, d]``, numbers ``[R, 1, 1]``), a 0-d tensor is shared by
-        the runs of a pass (a round counter)."""
+        """The state before the first round (tensors only: it checkpoints with ``torch.save``) from ``x0 [R, 1, d]``
+        (or ``[d]``, one run): every per-run tensor leads with R (the model ``[R, 1, d]``, per-client matrices
+        ``[R, N, d]``, numbers ``[R, 1, 1]``); a 0-d tensor is shared by the runs of a pass (a round counter)."""
         ...
 
     def round(self, state: State, batch: RoundBatch, oracle: GradientOracle) -> tuple[State, Metrics]:
-        """One communication round: the new state and the round's metrics (``train_loss``), each a number or
-        a tensor of R numbers (one per run)."""
+        """One round: the new state and the round's metrics (``train_loss``), each a number or R numbers."""
         ...
 
 
@@ -59,32 +51,29 @@ class Nothing(NamedTuple):
 
 
 class Federated:
-    """The contract of a family: every part an algorithm may define, with its default.  Subclass it with a frozen
-    dataclass and define :meth:`client_run` and :meth:`server_round`, and its state where it keeps more than the
-    model: :meth:`server_init` and :meth:`client_init`, each returning a NamedTuple whose fields are the state's
-    keys (declared once: the framework builds ``init`` from them and reads ``client_state`` off them).  Never
-    ``round`` or ``init``."""
+    """The contract of a family, every part with its default.  Subclass it with a frozen dataclass, define
+    :meth:`client_run` and :meth:`server_round`, and, where it keeps more than the model, :meth:`server_init` and
+    :meth:`client_init`, each a NamedTuple whose fields are the state's keys (declared once: the framework builds
+    ``init`` from them and reads ``client_state`` off them).  Never ``round`` or ``init``."""
 
     name: str
     client_reads: tuple[str, ...] = ("x",)
     """The keys of the server's state it sends its clients each round (the model ``x``; SCAFFOLD's ``c``, ...)."""
 
     def server_init(self, x: Tensor) -> Model:
-        """The server's state before the first round from the model ``x [R, 1, d]`` (``x0``, one row per run): a
-        NamedTuple of tensors (a field None is left out), the model under ``x``.  Default: the model alone."""
+        """The server's state before the first round from the model ``x [R, 1, d]``: a NamedTuple of tensors (a
+        field None is left out), the model under ``x``.  Default: the model alone."""
         return Model(x)
 
     def client_init(self, x: Tensor) -> Nothing:
         """A client's own state before it first takes part, from the model ``x [R, 1, d]``: a NamedTuple of its rows
-        ``[R, 1, ...]`` (SCAFFOLD's ``c_i = 0``), which every client starts from (in a simulation, the rows of all N;
-        on Flower, a node's).  Default: clients keep nothing."""
+        ``[R, 1, ...]`` (SCAFFOLD's ``c_i = 0``), which every client starts from.  Default: clients keep nothing."""
         return Nothing()
 
     @property
     def client_state(self) -> tuple[str, ...]:
-        """The keys of the per-client rows in the state (``[R, N, ...]``: SCAFFOLD's ``c_i``), which the clients keep:
-        the fields of :meth:`client_init`'s NamedTuple.  A client part is handed its rows as ``own`` and returns the
-        new ones in ``ClientRun.keeps``."""
+        """The keys of the per-client rows ``[R, N, ...]`` (SCAFFOLD's ``c_i``), the fields of :meth:`client_init`'s
+        NamedTuple: a client part is handed its rows as ``own`` and returns the new ones in ``ClientRun.keeps``."""
         return declared_state(type(self))[1]._fields
 
     def init(self, x0: Tensor, num_clients: int) -> State:
@@ -96,8 +85,7 @@ class Federated:
 
     def client_run(self, sent: State, batch: RoundBatch, oracle: GradientOracle, own: State) -> ClientRun:
         """The clients' part of a round from what the server ``sent`` (:attr:`client_reads`) and their ``own`` rows
-        (:attr:`client_state`): their final models and losses (``fedcore.algorithms.client.train_clients``), what they
-        upload beyond them (``ClientRun.uploads``) and what they keep (``ClientRun.keeps``)."""
+        (:attr:`client_state`): a ``ClientRun`` with what they upload and keep (``run.sending(uploads, keeps)``)."""
         raise NotImplementedError(f"{type(self).__name__} must define client_run(sent, batch, oracle, own)")
 
     def server_round(self, state: State, run: ClientRun, batch: RoundBatch) -> tuple[State, Metrics]:
@@ -165,17 +153,15 @@ class RoundOnly(Federated):
 
 
 def server_start(family: Federated, x: Tensor) -> State:
-    """The server's state before the first round, from the model ``x [R, 1, d]``: ``server_init``'s fields (those
-    None left out), checked.  A simulation adds the clients' rows (:meth:`Federated.init`); on Flower the server
-    holds this alone."""
+    """The server's state before the first round from the model ``x [R, 1, d]``: ``server_init``'s fields (those None
+    left out), checked; a simulation adds the clients' rows (:meth:`Federated.init`), Flower's server holds it alone."""
     server = returned(family, "server_init(x)", family.server_init(x), server="server")
     return {key: value for key, value in server._asdict().items() if value is not None}
 
 
 def client_start(family: Federated, x: Tensor) -> State:
-    """A client's own state before it first takes part, from the model ``x [R, 1, d]``: ``client_init``'s rows
-    ``[R, 1, ...]``, checked.  A simulation repeats them for every client (:meth:`Federated.init`); on Flower a node
-    starts from them."""
+    """A client's own state before it first takes part from the model ``x [R, 1, d]``: ``client_init``'s rows
+    ``[R, 1, ...]``, checked; a simulation repeats them for every client, a Flower node starts from them."""
     return returned(family, "client_init(x)", family.client_init(x), client="client")._asdict()
 
 
@@ -199,10 +185,9 @@ def declared(algorithm: Any) -> Federated:
 
 def federated_round(algorithm: Federated, state: State, batch: RoundBatch,
                     oracle: GradientOracle) -> tuple[State, Metrics]:
-    """One round of a family, as :func:`fedcore.simulate` runs it (:mod:`fedcore.flower` runs the same parts on an
-    engine): the prologue when one is due, the clients' part on what the server sent (``client_reads``) and their own
-    rows ``[R, S, ...]`` (``client_state``), what they keep written back (:meth:`RoundBatch.write_rows`, so a
-    diverged run can be undone), then the server's part (:func:`server_part`)."""
+    """One round of a family (:mod:`fedcore.flower` runs the same parts on an engine): the prologue when one is due,
+    the clients' part on what the server sent (``client_reads``) and their own rows ``[R, S, ...]`` (``client_state``),
+    what they keep written back (:meth:`RoundBatch.write_rows`: undone if the run diverges), the server's part."""
     state = run_prologue(algorithm, state, batch, oracle)
     run = client_part(algorithm, sent(algorithm, state), batch, oracle, own_rows(algorithm, state, batch))
     return server_part(algorithm, kept(algorithm, state, batch, run.keeps), run, batch)
@@ -214,14 +199,6 @@ def client_part(algorithm: Federated, sent: State, batch: RoundBatch, oracle: Gr
     of its ``client_state``."""
     return returned(algorithm, "client_run(sent, batch, oracle, own)",
                     algorithm.client_run(sent, batch, oracle, own), run="run")
-
-
-def client_prologue_part(algorithm: Federated, sent: State, batch: RoundBatch, oracle: GradientOracle,
-                         own: State) -> tuple[State, State]:
-    """The family's ``client_prologue``, its result checked: ``(uploads, keeps)``, dicts of tensors, ``keeps`` rows of
-    its ``client_state``."""
-    return returned(algorithm, "client_prologue(sent, batch, oracle, own)",
-                    algorithm.client_prologue(sent, batch, oracle, own), uploads="uploads", keeps="keeps")
 
 
 def server_part(algorithm: Federated, state: State, run: ClientRun, batch: RoundBatch) -> tuple[State, Metrics]:
@@ -240,18 +217,17 @@ def run_prologue(algorithm: Federated, state: State, batch: RoundBatch, oracle: 
                  clients: Callable[[RoundBatch, State], State] | None = None) -> State:
     """The exchange a family may need before a round's local steps (``algorithm.prologue(state)`` names whom it
     visits, or None): its clients' part on the round's sampled clients or on every client
-    (:meth:`RoundBatch.every_client`), then its server's part on what they upload.  The state after it.
-
-    ``clients`` (None: in this process, with ``oracle``) runs the clients' part elsewhere: called with the batch
-    the prologue visits and what the server sends, it returns the clients' uploads ``[R, S, ...]`` and keeps
-    their rows where they live (:class:`fedcore.flower.FedcoreStrategy` sends them to the nodes)."""
+    (:meth:`RoundBatch.every_client`), then its server's part on what they upload; the state after it.  ``clients``
+    (None: in this process, with ``oracle``) runs the clients' part elsewhere: called with the batch and what the
+    server sends, it returns the clients' uploads ``[R, S, ...]`` and keeps their rows where they live
+    (:class:`fedcore.flower.FedcoreStrategy` sends them to the nodes)."""
     which = returned(algorithm, "prologue(state)", algorithm.prologue(state), whom="whom")
     if which is None:
         return state
     first = batch if which == "sampled" else batch.every_client()
     if clients is None:
-        uploads, keeps = client_prologue_part(algorithm, sent(algorithm, state), first, oracle,
-                                              own_rows(algorithm, state, first))
+        uploads, keeps = returned(algorithm, "client_prologue(sent, batch, oracle, own)", algorithm.client_prologue(
+            sent(algorithm, state), first, oracle, own_rows(algorithm, state, first)), uploads="uploads", keeps="keeps")
         state = kept(algorithm, state, first, keeps)
     else:
         uploads = clients(first, sent(algorithm, state))

@@ -10,30 +10,26 @@ its previous point (eq. 3), and an Adam-style second moment (eq. 2):
                     x_bar_t+1 = mean_i (x_t,i - eta_t A_t^-1 m_bar)           (sent to every client)
     otherwise:      A_t = A_t-1,  x_t+1,i = x_t,i - eta_t A_t^-1 m_t,i
 
-All clients precondition with the same ``A_t``, built from the averaged ``v``: that is
-the paper's fix for the divergence of naive local adaptivity
-(:mod:`fedcore.algorithms.local_adaptive`, the paper's Theorem 1).  STEM is the same
-recursion with ``A_t = I``: clients run STORM, the server averages ``x`` and ``m``.
+All clients precondition with the same ``A_t``, built from the averaged ``v``: the paper's fix for the divergence
+of naive local adaptivity (:mod:`fedcore.algorithms.local_adaptive`, its Theorem 1).  STEM is the same recursion
+with ``A_t = I``.  One fedcore round is one communication period: ``q = local_steps`` client steps, the last of
+which is the averaging step.  Choices the paper leaves open, and fedcore's:
 
-One fedcore round is one communication period: ``q = local_steps`` client steps, the
-last of which is the averaging step.  Choices the paper leaves open, and fedcore's:
-
-- Initialisation (Alg. 2, lines 2-3) happens in the first round: ``m_0`` and ``v_0`` are
-  each client's gradient (and its square) at ``x_0`` on all ``q * b`` samples of that
-  round (Remark 1 takes ``B = b q``), averaged; then ``x_1 = x_0 - eta_0 m_0`` exactly
-  as line 3 prints it (no ``A_0^-1``).  So the first round takes ``q + 1`` steps.
-- ``x_t-1,i`` at the first step after an averaging is the client's own last local
-  iterate (line 12 averages ``x_t,i`` into ``x_bar_t+1``; ``x_t,i`` is not overwritten),
-  so the state keeps one row per client (``x_prev``: ``[N, d]``, ``[R, N, d]`` for R runs).
-  With partial participation a client's row is from the last round it took part in.
-- Schedules: the theory's ``eta_t = rho h / (w + t)^(1/3)`` and ``alpha_t+1 = c eta_t^2``
-  (:func:`storm_step_size`, :func:`storm_momentum`) or constants, as the paper's image
-  experiments use ("we choose the fixed step size for STEM and FAFED").
-- Means over clients use the simulator's weights (uniform in the paper; the FAFED
-  splits give clients equal sizes, where the two agree).
-- The two gradients of a step (at ``x_t,i`` and ``x_t-1,i``) use the same dropout masks, as
-  they use the same minibatch (the paper's language model, a 2-layer LSTM on WikiText-2, has
-  dropout 0.5; its image CNNs' structures are in a supplement we do not have).
+- Initialisation (Alg. 2, lines 2-3) happens in the first round: ``m_0`` and ``v_0`` are each client's gradient
+  (and its square) at ``x_0`` on all ``q * b`` samples of that round (Remark 1 takes ``B = b q``), averaged; then
+  ``x_1 = x_0 - eta_0 m_0`` exactly as line 3 prints it (no ``A_0^-1``).  So the first round takes ``q + 1`` steps.
+- ``x_t-1,i`` at the first step after an averaging is the client's own last local iterate (line 12 averages
+  ``x_t,i`` into ``x_bar_t+1``; ``x_t,i`` is not overwritten), so the state keeps one row per client (``x_prev``:
+  ``[N, d]``, ``[R, N, d]`` for R runs).  With partial participation a client's row is from the last round it took
+  part in.
+- Schedules: the theory's ``eta_t = rho h / (w + t)^(1/3)`` and ``alpha_t+1 = c eta_t^2`` (:func:`storm_step_size`,
+  :func:`storm_momentum`) or constants, as the paper's image experiments use ("we choose the fixed step size for
+  STEM and FAFED").
+- Means over clients use the simulator's weights (uniform in the paper; the FAFED splits give clients equal
+  sizes, where the two agree).
+- The two gradients of a step (at ``x_t,i`` and ``x_t-1,i``) use the same dropout masks, as they use the same
+  minibatch (the paper's language model, a 2-layer LSTM on WikiText-2, has dropout 0.5; its image CNNs' structures
+  are in a supplement we do not have).
 
 No official code exists for FAFED: this is a reconstruction from the paper's text.
 """
@@ -58,8 +54,7 @@ __all__ = ["FAFED", "fafed", "stem", "storm_momentum", "storm_step_size"]
 
 
 class FAFEDServer(NamedTuple):
-    """The server's state: the model, the averaged momentum ``m`` and second moment ``v`` (0 until the first round's
-    prologue), the shared preconditioner ``A`` (1 until then) and the global step ``t``."""
+    """The server's state: the model, the averaged ``m``, ``v`` (0 until the prologue), ``A`` (1), the step ``t``."""
 
     x: Tensor
     m: Tensor

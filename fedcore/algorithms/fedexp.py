@@ -45,10 +45,8 @@ EPS_CONVENTIONS = ("paper", "code")
 
 @dataclass(frozen=True, kw_only=True)
 class Extrapolation(ServerRule):
-    """FedExP's server step ``x + eta_g Delta_bar``, ``eta_g = max(1, sum_i w_i ||Delta_i||^2 / (2 (||Delta_bar||^2
-    + eps')))`` with ``eps' = eps`` (the paper) or ``S eps`` (``eps_convention="code"``, the authors' code); ``eps``
-    is a number or a schedule of the round.  The state keeps ``eta_g``, the iterate before the step (``x_prev``, for
-    the evaluation point) and the round count (for the schedule)."""
+    """FedExP's server step ``x + eta_g Delta_bar`` (the module's ``eta_g``, ``eps`` a number or a schedule of the
+    round).  The state keeps ``eta_g``, the iterate before the step (for the evaluation point) and the round count."""
 
     eps: float | Schedule = 1e-3
     eps_convention: str = "paper"

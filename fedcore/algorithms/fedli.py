@@ -1,7 +1,7 @@
 """FedLi-LS and FedLi-LU (*Towards Hyper-parameter-free Federated Learning*, arXiv 2408.17145, Algorithms 1-3).
 
-Algorithm 1: the sampled clients run ``ClientUpdate`` from the server model and return their model, their last
-step size and their loss; the server forms the pseudo-gradient ``Delta_t = sum_i w_i (x_i,K - x_t)`` and steps.
+Algorithm 1: the sampled clients run ``ClientUpdate`` from the server model and return their model, their last step size
+and their loss; the server forms the pseudo-gradient ``Delta_t = sum_i w_i (x_i,K - x_t)`` and steps.
 
 FedLi-LS (client-algo Armijo-SGD, Appendix A.1's Algorithm 3 = Vaswani et al.'s SLS, NeurIPS 2019; server-algo GD):
 
@@ -21,26 +21,25 @@ These are reconstructions: the text lost most equations, and in the authors' cod
 call a plain trainer (no line search is wired in) and the server sets the model to the clients' weighted average (no
 max-step rule); only FedLi-LU's DFW server step is there.  Choices where the text is open:
 
-- The line search's constants are SLS's (Vaswani et al.'s code): the first step starts at ``eta_0 =
-  init_step_size = 1`` and the reset growth is capped at ``eta_max = 10``.  ``server_step_size="max_client_step"``
-  multiplies the same pseudo-gradient: ``x_t + (max_i eta_i) Delta_t`` (Section 3: "one step of gradient descent
-  with step-size eta_g and the pseudo-gradient").  ``Delta_t`` already holds the clients' steps, so this rule
-  extrapolates only where a client's step grew above 1; with a cap ``eta_max = 1`` it can only damp the update.
-- The reset growth ``gamma^(b/n)`` uses each client's epoch: ``n_i / b`` minibatches (its size over the batch
-  size, from the round's ``batch.sizes``), so clients of different sizes grow at different rates;
-  ``batches_per_epoch`` sets one number for every client instead (and K is used when the sizes are unknown).
-  Every round a client starts again from ``eta_0``: clients keep no state between rounds.
-- The line search is :func:`fedcore.algorithms.client.armijo`: all S clients at once, each with its own step (a
-  client that satisfies the condition stops).  After ``max_backtracks`` failed tries a client moves by
-  ``fallback_step_size`` (SLS's 1e-6) and keeps its last tried step, from which the next step grows (as SLS);
-  ``fallback_step_size=None`` moves it by that last step instead (``eta_0 backtrack^max_backtracks``, about
-  2.7e-5 of the start for 100 tries at 0.9).
-- ``loss_evaluations_per_step`` (a round metric): the line search's loss evaluations per local step, mean over the
-  K steps.  One evaluation probes all S clients' minibatches at once, so it counts the most that any client needed.
-- FedLi-LU: a client reports the mean of its K minibatch losses (the loss over its local epoch, as a trainer
-  reports it; not ``F_i(x_t)``); ``L`` and ``Delta_t`` use the round's aggregation weights (the authors' code: n_i).
-  The gamma formula is read from the authors' DFW optimizer (Berrada et al.'s code): ``eps`` is added to
-  ``eta ||d||^2``, and the momentum buffer carries ``gamma (d + r)`` while the plain step scales only ``d``.
+- The line search's constants are SLS's (Vaswani et al.'s code): the first step starts at ``eta_0 = init_step_size = 1``
+  and the reset growth is capped at ``eta_max = 10``.  ``server_step_size="max_client_step"`` multiplies the same
+  pseudo-gradient: ``x_t + (max_i eta_i) Delta_t`` (Section 3: "one step of gradient descent with step-size eta_g and
+  the pseudo-gradient").  ``Delta_t`` already holds the clients' steps, so this rule extrapolates only where a client's
+  step grew above 1; with a cap ``eta_max = 1`` it can only damp the update.
+- The reset growth ``gamma^(b/n)`` uses each client's epoch: ``n_i / b`` minibatches (its size over the batch size, from
+  the round's ``batch.sizes``), so clients of different sizes grow at different rates; ``batches_per_epoch`` sets one
+  number for every client instead (and K is used when the sizes are unknown).  Every round a client starts again from
+  ``eta_0``: clients keep no state between rounds.
+- The line search is :func:`fedcore.algorithms.client.armijo`: all S clients at once, each with its own step (a client
+  that satisfies the condition stops).  After ``max_backtracks`` failed tries a client moves by ``fallback_step_size``
+  (SLS's 1e-6) and keeps its last tried step, from which the next step grows (as SLS); ``fallback_step_size=None`` moves
+  it by that last step instead (``eta_0 backtrack^max_backtracks``, about 2.7e-5 of the start for 100 tries at 0.9).
+- ``loss_evaluations_per_step`` (a round metric): the line search's loss evaluations per local step, mean over the K
+  steps.  One evaluation probes all S clients' minibatches at once, so it counts the most that any client needed.
+- FedLi-LU: a client reports the mean of its K minibatch losses (the loss over its local epoch, as a trainer reports it;
+  not ``F_i(x_t)``); ``L`` and ``Delta_t`` use the round's aggregation weights (the authors' code: n_i).  The gamma
+  formula is read from the authors' DFW optimizer (Berrada et al.'s code): ``eps`` is added to ``eta ||d||^2``, and the
+  momentum buffer carries ``gamma (d + r)`` while the plain step scales only ``d``.
 """
 
 from __future__ import annotations
@@ -64,11 +63,9 @@ SERVER_STEP_SIZES = ("one", "max_client_step")
 
 @dataclass(frozen=True, kw_only=True)
 class FedLiLS(Federated):
-    """FedLi-LS (``fedli_ls(...)``): Armijo-SGD clients (``c``, ``backtrack`` = beta_b, first step from
-    ``init_step_size``, growth ``gamma^(b/n_i)`` over each client's epoch capped at ``eta_max``, at most
-    ``max_backtracks`` tries, then ``fallback_step_size``), the server steps ``eta_g Delta`` with ``eta_g = 1``
-    (``server_step_size="one"``, convex) or the largest client step (``"max_client_step"``).  Defaults: SLS's
-    constants c = 0.1, beta_b = 0.9, gamma = 2, init_step_size = 1, eta_max = 10, fallback 1e-6."""
+    """FedLi-LS: Armijo-SGD clients (``backtrack`` = beta_b, growth ``gamma^(b/n_i)`` capped at ``eta_max``), the server
+    steps ``eta_g Delta`` with ``eta_g = 1`` (``server_step_size="one"``, convex) or the largest client step
+    (``"max_client_step"``).  The defaults are SLS's constants."""
 
     c: float = 0.1
     backtrack: float = 0.9
@@ -88,7 +85,7 @@ class FedLiLS(Federated):
         check_choice("server_step_size", self.server_step_size, SERVER_STEP_SIZES)
         check_positive("eta_max", self.eta_max)
         check_positive("init_step_size", self.init_step_size)  # above eta_max the first step is capped, as in SLS
-        self._armijo(1.0)  # armijo checks c, backtrack, eta_max, max_backtracks and the fallback, each by name
+        self.line_search()  # armijo checks c, backtrack, eta_max, max_backtracks and the fallback, each by name
 
     def growth(self, batch: RoundBatch) -> float | Tensor:
         """The reset growth ``gamma^(b/n)`` of the round's clients: ``gamma^(1 / batches_per_epoch)`` when it is
@@ -101,18 +98,15 @@ class FedLiLS(Federated):
         sizes = batch.sizes.to(batch.clients.device)[batch.clients].unsqueeze(-1)  # n_i [R, S, 1]
         return self.gamma ** (batch.rows.shape[-1] / sizes.to(batch.weights.dtype))
 
-    def line_search(self, batch: RoundBatch) -> ClientRule:
-        """The clients' Armijo rule for the round's ``batch`` (its growth: :meth:`growth`)."""
-        return self._armijo(self.growth(batch))
-
-    def _armijo(self, growth: float | Tensor) -> ClientRule:
+    def line_search(self, growth: float | Tensor = 1.0) -> ClientRule:
+        """The clients' Armijo rule at the reset growth ``growth`` (a round's: :meth:`growth`)."""
         return armijo(self.c, self.backtrack, self.eta_max, growth, initial=self.init_step_size,
                       max_backtracks=self.max_backtracks, fallback=self.fallback_step_size)
 
     def client_run(self, sent: State, batch: RoundBatch, oracle: GradientOracle, own: State) -> ClientRun:
         """Each client: K Armijo-SGD steps from ``x_t`` (every round again from ``eta_0``: it keeps nothing); it
         uploads its model, its last step size ``eta_i`` and its line search's loss evaluations at each step."""
-        run = train_clients(sent["x"], batch, oracle, self.line_search(batch))
+        run = train_clients(sent["x"], batch, oracle, self.line_search(self.growth(batch)))
         search = run.state  # LineSearch: step_size [R, S, 1], tries [R, S, K]
         return run.sending({"step_size": search.step_size, "tries": search.tries})
 
@@ -179,9 +173,8 @@ def fedli_lu(
     client_lr: float | Schedule, *, eta: float = 0.01, mu: float = 0.9, weight_decay: float = 1e-5, eps: float = 1e-5,
     pseudo_gradient_scale: float = 1.0,
 ) -> FedOpt:
-    """FedLi-LU: SGD clients at ``client_lr``, the server's Deep-Frank-Wolfe step with momentum (the authors'
-    constants ``eta = 0.01``, ``mu = 0.9``, ``weight_decay = 1e-5``, ``eps = 1e-5``); each round reports ``gamma``.
-    The step is a Polyak step capped at ``eta`` (:func:`deep_frank_wolfe`); ``pseudo_gradient_scale`` divides the
-    clients' move before it (``client_lr K``: the gradient's scale, an ablation)."""
+    """FedLi-LU: SGD clients at ``client_lr``, the server's Deep-Frank-Wolfe step with momentum at the authors'
+    constants, a Polyak step capped at ``eta`` (:class:`DeepFrankWolfe`); each round reports ``gamma``.
+    ``pseudo_gradient_scale`` divides the clients' move first (``client_lr K``: the gradient's scale, an ablation)."""
     return FedOpt(client_lr, DeepFrankWolfe(eta=eta, mu=mu, weight_decay=weight_decay, eps=eps,
                                             scale=pseudo_gradient_scale), "FedLi-LU")

@@ -1,9 +1,8 @@
 """FedOpt: FedAvg, FedAvgM, FedAdagrad, FedAdam, FedYogi and FedAMS.
 
-Reddi et al., *Adaptive Federated Optimization*, ICLR 2021, Algorithm 1: each sampled
-client runs K steps of SGD from the server model, ``x_i <- x_i - eta_l g_i``; the
-server treats the weighted mean move ``Delta_t = sum_i w_i (x_i,K - x_t)`` as a
-pseudo-gradient and hands it to a server optimizer (:mod:`fedcore.server_opt`):
+Reddi et al., *Adaptive Federated Optimization*, ICLR 2021, Algorithm 1: each sampled client runs K steps of SGD from
+the server model, ``x_i <- x_i - eta_l g_i``; the server treats the weighted mean move ``Delta_t = sum_i w_i (x_i,K -
+x_t)`` as a pseudo-gradient and hands it to a server optimizer (:mod:`fedcore.server_opt`):
 
     FedAvg      x_{t+1} = x_t + eta Delta_t                         (eta = 1: McMahan et al.)
     FedAvgM     m_t = beta m_{t-1} + Delta_t,  x_{t+1} = x_t + eta m_t
@@ -11,8 +10,8 @@ pseudo-gradient and hands it to a server optimizer (:mod:`fedcore.server_opt`):
     FedAMS      x_{t+1} = x_t + eta m_t / sqrt(max(v_hat_{t-1}, v_t))  (Wang et al., ICML 2022)
 
 The variants are one class with a different server optimizer, not subclasses; FedProx
-(:mod:`fedcore.algorithms.fedprox`) is this class with a client ``correction``.  One round (``x_t [R, 1, d]``, one
-row per run; :func:`~fedcore.algorithms.client.train_clients`, :func:`~fedcore.server_opt.server_step`):
+(:mod:`fedcore.algorithms.fedprox`) is this class with a client ``correction``.  One round (``x_t [R, 1, d]``, one row
+per run; :func:`~fedcore.algorithms.client.train_clients`, :func:`~fedcore.server_opt.server_step`):
 
     X <- x_t (S rows);  K times: X <- X - eta_l (G(X) + correction)     (client.train_clients)
     x_{t+1} = x_t + server.update(Delta_t)                              (server_opt.server_step)

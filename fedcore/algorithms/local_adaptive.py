@@ -1,22 +1,20 @@
-"""Naive local-adaptive FedAvg: the paper's Algorithm 1 in Wu et al., *Faster Adaptive
-Federated Learning* (AAAI 2023), shown there (Theorem 1) to diverge.
+"""Naive local-adaptive FedAvg: the paper's Algorithm 1 in Wu et al., *Faster Adaptive Federated Learning* (AAAI 2023),
+shown there (Theorem 1) to diverge.
 
-Each client keeps its own Adam-style second moment and steps with it; the server
-averages the models every q steps and nothing else:
+Each client keeps its own Adam-style second moment and steps with it; the server averages the models every q steps and
+nothing else:
 
     v_t,i = beta v_t-1,i + (1 - beta) g_t,i^2
     x_t+1,i = x_t,i - eta g_t,i / sqrt(v_t,i)        (averaged over i every q steps)
 
-On heterogeneous clients every client's step has magnitude about ``eta / sqrt(1 - beta^t)``
-whatever the size of its gradient, so a client with a large gradient towards the optimum
-is outvoted by clients with small gradients away from it (:mod:`fedcore.toy`).  Here for
-teaching; :mod:`fedcore.algorithms.fafed` is the fix.
+On heterogeneous clients every client's step has magnitude about ``eta / sqrt(1 - beta^t)`` whatever the size of its
+gradient, so a client with a large gradient towards the optimum is outvoted by clients with small gradients away from it
+(:mod:`fedcore.toy`).  Here for teaching; :mod:`fedcore.algorithms.fafed` is the fix.
 
-Choices: ``v_0 = 0`` per client, kept across rounds (the clients' ``v`` are never averaged;
-a client's row is from the last round it took part in); no epsilon, as in the paper, and
-a coordinate with ``v = 0`` (then also ``g = 0``) does not move.  One fedcore round is one
-period of q = ``local_steps`` steps; the average uses the simulator's weights (uniform in
-the paper).
+Choices: ``v_0 = 0`` per client, kept across rounds (the clients' ``v`` are never averaged; a client's row is from the
+last round it took part in); no epsilon, as in the paper, and a coordinate with ``v = 0`` (then also ``g = 0``) does not
+move.  One fedcore round is one period of q = ``local_steps`` steps; the average uses the simulator's weights (uniform
+in the paper).
 """
 
 from __future__ import annotations

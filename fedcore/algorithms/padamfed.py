@@ -22,26 +22,24 @@ Choices where the text is open (no official code exists: this is a reconstructio
 
 - ``g^{t-1}`` in line 7 is the server's momentum, fixed during the K local steps (the slides write ``g^{t-1}``, not a
   per-step ``g_i^{t,k-1}``, and line 17 sends the clients ``beta c + (1 - beta) g``): no recursion over k.
-- The extraction's "nSK" in line 13 is read as ``eta S K``: ``g_bar`` is the mean normalized direction,
-  ``||g_bar|| <= 1``, and the server moves at most ``gamma`` per round.  ``c^{t-1}`` in line 16 is c before line 15.
+- The extraction's "nSK" in line 13 is read as ``eta S K``: ``g_bar`` is the mean normalized direction, ``||g_bar|| <=
+  1``, and the server moves at most ``gamma`` per round.  ``c^{t-1}`` in line 16 is c before line 15.
 - Line 1 needs ``c_i^{-1} = (1/K) sum_k grad F(theta^0; xi_i^{-1,k})`` for all N clients ("for any i").
-  ``initialization="every_client"`` (the default) computes it for every client, on all its samples (the
-  expectation of the K minibatches' mean, drawing no minibatches: one extra pass of all N clients before round 0,
-  outside the round's S, N uploads of d numbers), ``c^{-1}`` their mean.  ``"first_round"`` uses the first
-  round's sampled clients only, at ``theta^0`` on that round's K minibatches, ``c^{-1}`` their mean and
-  ``c_i^{-1} = c^{-1}`` for every other client (so c stays the mean of the c_i): the text's line 1 under full
-  participation, with ``xi^{-1} = xi^0``.  Both set ``g^{-1} = c^{-1}``.  ``"zeros"`` is SCAFFOLD's
-  ``c = c_i = 0`` (and ``g = 0``).
+  ``initialization="every_client"`` (the default) computes it for every client, on all its samples (the expectation of
+  the K minibatches' mean, drawing no minibatches: one extra pass of all N clients before round 0, outside the round's
+  S, N uploads of d numbers), ``c^{-1}`` their mean.  ``"first_round"`` uses the first round's sampled clients only, at
+  ``theta^0`` on that round's K minibatches, ``c^{-1}`` their mean and ``c_i^{-1} = c^{-1}`` for every other client (so
+  c stays the mean of the c_i): the text's line 1 under full participation, with ``xi^{-1} = xi^0``.  Both set ``g^{-1}
+  = c^{-1}``.  ``"zeros"`` is SCAFFOLD's ``c = c_i = 0`` (and ``g = 0``).
 - ``g_bar`` weights clients by the simulator's aggregation weights (``1/S`` in the paper: ``weighting="uniform"``);
-  lines 15-16 keep the paper's uniform ``1/N`` and ``1/S``.  Non-uniform weights (``weighting="samples"`` on
-  clients of different sizes) mix the two, which the text never does: the first round warns.
+  lines 15-16 keep the paper's uniform ``1/N`` and ``1/S``.  Non-uniform weights (``weighting="samples"`` on clients of
+  different sizes) mix the two, which the text never does: the first round warns.
 - A zero direction takes no step (``||g|| = 0``: :func:`~fedcore.algorithms.client.normalize` leaves it at 0).
-- PAdaMFed-VR: the slides give no server side of their own, so it is Algorithm 1's lines 13-17 (line 16's
-  momentum, ``server_momentum="line16"``); in round 0 the previous model is ``theta^{-1} = theta^0`` (where
-  ``g^{-1}`` was computed).  ``server_momentum="mean_direction"`` sets instead
-  ``g^t = (1/S) sum_i (1/K) sum_k g_i^{t,k}``, the clients' mean direction before the normalization (the STORM
-  estimator carried over to the server).  Without variance reduction the two are one: line 7 averaged over k and
-  over the S clients is line 16.
+- PAdaMFed-VR: the slides give no server side of their own, so it is Algorithm 1's lines 13-17 (line 16's momentum,
+  ``server_momentum="line16"``); in round 0 the previous model is ``theta^{-1} = theta^0`` (where ``g^{-1}`` was
+  computed).  ``server_momentum="mean_direction"`` sets instead ``g^t = (1/S) sum_i (1/K) sum_k g_i^{t,k}``, the
+  clients' mean direction before the normalization (the STORM estimator carried over to the server).  Without variance
+  reduction the two are one: line 7 averaged over k and over the S clients is line 16.
 """
 
 from __future__ import annotations
@@ -77,8 +75,7 @@ SERVER_MOMENTA = ("line16", "mean_direction")
 
 
 class PAdaMFedServer(NamedTuple):
-    """The server's state: theta^t, c^{t-1}, g^{t-1}, the round t, and theta^{t-1} for the STORM direction (None
-    otherwise: left out)."""
+    """The server's state: theta^t, c^{t-1}, g^{t-1}, the round t, and theta^{t-1} for the STORM direction (or None)."""
 
     x: Tensor
     c: Tensor
@@ -180,8 +177,7 @@ class PAdaMFed(Federated):
         return state
 
     def not_distributable(self) -> str | None:
-        """Why this configuration cannot run with its clients' state on the clients (:mod:`fedcore.flower`), or
-        None."""
+        """Why this configuration cannot keep its clients' state on the clients (:mod:`fedcore.flower`), or None."""
         if self.initialization == "first_round":
             return ("initialization='first_round': its server sets every unsampled client's c_i^{-1} to the first "
                     "round's mean, state that lives on the clients; use 'every_client' (the text's line 1) or 'zeros'")
@@ -217,15 +213,12 @@ class PAdaMFed(Federated):
         return new_state, {}
 
     def _check_weights(self, batch: RoundBatch) -> None:
-        """Warn when the round's client weights are not uniform: line 13's ``g_bar`` would weight the clients by
-        them while lines 15-16 average with ``1/N`` and ``1/S``, a mix Algorithm 1 never makes (it writes ``1/S``
-        throughout): ``weighting="uniform"`` runs the text."""
+        """Warn when the round's client weights are not uniform, a mix Algorithm 1 never makes (it writes ``1/S``)."""
         weights = batch.weights
         if float((weights.amax(-1) - weights.amin(-1)).max()) > 1e-12 * float(weights.abs().max()):
             warnings.warn(f"{self.name} got non-uniform client weights (weighting='samples' on clients of different "
-                          "sizes): line 13 then weights the clients by them while lines 15-16 use 1/N and 1/S, a mix "
-                          "Algorithm 1 does not make; run with weighting='uniform' (the paper's 1/S)", UserWarning,
-                          stacklevel=4)
+                          "sizes): line 13 weights the clients by them, lines 15-16 use 1/N and 1/S; run with "
+                          "weighting='uniform' (the paper's 1/S)", UserWarning, stacklevel=4)
 
     def check_run(self, clients_per_round: int, local_steps: int, rounds: int | None) -> None:
         """Refuse a run whose S, K or T is not the one the theorem's step sizes were computed for
@@ -240,11 +233,10 @@ def padamfed(
     multiplier: float = 1.0, eta: float | None = None, gamma: float | None = None, beta: float | None = None,
     initialization: str = "every_client",
 ) -> PAdaMFed:
-    """PAdaMFed (Yan et al., Alg. 1): ``theta_i <- theta_i - eta g / ||g||``, ``g = beta (grad - c_i + c) +
-    (1 - beta) g_prev``.  Step sizes from Theorem 1 for S = ``clients_per_round``, K = ``local_steps``,
-    T = ``rounds`` (each overridable by ``eta``, ``gamma``, ``beta``); ``multiplier`` scales ``eta``;
-    ``initialization`` is line 1's reading (:data:`INITIALIZATIONS`: ``"every_client"`` is the text's).  Run it
-    with ``weighting="uniform"``, Algorithm 1's ``1/S`` (non-uniform weights warn)."""
+    """PAdaMFed (Yan et al., Alg. 1): ``theta_i <- theta_i - eta g / ||g||``, ``g = beta (grad - c_i + c) + (1 - beta)
+    g_prev``.  Step sizes from Theorem 1 for S = ``clients_per_round``, K = ``local_steps``, T = ``rounds`` (each
+    overridable by ``eta``, ``gamma``, ``beta``); ``multiplier`` scales ``eta``; ``initialization`` is line 1's reading
+    (:data:`INITIALIZATIONS`).  Run it with ``weighting="uniform"``, Algorithm 1's ``1/S`` (others warn)."""
     sizes = {"clients_per_round": clients_per_round, "local_steps": local_steps, "rounds": rounds}
     values = step_sizes("padamfed", sizes, multiplier, {"eta": eta, "gamma": gamma, "beta": beta})
     return PAdaMFed(**values, initialization=initialization, **sizes, name="PAdaMFed")
@@ -255,11 +247,10 @@ def padamfed_vr(
     multiplier: float = 1.0, eta: float | None = None, gamma: float | None = None, beta: float | None = None,
     initialization: str = "every_client", server_momentum: str = "line16",
 ) -> PAdaMFed:
-    """PAdaMFed-VR (Yan et al., Theorem 2): the normalized step on the STORM direction
-    ``grad + beta (c - c_i) + (1 - beta) (g_prev - grad F(theta_prev; same xi))``; step sizes from Theorem 2.
-    ``server_momentum`` (:data:`SERVER_MOMENTA`): line 16's ``g^t`` (the slides give no other) or
-    ``"mean_direction"``, the clients' mean direction.  Run it with ``weighting="uniform"``, Algorithm 1's ``1/S``
-    (non-uniform weights warn)."""
+    """PAdaMFed-VR (Yan et al., Theorem 2): the normalized step on the STORM direction ``grad + beta (c - c_i) +
+    (1 - beta) (g_prev - grad F(theta_prev; same xi))``, step sizes from Theorem 2; ``server_momentum``
+    (:data:`SERVER_MOMENTA`): line 16's ``g^t`` (the slides give no other) or the clients' mean direction.  Run it
+    with ``weighting="uniform"`` (others warn)."""
     sizes = {"clients_per_round": clients_per_round, "local_steps": local_steps, "rounds": rounds}
     values = step_sizes("padamfed_vr", sizes, multiplier, {"eta": eta, "gamma": gamma, "beta": beta})
     return PAdaMFed(**values, variance_reduction=True, initialization=initialization, server_momentum=server_momentum,

@@ -1,23 +1,21 @@
 """SCAFFOLD (Karimireddy et al., *Stochastic Controlled Averaging for FL*, ICML 2020, Alg. 1).
 
-Clients correct their drift with control variates: for K steps
-``y_i <- y_i - eta_l (g_i(y_i) - c_i + c)``; then
+Clients correct their drift with control variates: for K steps ``y_i <- y_i - eta_l (g_i(y_i) - c_i + c)``; then
 
     option II (default)  c_i+ = c_i - c + (x - y_i) / (K eta_l)
     option I             c_i+ = grad f_i(x)   (here: on all K*B samples of the round)
 
-and the server takes ``x <- x + eta_g Delta_t`` (any server optimizer) and
-``c <- c + (S/N) mean_i (c_i+ - c_i)``.  ``Delta_t`` uses the simulator's aggregation
-weights (uniform in the paper, the default ``weighting`` of ``simulate`` is by samples).
-With ``c = c_i = 0`` the first round is exactly FedAvg's.
+and the server takes ``x <- x + eta_g Delta_t`` (any server optimizer) and ``c <- c + (S/N) mean_i (c_i+ - c_i)``.
+``Delta_t`` uses the simulator's aggregation weights (uniform in the paper, the default ``weighting`` of ``simulate`` is
+by samples).  With ``c = c_i = 0`` the first round is exactly FedAvg's.
 
 SCAFFOLD-M and SCAFFOLD-M-VR (Cheng, Huang, Wu & Yuan, *Momentum Benefits Non-IID Federated Learning Simply and
 Provably*, ICLR 2024) add server momentum ``g`` to the corrected direction: PAdaMFed's Algorithm 1
-(:mod:`fedcore.algorithms.padamfed`) without its normalization, with the plain step ``theta_i <- theta_i - eta g_i``
-and ``eta, gamma, beta`` tuned by the user.  The slides give only their step-size conditions and Cheng et al.'s
-pseudo-code was not reachable, so these are reconstructions.  In SCAFFOLD-M line 16 equals ``g_bar`` (the mean client
-direction, with uniform weights).  With ``beta = 1``, ``gamma = eta K`` and ``initialization="zeros"`` SCAFFOLD-M is
-SCAFFOLD option II at server learning rate 1 (both set ``c_i`` to the mean of the client's K gradients).
+(:mod:`fedcore.algorithms.padamfed`) without its normalization, with the plain step ``theta_i <- theta_i - eta g_i`` and
+``eta, gamma, beta`` tuned by the user.  The slides give only their step-size conditions and Cheng et al.'s pseudo-code
+was not reachable, so these are reconstructions.  In SCAFFOLD-M line 16 equals ``g_bar`` (the mean client direction,
+with uniform weights).  With ``beta = 1``, ``gamma = eta K`` and ``initialization="zeros"`` SCAFFOLD-M is SCAFFOLD
+option II at server learning rate 1 (both set ``c_i`` to the mean of the client's K gradients).
 """
 
 from __future__ import annotations

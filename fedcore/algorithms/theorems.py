@@ -1,12 +1,11 @@
-"""PAdaMFed's step sizes from S, K and T alone (Yan, Zhang, Wang & Cao, *Problem-Parameter-Free Federated
-Learning*, Theorems 1 and 2): what makes it "parameter-free", kept apart from its update rule
-(:mod:`fedcore.algorithms.padamfed`).
+"""PAdaMFed's step sizes from S, K and T alone (Yan, Zhang, Wang & Cao, *Problem-Parameter-Free Federated Learning*,
+Theorems 1 and 2): what makes it "parameter-free", kept apart from its update rule (:mod:`fedcore.algorithms.padamfed`).
 
     Theorem 1 (PAdaMFed)     eta = 1 / (K sqrt T),   gamma = (SK)^(1/4) / T^(3/4),   beta = sqrt(SK / T)
     Theorem 2 (PAdaMFed-VR)  eta = 1 / (K T),        gamma = beta = (SK)^(1/3) / T^(2/3)
 
-``beta`` is capped at 1 where the formula exceeds it (``T < SK`` in Theorem 1, ``T^2 < SK`` in Theorem 2); ``gamma``
-is a step size and is not capped.  ``multiplier`` scales ``eta`` only (the local learning rate): ``g_bar`` divides by
+``beta`` is capped at 1 where the formula exceeds it (``T < SK`` in Theorem 1, ``T^2 < SK`` in Theorem 2); ``gamma`` is
+a step size and is not capped.  ``multiplier`` scales ``eta`` only (the local learning rate): ``g_bar`` divides by
 ``eta``, so ``gamma`` (the server's largest step) stays the theorem's.  A configuration built from S, K, T keeps them
 and refuses a run of other sizes (:func:`check_horizon`).
 """
@@ -23,9 +22,8 @@ VARIANTS = ("padamfed", "padamfed_vr")
 def theory_hyperparameters(
     variant: str, clients_per_round: int, local_steps: int, rounds: int, multiplier: float = 1.0,
 ) -> dict[str, float]:
-    """``eta``, ``gamma``, ``beta`` from S, K, T: Theorem 1 (``"padamfed"``) ``eta = 1/(K sqrt T)``,
-    ``gamma = (SK)^(1/4) / T^(3/4)``, ``beta = min(1, sqrt(SK/T))``; Theorem 2 (``"padamfed_vr"``)
-    ``eta = 1/(KT)``, ``gamma = (SK)^(1/3) / T^(2/3)``, ``beta = min(1, gamma)``; ``eta`` times ``multiplier``."""
+    """``eta``, ``gamma``, ``beta`` from S, K, T by Theorem 1 (``"padamfed"``) or 2 (``"padamfed_vr"``), as the
+    module's table writes them, ``beta`` capped at 1; ``eta`` times ``multiplier``."""
     check_choice("variant", variant, VARIANTS)
     S, K = check_int("clients_per_round", clients_per_round), check_int("local_steps", local_steps)
     T, multiplier = check_int("rounds", rounds), check_positive("multiplier", multiplier)
