@@ -89,8 +89,7 @@ class Federated:
         raise NotImplementedError(f"{type(self).__name__} must define client_run(sent, batch, oracle, own)")
 
     def server_round(self, state: State, run: ClientRun, batch: RoundBatch) -> tuple[State, Metrics]:
-        """The server's part: the new state from the clients' models ``run.X`` and uploads ``run.uploads``, and the
-        metrics of the round beyond the training loss (which the framework adds)."""
+        """The server's part: the new state from ``run.X`` and ``run.uploads``, and the round's other metrics."""
         raise NotImplementedError(f"{type(self).__name__} must define server_round(state, run, batch)")
 
     def prologue(self, state: State) -> str | None:
@@ -193,12 +192,17 @@ def federated_round(algorithm: Federated, state: State, batch: RoundBatch,
     return server_part(algorithm, kept(algorithm, state, batch, run.keeps), run, batch)
 
 
-def client_part(algorithm: Federated, sent: State, batch: RoundBatch, oracle: GradientOracle,
-                own: State) -> ClientRun:
-    """The family's ``client_run``, its result checked (:func:`returned`): a ``ClientRun`` whose ``keeps`` are rows
-    of its ``client_state``."""
-    return returned(algorithm, "client_run(sent, batch, oracle, own)",
-                    algorithm.client_run(sent, batch, oracle, own), run="run")
+def client_part(algorithm: Federated, sent: State, batch: RoundBatch, oracle: GradientOracle, own: State) -> ClientRun:
+    """The family's ``client_run``, its result checked (:func:`returned`): ``keeps`` rows of its ``client_state``."""
+    return returned(algorithm, "client_run(sent, batch, oracle, own)", algorithm.client_run(sent, batch, oracle, own),
+                    run="run")
+
+
+def client_prologue_part(algorithm: Federated, sent: State, batch: RoundBatch, oracle: GradientOracle,
+                         own: State) -> tuple[State, State]:
+    """The family's ``client_prologue``, its result checked: ``(uploads, keeps)``, ``keeps`` rows of its state."""
+    return returned(algorithm, "client_prologue(sent, batch, oracle, own)",
+                    algorithm.client_prologue(sent, batch, oracle, own), uploads="uploads", keeps="keeps")
 
 
 def server_part(algorithm: Federated, state: State, run: ClientRun, batch: RoundBatch) -> tuple[State, Metrics]:
@@ -226,8 +230,8 @@ def run_prologue(algorithm: Federated, state: State, batch: RoundBatch, oracle: 
         return state
     first = batch if which == "sampled" else batch.every_client()
     if clients is None:
-        uploads, keeps = returned(algorithm, "client_prologue(sent, batch, oracle, own)", algorithm.client_prologue(
-            sent(algorithm, state), first, oracle, own_rows(algorithm, state, first)), uploads="uploads", keeps="keeps")
+        uploads, keeps = client_prologue_part(algorithm, sent(algorithm, state), first, oracle,
+                                              own_rows(algorithm, state, first))
         state = kept(algorithm, state, first, keeps)
     else:
         uploads = clients(first, sent(algorithm, state))
@@ -245,8 +249,7 @@ def sent(algorithm: Federated, state: State) -> State:
 
 
 def with_rows(algorithm: Federated, state: State, new_state: State) -> State:
-    """The server's ``new_state`` with the clients' rows of ``state`` (unless the server part wrote them, as
-    PAdaMFed's ``"first_round"`` prologue does in a simulation); on an engine the server holds no rows."""
+    """The server's ``new_state`` with the clients' rows of ``state``, unless it wrote them (PAdaMFed's first_round)."""
     return {**{key: state[key] for key in algorithm.client_state if key in state}, **new_state}
 
 

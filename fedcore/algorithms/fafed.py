@@ -51,6 +51,7 @@ from fedcore.params import GradientOracle
 from fedcore.schedules import Schedule, schedule_at, storm_momentum, storm_step_size
 
 __all__ = ["FAFED", "fafed", "stem", "storm_momentum", "storm_step_size"]
+ALPHA_RANGE = partial(check_range, low=0, high=1, low_closed=False, high_closed=True)  # alpha_t in (0, 1]
 
 
 class FAFEDServer(NamedTuple):
@@ -90,8 +91,7 @@ class FAFED(Federated):
         return schedule_at("lr", self.lr, t, "step")
 
     def alpha_t(self, t: int) -> float:
-        in_unit = partial(check_range, low=0, high=1, low_closed=False, high_closed=True)  # alpha in (0, 1]
-        return schedule_at("alpha", self.alpha, t, "step", in_unit)
+        return schedule_at("alpha", self.alpha, t, "step", ALPHA_RANGE)
 
     def server_init(self, x: Tensor) -> FAFEDServer:
         return FAFEDServer(x, torch.zeros_like(x), torch.zeros_like(x), torch.ones_like(x), torch.tensor(0))
@@ -111,8 +111,7 @@ class FAFED(Federated):
 
     def client_prologue(self, sent: State, batch: RoundBatch, oracle: GradientOracle,
                         own: State) -> tuple[State, State]:
-        """Each client's gradient at ``x_0`` on its ``q b`` samples (uploaded); it keeps ``x_0`` as its previous
-        point."""
+        """Each client's gradient at ``x_0`` on its ``q b`` samples (uploaded); it keeps ``x_0`` as previous point."""
         x = sent["x"]
         G0 = round_gradient(x, batch, oracle)
         return {"gradient": G0}, {"x_prev": x.expand_as(G0)}

@@ -95,8 +95,7 @@ def server_learning_rate(server_lr: float) -> float:
 
 
 def _with_options(client_lr: float | Schedule, optimizer, server_lr: float, options: dict, name: str) -> FedOpt:
-    """FedOpt with ``optimizer(server_lr, **options)``, the options checked by name first
-    (``fedadam(beta3=1)`` says which options FedAdam takes)."""
+    """FedOpt with ``optimizer(server_lr, **options)``, the options checked by name first (``fedadam(beta3=1)``)."""
     check_keywords(optimizer, options, f"{name.lower()}(client_lr, server_lr, **options)", exclude=("lr",))
     return FedOpt(client_lr, optimizer(server_learning_rate(server_lr), **options), name)
 

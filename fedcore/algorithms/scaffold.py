@@ -105,16 +105,15 @@ def scaffold(client_lr: float | Schedule, *, server_lr: float = 1.0, option: str
 
 
 def scaffold_m(*, eta: float, gamma: float, beta: float, initialization: str = "every_client") -> PAdaMFed:
-    """SCAFFOLD-M (Cheng et al., ICLR 2024; reconstructed): ``theta_i <- theta_i - eta (beta (grad - c_i + c) +
-    (1 - beta) g)``, server ``theta <- theta - gamma g_bar``; ``initialization="zeros"`` starts as SCAFFOLD.  Run
-    it with ``weighting="uniform"`` (non-uniform weights warn: lines 15-16 average with 1/N and 1/S)."""
+    """SCAFFOLD-M (Cheng et al., ICLR 2024; reconstructed): ``theta_i <- theta_i - eta (beta (grad - c_i + c) + (1 -
+    beta) g)``, ``theta <- theta - gamma g_bar``; ``initialization="zeros"`` starts as SCAFFOLD.  Run it with
+    ``weighting="uniform"`` (others warn)."""
     return PAdaMFed(eta, gamma, beta, normalized=False, initialization=initialization, name="SCAFFOLD-M")
 
 
 def scaffold_m_vr(*, eta: float, gamma: float, beta: float, initialization: str = "every_client",
                   server_momentum: str = "line16") -> PAdaMFed:
     """SCAFFOLD-M-VR (Cheng et al., ICLR 2024; reconstructed): SCAFFOLD-M's plain step on the STORM direction;
-    ``server_momentum`` as :func:`~fedcore.algorithms.padamfed.padamfed_vr`'s.  Run it with ``weighting="uniform"``
-    (non-uniform weights warn)."""
+    ``server_momentum`` as :func:`~fedcore.algorithms.padamfed.padamfed_vr`'s; uniform weights (others warn)."""
     return PAdaMFed(eta, gamma, beta, normalized=False, variance_reduction=True, initialization=initialization,
                     server_momentum=server_momentum, name="SCAFFOLD-M-VR")

@@ -54,8 +54,8 @@ def step_sizes(variant: str, sizes: dict[str, int | None], multiplier: float,
 
 
 def check_horizon(name: str, built: dict[str, int | None], run: dict[str, int | None]) -> None:
-    """Refuse a run whose S, K or T (``run``; ``rounds`` None: not known, a round driven by hand) is not the one the
-    step sizes were ``built`` for (either way: step sizes for T = 100 are wrong for a 5-round run too)."""
+    """Refuse a run whose S, K or T (``run``; ``rounds`` None: a round driven by hand) is not the one the step sizes
+    were ``built`` for, either way (step sizes for T = 100 are wrong for a 5-round run too)."""
     run = {**run, "rounds": built["rounds"] if run["rounds"] is None else run["rounds"]}
     if built["clients_per_round"] is not None and built != run:
         built_text, run_text = (", ".join(f"{key}={value}" for key, value in sizes.items()) for sizes in (built, run))

@@ -39,6 +39,7 @@ from fedcore.algorithms.contract import (
     Federated,
     State,
     client_part,
+    client_prologue_part,
     client_start,
     declared,
     run_prologue,
@@ -47,7 +48,7 @@ from fedcore.algorithms.contract import (
     server_start,
 )
 from fedcore.checks import check_choice, check_function, check_int, check_x0, named_numbers
-from fedcore.contract_checks import name_of, returned
+from fedcore.contract_checks import name_of
 from fedcore.data.federated import FederatedData
 from fedcore.engine.loop import diverged, record
 from fedcore.engine.options import RunOptions
@@ -316,8 +317,7 @@ def client_reply(problem: Problem, algorithm: Any, oracle: GradientOracle, messa
                        torch.ones(1, dtype=x.dtype, device=data.device), rows.unsqueeze(0),
                        data.inputs, data.targets, data.num_clients, sizes=data.sizes)
     if phase == "prologue":
-        uploads, keeps = returned(algorithm, "client_prologue(sent, batch, oracle, own)",
-                                  algorithm.client_prologue(sent, batch, oracle, own), uploads="uploads", keeps="keeps")
+        uploads, keeps = client_prologue_part(algorithm, sent, batch, oracle, own)
     else:
         run = client_part(algorithm, sent, batch, oracle, own)
         uploads, keeps = {**run.uploads, "move": run.X - x, "loss_sum": run.loss_sum}, run.keeps
