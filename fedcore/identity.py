@@ -26,14 +26,14 @@ The code that decides a run's numbers is part of what identifies it, in two part
   (:func:`modules_of`, :func:`source_of`), so an edit of ``fafed.py`` recomputes FAFED's runs and no FedOpt run, an
   edit of ``algorithms/client.py`` every run.  The code is hashed normalized (:func:`normalized`: the syntax tree
   without docstrings, line and column numbers; comments never reach it), so a docstring or a comment recomputes
-  nothing.  What only presents or orchestrates (figures, explorers, the experiments' tables and claim rules, Flower,
+  nothing.  What only presents or orchestrates (figures, explorers, the papers' tables and claim rules, Flower,
   the store, the notebooks) is in no key, so an edit there recomputes nothing either.  ``tests/test_store_keys.py``
   traces every module a run executes and fails when one is neither listed here nor in :data:`BOOKKEEPING`, or when a
   numerics module a run of a registered algorithm executes is not in its key.  Their functions and classes, and
   those of the libraries (the standard library, torch, numpy: judged by the file they come from), are described by
   name;
 - anything else handed to a run (a ``record=``, a schedule, a user's own algorithm, a layer class or a loss; code of
-  a notebook, of a user's module, of ``exec``, of fedcore's experiments) is described by its content:
+  a notebook, of a user's module, of ``exec``, of the papers' package) is described by its content:
 
   - a function by its bytecode, constants and the names it reads, its defaults, and the values of what it reads
     (closure cells and globals), recursively through the functions it calls;
@@ -349,7 +349,7 @@ def _numerics_set() -> frozenset[Path]:
 def _known_file(filename: str) -> bool:
     """Whether code from ``filename`` is described by name alone: a file of fedcore's numerics (keyed by its
     code, :func:`source_of`) or of a library (the standard library, installed packages: torch, numpy, ...).  The code
-    of anything else (a notebook's cell, a user's module, code run by ``exec``, fedcore's experiments) is described by
+    of anything else (a notebook's cell, a user's module, code run by ``exec``, the papers' package) is described by
     its content."""
     path = Path(filename).resolve()
     if path in _numerics_set():

@@ -13,7 +13,7 @@ its Axes or Figure, showing nothing; :mod:`fedcore.explore` computes and then ca
 - :func:`robustness`: a score against a learning rate per method, given points filled;
 - :func:`savefig`: write a figure into a folder when one is given.
 
-Each paper's own figures live in its package (``fedcore.experiments.<paper>.figures``).
+Each paper's own figures live in its package beside the notebooks (``papers/<paper>/figures.py``).
 """
 
 from __future__ import annotations
@@ -326,7 +326,7 @@ def robustness(table: Any, good: Any = None, ax: Axes | None = None, title: str 
                ylabel: str = "test accuracy (last fifth of the rounds)", order: Sequence[str] | None = None) -> Axes:
     """Score against a learning rate or its multiplier (log axis), one line per method (``table``: rows the
     rates, columns the methods); where the boolean table ``good`` (same shape, e.g. the rates within a tolerance
-    of each method's best, :func:`fedcore.experiments.common.near_best` per column) is True the point is drawn
+    of each method's best) is True the point is drawn
     filled, elsewhere hollow (all filled without ``good``); where a run diverged the line stops.  ``legend=False``
     leaves the legend to the caller (one per figure).  ``order`` fixes each method's colour, line style and marker
     by its place in it (the same method looks the same in every figure), else by its column."""

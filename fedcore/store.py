@@ -14,7 +14,7 @@ the data containers and partitioners, the engine, ``run.py``) are in every key, 
 (:data:`fedcore.identity.FAMILIES`: ``fafed.py``, ``fedopt.py``, ...) only in the keys of the runs whose algorithm
 depends on it (:func:`fedcore.identity.modules_of`).  The code is hashed without its docstrings and comments
 (:func:`fedcore.identity.normalized`): editing them recomputes nothing.  Presentation and orchestration are in no
-key: figures (``plots.py``, ``experiments/*/figures.py``), explorers, Displays, the experiments' tables and claim
+key: figures (``plots.py``, the papers' ``figures.py``), explorers, Displays, the papers' tables and claim
 rules, Flower, the store itself and the notebooks; an edit there leaves every key as it was, so a rerun of the
 collection reads every run back.  A test (``tests/test_store_keys.py``) traces the modules a run executes and fails
 when one joins the round path without being listed (in ``NUMERICS``, or in ``BOOKKEEPING`` when it decides no

@@ -82,8 +82,8 @@ from IPython.display import display
 import fedcore
 import fedcore.engine.loop
 from fedcore import explore, plots, toy
-from fedcore.experiments.figures import MetricsDisplay
 from fedcore.store import default_store
+from papers.figures import MetricsDisplay
 
 # %% [markdown]
 # ## 1. Federated optimization

@@ -60,11 +60,12 @@ import pandas as pd
 from IPython.display import display
 
 import fedcore
-from fedcore import explore, objectives, plots, server_opt
-from fedcore.experiments import claims, common, records
-from fedcore.experiments import figures as common_figures
-from fedcore.experiments.fedopt import experiment, figures, paper, theory, tuning
+from fedcore import comparisons, objectives, plots, server_opt
+from fedcore.explore import LIVE_RUN, disable_unused, grid_options, live_problem
 from fedcore.store import default_store
+from papers import claims, common, records
+from papers import figures as common_figures
+from papers.fedopt import experiment, explore, figures, paper, theory, tuning
 
 store = default_store(STORE)
 plt.rcParams["figure.dpi"] = 75  # many figures: keeps the committed notebook under 1 MB
@@ -227,9 +228,9 @@ with pd.option_context("display.max_colwidth", None):
 # clients (Dirichlet 0.5 label skew), a logistic regression, 5 clients per round, 5 local steps of 32.
 
 # %%
-live = explore.live_problem()
+live = live_problem()
 grid_scale = common.scale_at(tuning.GRIDS, SCALE)  # the learning-rate grids' scale (section 5)
-variant_options = dict(explore.LIVE_RUN, rounds=grid_scale.rounds, progress=False, store=store)
+variant_options = dict(LIVE_RUN, rounds=grid_scale.rounds, progress=False, store=store)
 readings = figures.VariantsDisplay.from_runs({
     variant: {method: fedcore.simulate(live, build(), **variant_options)
               for method, build in experiment.paper_builders("emnist_cr", variant=variant).items()}
@@ -307,8 +308,8 @@ plots.savefig(shown.figure_, "01_table1_seeds.png", FIGURES)
 # alone; section 7 corrects within each claim: p_Holm), positive when the method is better:
 
 # %%
-paired = results.paired("FedAvg", words={claims.CONFIRMED: "better", claims.CONTRADICTED: "worse",
-                                          **dict.fromkeys(claims.UNDECIDED, "undecided")}).rename(
+paired = results.paired("FedAvg", words={comparisons.CONFIRMED: "better", comparisons.CONTRADICTED: "worse",
+                                          **dict.fromkeys(comparisons.UNDECIDED, "undecided")}).rename(
     index=lambda t: paper.PAPER_TASKS[t]["name"])
 paired
 
@@ -584,9 +585,9 @@ cell_explorer = widgets.interactive(
     explore.explore_tuning,
     method=widgets.Dropdown(options=list(grids), value="FedAdam", description="method"),
     tau=widgets.Dropdown(options=taus, value=TAU, description="τ"),
-    client_lr=widgets.SelectionSlider(options=explore.grid_options(client_lrs), value=client_lrs[-2],
+    client_lr=widgets.SelectionSlider(options=grid_options(client_lrs), value=client_lrs[-2],
                                       description="client lr"),
-    server_lr=widgets.SelectionSlider(options=explore.grid_options(server_lrs), value=server_lrs[1],
+    server_lr=widgets.SelectionSlider(options=grid_options(server_lrs), value=server_lrs[1],
                                       description="server lr"),
     grids=widgets.fixed(grids_by_tau), curve=widgets.fixed(grid_curve),
 )
@@ -615,7 +616,7 @@ live_explorer = widgets.interactive(
     beta2=widgets.FloatSlider(value=0.99, min=0.5, max=0.999, step=0.001, readout_format=".3f", description="β₂"),
     **{name: widgets.fixed(value) for name, value in live_cr.items()},
 )
-display(explore.disable_unused(live_explorer, explore.FEDOPT_METHODS, chooser="method"))
+display(disable_unused(live_explorer, explore.FEDOPT_METHODS, chooser="method"))
 
 # %% [markdown]
 # ## 7. The paper's claims beside ours
@@ -631,7 +632,7 @@ display(explore.disable_unused(live_explorer, explore.FEDOPT_METHODS, chooser="m
 # rates. By its own tables, the paper's answer is "holds" for rows 0-2 and 4.
 
 # %%
-# the rules: fedcore.experiments.claims; the claims: paper.CLAIMS; the paper's own verdicts, from its tables' bold
+# the rules: papers.claims; the claims: paper.CLAIMS; the paper's own verdicts, from its tables' bold
 # marks: tests/test_fedopt_experiment.py
 print("trivial baselines in Table 1's units:", {task: round(value, 2) for task, value in baselines.items()})
 evidence = paper.Evidence(table1=scores, baselines=baselines, convergence=convergence, decay=decay_scores,

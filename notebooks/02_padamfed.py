@@ -70,13 +70,13 @@ import matplotlib.pyplot as plt
 import pandas as pd
 from IPython.display import display
 
-from fedcore import explore, plots
+from fedcore import plots
 from fedcore.algorithms.padamfed import PAdaMFed
-from fedcore.experiments import claims, common, records
-from fedcore.experiments import figures as common_figures
-from fedcore.experiments.claims import Scope
-from fedcore.experiments.padamfed import design, experiment, figures, paper, theory
 from fedcore.store import default_store
+from papers import claims, common, records
+from papers import figures as common_figures
+from papers.claims import Scope
+from papers.padamfed import design, experiment, explore, figures, paper, theory
 
 store = default_store(STORE)
 started = time.perf_counter()
@@ -158,7 +158,7 @@ print(inspect.getsource(PAdaMFed.server_round))
 # $\|\bar g^t\| \le 1$, so the server moves at most $\gamma$ a round. Scale $f$ by $s$ (every constant scales,
 # the minimizer does not): every direction scales by $s$, every normalized step stays, and PAdaMFed's path does not
 # change at all: by construction, so shown, not counted as evidence. A least-squares federation (50
-# clients, 10 per round, 5 local steps of 4 samples, 200 rounds: `fedcore.experiments.padamfed.theory`) scaled by
+# clients, 10 per round, 5 local steps of 4 samples, 200 rounds: `papers.padamfed.theory`) scaled by
 # $s$ from $10^{-2}$ to $10^{2}$ ($L = 1.158\, s$), one seed: the mean $\|\nabla f\|$ over the last 20 rounds over
 # the initial one, the parameter-free methods at their theorems' step sizes, FedAvg and SCAFFOLD at `FEDAVG_LR`:
 
@@ -205,7 +205,7 @@ theory.rate_summary(rates, point).map(lambda v: f"{v:.3g}" if isinstance(v, floa
 # optimum, $\Delta$, $L$ and every sample's gradient noise stay at every level, only the clients' gradients move
 # apart ($h$ in units of $\|\nabla f(x_0)\|$; the table measures them, $\zeta$ the root mean square of
 # $\|\nabla f_i(x^*)\|$). PAdaMFed runs beside
-# its **ablation without control variates** ($c_i = c = 0$, `fedcore.experiments.padamfed.design`); FedAvg, SCAFFOLD
+# its **ablation without control variates** ($c_i = c = 0$, `papers.padamfed.design`); FedAvg, SCAFFOLD
 # and SCAFFOLD-M are tuned **once**, at $h = 0$, on the tuning seeds. Each run's final over initial gradient norm
 # (mean of its last 20 rounds; geometric mean over the seeds):
 
@@ -253,7 +253,7 @@ theory.rate_summary(speedup, point)
 #
 # ## 2. Explorer: the step sizes of Theorems 1 and 2
 #
-# `fedcore.explore.explore_padamfed` computes $\eta$, $\gamma$, $\beta$ from $S$, $K$, $T$, multiplies them under
+# `papers.padamfed.explore.explore_padamfed` computes $\eta$, $\gamma$, $\beta$ from $S$, $K$, $T$, multiplies them under
 # the reading you pick (section 4's two), and runs PAdaMFed, PAdaMFed-VR and FedAvg. To answer in seconds it trains
 # a logistic regression on Fashion-MNIST over 20 clients (Dirichlet(0.5)), not section 3's task. Once headless, then
 # live:
@@ -476,7 +476,7 @@ else:
 # ## 6. The slides' claims beside ours
 #
 # The slides give no table of results to set beside ours. Each verdict is computed from the results
-# above (`paper.CLAIMS`) by the shared rules of `fedcore.experiments.claims`: every check is a paired
+# above (`paper.CLAIMS`) by the shared rules of `papers.claims`: every check is a paired
 # comparison over the seeds (the mean difference, its own 95% paired t interval, uncorrected, and p Holm-corrected
 # within a claim); **confirmed** or **contradicted** when p_Holm is at most 0.05, by the mean's side of the margin. A claim **holds** when every check is
 # confirmed, **does not hold** when one is contradicted, is **partly** true when some are confirmed and none

@@ -61,12 +61,12 @@ import pandas as pd
 from IPython.display import display
 
 import fedcore
-from fedcore import algorithms, explore, objectives, plots
+from fedcore import algorithms, objectives, plots
 from fedcore.algorithms.fedli import FedLiLS, deep_frank_wolfe
-from fedcore.experiments import claims, common, records
-from fedcore.experiments.fedli import experiment, figures, paper, theory
-from fedcore.experiments.figures import CurvesDisplay
 from fedcore.store import default_store
+from papers import claims, common, records
+from papers.fedli import experiment, explore, figures, paper, theory
+from papers.figures import CurvesDisplay
 
 store = default_store(STORE)
 started = time.perf_counter()
@@ -189,7 +189,7 @@ display(remark2_explorer)
 # ## 3. Tables 1 and 2 on the task reachable here
 #
 # The paper: 100 clients, 10 per round, batch 32, one local epoch, 500 rounds, 5 seeds; CIFAR-10/100 with ResNet-18,
-# FEMNIST with a CNN, Shakespeare with an RNN. Here (`fedcore.experiments.fedli`):
+# FEMNIST with a CNN, Shakespeare with an RNN. Here (`papers.fedli`):
 #
 # - **FEMNIST → Fashion-MNIST** (EMNIST cannot be fetched): 100 clients by Dirichlet(0.5), 10 per round, batch 32,
 #   one local epoch capped at the scale's $K$ (printed below); below `paper` a 784-64-10 MLP instead of a CNN;
@@ -438,7 +438,7 @@ plots.savefig(steps.figure_, "03_step_sizes.png", FIGURES)
 #
 # ## 6. Explorer: move the baselines' learning rate
 #
-# `fedcore.explore.explore_fedli` runs FedAvg and FedExP at the slider's client rate beside FedLi-LS (with
+# `papers.fedli.explore.explore_fedli` runs FedAvg and FedExP at the slider's client rate beside FedLi-LS (with
 # $\eta_g = 1$) and FedLi-LU (clients at a fixed 0.1), on the small task of the other notebooks (Fashion-MNIST on 20
 # clients, a logistic regression; its numbers are not Table 1's). Only FedAvg and FedExP depend on the slider
 # (`tests/test_fedli_theory.py::test_fedli_explorer_moves_only_the_baselines` checks it). Once headless, then live:

@@ -74,18 +74,18 @@ import pandas as pd
 from IPython.display import Markdown, display
 
 import fedcore
-from fedcore import algorithms, counterexample, explore, plots
-from fedcore.experiments import claims, common, records
-from fedcore.experiments.fafed import experiment, figures, paper, theory
-from fedcore.experiments.figures import MetricsDisplay, ScoresDisplay
+from fedcore import algorithms, counterexample, plots
 from fedcore.store import default_store
+from papers import claims, common, records
+from papers.fafed import experiment, explore, figures, paper, theory
+from papers.figures import MetricsDisplay, ScoresDisplay
 
 store = default_store(STORE, keep_models=True)  # section 4 scores the final server models
 
 # %% [markdown]
-# The experiment lives in `fedcore.experiments.fafed`: `experiment` (settings, grids, builders, runs), `paper` (the
+# The experiment lives in `papers.fafed`: `experiment` (settings, grids, builders, runs), `paper` (the
 # claims), `theory` (the counterexample, the reference loop) and `figures`; the statistics are shared by every
-# notebook (`fedcore.experiments.claims`). The scale:
+# notebook (`papers.claims`). The scale:
 
 # %%
 scale = common.scale_at(experiment.SCALES, SCALE)
@@ -400,7 +400,7 @@ readings.mean(axis=1).unstack(0)[list(tasks)].round(3)
 # ## 5. The paper's claims beside ours
 #
 # The supplementary tables are lost to us. Verdicts follow the rules every
-# notebook shares (`fedcore.experiments.claims`): a difference counts when its paired t test against the margin over
+# notebook shares (`papers.claims`): a difference counts when its paired t test against the margin over
 # the judging seeds is significant at 5%, Holm-corrected within a claim; positive differences favour FAFED. A universal claim
 # ("every setting") **holds** when every setting is confirmed and **does not hold** when one is contradicted; a
 # setting enters only if most methods beat its most frequent class by 5 points.

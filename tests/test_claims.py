@@ -1,4 +1,4 @@
-"""The shared rules of the claims tables (fedcore.experiments.claims) on hand-made numbers: each rule must be able
+"""The shared rules of the claims tables (papers.claims) on hand-made numbers: each rule must be able
 to say holds, does not hold, inconclusive and not testable, so that no verdict passes by construction."""
 
 from __future__ import annotations
@@ -9,25 +9,21 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from fedcore.experiments import claims
-from fedcore.experiments.claims import (
-    CONFIRMED,
-    CONTRADICTED,
+from fedcore import comparisons
+from fedcore.comparisons import CONFIRMED, CONTRADICTED, NOT_DECIDABLE, WITHIN_NOISE, compare, paired
+from papers import claims
+from papers.claims import (
     DOES_NOT_HOLD,
     HOLDS,
     INCONCLUSIVE,
-    NOT_DECIDABLE,
     NOT_TESTABLE,
     PARTLY,
-    WITHIN_NOISE,
     Claim,
     Family,
     Judgement,
     Scope,
-    compare,
     judge,
     learned_something,
-    paired,
 )
 
 
@@ -43,7 +39,8 @@ def test_paired_differences_and_their_interval_by_hand() -> None:
     # the 2-df t quantile at 97.5% in closed form: t = 2q / sqrt(1 - (2q - 1)^2 ... ) = sqrt(2) (2p - 1) / sqrt(
     # 1 - (2p - 1)^2) with p = 0.975: 4.3027
     quantile = math.sqrt(2) * 0.95 / math.sqrt(1 - 0.95**2)
-    assert claims.t_quantile(3) == pytest.approx(quantile) and claims.t_quantile(3) == pytest.approx(4.303, abs=1e-3)
+    assert comparisons.t_quantile(3) == pytest.approx(quantile)
+    assert comparisons.t_quantile(3) == pytest.approx(4.303, abs=1e-3)
     half = quantile * sd / math.sqrt(3)
     assert comparison.interval() == pytest.approx((mean - half, mean + half))
     # a: 0.80 0.82 0.78, b: 0.75 0.80 0.77; of the 9 pairs, a wins: 0.80 twice and ties 0.80 (half), 0.82 three
@@ -116,18 +113,19 @@ def test_the_seeds_it_would_take_at_the_measured_spread() -> None:
 
 def test_holm_step_down_by_hand() -> None:
     # sorted 0.01, 0.02, 0.04 -> 3 x 0.01 = 0.03, 2 x 0.02 = 0.04, max(0.04, 1 x 0.04) = 0.04
-    assert claims.holm([0.04, 0.01, 0.02]) == pytest.approx([0.04, 0.03, 0.04])
+    assert comparisons.holm([0.04, 0.01, 0.02]) == pytest.approx([0.04, 0.03, 0.04])
     # monotone: sorted 0.001, 0.02, 0.03 -> 0.003, 2 x 0.02 = 0.04, 1 x 0.03 = 0.03 raised to the 0.04 before it
-    assert claims.holm([0.001, 0.03, 0.02]) == pytest.approx([0.003, 0.04, 0.04])
-    assert claims.holm([0.5, math.nan])[1] != claims.holm([0.5, math.nan])[1] and claims.holm([0.5, math.nan])[0] == 1.0
+    assert comparisons.holm([0.001, 0.03, 0.02]) == pytest.approx([0.003, 0.04, 0.04])
+    adjusted = comparisons.holm([0.5, math.nan])
+    assert adjusted[1] != adjusted[1] and adjusted[0] == 1.0
 
 
 def test_a_family_corrects_its_comparisons_together() -> None:
-    strong = claims.compare([0.80, 0.84, 0.79, 0.81, 0.83], [0.70, 0.73, 0.70, 0.70, 0.72])
-    weak = claims.compare([0.80, 0.84, 0.79, 0.81, 0.83], [0.79, 0.80, 0.79, 0.78, 0.80])  # p 0.040
+    strong = comparisons.compare([0.80, 0.84, 0.79, 0.81, 0.83], [0.70, 0.73, 0.70, 0.70, 0.72])
+    weak = comparisons.compare([0.80, 0.84, 0.79, 0.81, 0.83], [0.79, 0.80, 0.79, 0.78, 0.80])  # p 0.040
     assert weak.p < 0.05 and weak.outcome() == CONFIRMED  # alone it counts ...
-    family = claims.Family({"strong": strong, "weak": weak, "none": claims.compare([0.5] * 5, [0.5] * 5)})
-    adjusted = claims.holm([strong.p, weak.p, 1.0])
+    family = claims.Family({"strong": strong, "weak": weak, "none": comparisons.compare([0.5] * 5, [0.5] * 5)})
+    adjusted = comparisons.holm([strong.p, weak.p, 1.0])
     assert list(family.p_values.values()) == pytest.approx(adjusted)
     assert adjusted[1] > 0.05 and family.outcomes == {"strong": CONFIRMED, "weak": WITHIN_NOISE,
                                                       "none": WITHIN_NOISE}  # ... corrected with two others, not
@@ -258,11 +256,12 @@ def test_a_scope_with_rounds_per_task_names_them_and_narrows_with_its_tasks() ->
 
 def test_a_method_that_diverged_on_more_seeds_loses_the_comparison() -> None:
     nan = float("nan")
-    assert tuple(claims.compare([0.5, nan, 0.6], [0.7, 0.7, 0.7])) == (CONTRADICTED, "diverged on 1 vs 0 of 3 seeds")
-    assert claims.compare([0.5, 0.6, 0.6], [0.7, nan, nan])[0] == CONFIRMED
-    outcome, text = claims.compare([0.80, nan, 0.82, 0.81], [0.70, nan, 0.71, 0.72], scale=100)  # 0, 2, 3 compared
+    assert tuple(comparisons.compare([0.5, nan, 0.6], [0.7, 0.7, 0.7])) == (CONTRADICTED,
+                                                                          "diverged on 1 vs 0 of 3 seeds")
+    assert comparisons.compare([0.5, 0.6, 0.6], [0.7, nan, nan])[0] == CONFIRMED
+    outcome, text = comparisons.compare([0.80, nan, 0.82, 0.81], [0.70, nan, 0.71, 0.72], scale=100)  # 0, 2, 3 compared
     assert outcome == CONFIRMED and text == paired([0.80, 0.82, 0.81], [0.70, 0.71, 0.72]).describe(100)
-    assert tuple(claims.compare([nan], [nan])) == (WITHIN_NOISE, "both diverged on all 1 seeds")
+    assert tuple(comparisons.compare([nan], [nan])) == (WITHIN_NOISE, "both diverged on all 1 seeds")
 
 
 def test_a_mean_that_rounds_to_zero_shows_no_sign_of_its_own() -> None:
@@ -274,7 +273,7 @@ def test_a_mean_that_rounds_to_zero_shows_no_sign_of_its_own() -> None:
     ([CONFIRMED, WITHIN_NOISE], WITHIN_NOISE), ([WITHIN_NOISE, NOT_DECIDABLE], NOT_DECIDABLE), ([], CONFIRMED),
 ])
 def test_all_of_a_tasks_checks(outcomes, expected) -> None:
-    assert claims.all_of(outcomes) == expected
+    assert comparisons.all_of(outcomes) == expected
 
 
 @pytest.mark.parametrize("outcomes, expected", [
@@ -282,13 +281,13 @@ def test_all_of_a_tasks_checks(outcomes, expected) -> None:
     ([CONTRADICTED, WITHIN_NOISE, NOT_DECIDABLE], WITHIN_NOISE), ([CONTRADICTED, NOT_DECIDABLE], NOT_DECIDABLE),
 ])
 def test_any_of_alternatives_one_of_which_must_pass(outcomes, expected) -> None:
-    assert claims.any_of(outcomes) == expected
+    assert comparisons.any_of(outcomes) == expected
 
 
 def test_any_of_no_alternatives_is_refused() -> None:
     """No alternative cannot be "contradicted": it was never tested (tests/test_silent_experiments.py has more)."""
     with pytest.raises(ValueError, match=r"any_of"):
-        claims.any_of([])
+        comparisons.any_of([])
 
 
 def test_a_p_value_near_the_threshold_prints_the_side_it_falls_on() -> None:

@@ -1,4 +1,4 @@
-"""The experiments' common layer (fedcore.experiments.common): tasks over seeds, the score window, tuning over
+"""The experiments' common layer (papers.common): tasks over seeds, the score window, tuning over
 seeds and the tolerance rules, against hand computations and separate runs."""
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ import torch
 from conftest import blobs
 
 from fedcore import algorithms, models, simulate
-from fedcore.experiments import common
-from fedcore.experiments.claims import Scope
-from fedcore.experiments.common import Task
 from fedcore.results import History
+from papers import common
+from papers.claims import Scope
+from papers.common import Task
 
 SETTINGS = dict(rounds=6, clients_per_round=3, local_steps=2, batch_size=4, eval_every=2, weighting="samples")
 
@@ -274,11 +274,11 @@ def test_a_task_names_wrong_settings() -> None:
 def test_every_paper_fills_in_one_typed_scale_checked_once() -> None:
     import dataclasses
 
-    from fedcore.experiments.fafed import experiment as fafed
-    from fedcore.experiments.fedli import experiment as fedli
-    from fedcore.experiments.fedopt import experiment as fedopt
-    from fedcore.experiments.fedopt import tuning as fedopt_grids
-    from fedcore.experiments.padamfed import experiment as padamfed
+    from papers.fafed import experiment as fafed
+    from papers.fedli import experiment as fedli
+    from papers.fedopt import experiment as fedopt
+    from papers.fedopt import tuning as fedopt_grids
+    from papers.padamfed import experiment as padamfed
 
     for paper in (fedopt, padamfed, fedli, fafed):
         assert paper.SCALES and all(isinstance(scale, common.Scale) and dataclasses.is_dataclass(scale)
@@ -318,10 +318,10 @@ def test_every_paper_fills_in_one_typed_scale_checked_once() -> None:
 def test_every_paper_answers_to_the_same_names_with_the_same_signatures() -> None:
     import inspect
 
-    from fedcore.experiments.fafed import experiment as fafed
-    from fedcore.experiments.fedli import experiment as fedli
-    from fedcore.experiments.fedopt import experiment as fedopt
-    from fedcore.experiments.padamfed import experiment as padamfed
+    from papers.fafed import experiment as fafed
+    from papers.fedli import experiment as fedli
+    from papers.fedopt import experiment as fedopt
+    from papers.padamfed import experiment as padamfed
 
     for paper in (fedopt, padamfed, fedli, fafed):
         for name, parameters in common.CONTRACT.items():
@@ -346,7 +346,7 @@ def test_a_value_written_to_seven_digits_sits_on_its_grids_end() -> None:
 
 
 def test_a_recorded_table_reads_back_with_its_commit_and_date(tmp_path) -> None:
-    from fedcore.experiments import records
+    from papers import records
 
     table = pd.DataFrame({("FedAvg", "paper"): [85.0, 1.5], ("FedAvg", "ours"): ["80.1 ± 0.2", "x"]},
                          index=pd.MultiIndex.from_tuples([("cr", "a"), ("ae", "b")], names=["task", "row"]))
@@ -370,7 +370,7 @@ def test_a_recorded_table_reads_back_with_its_commit_and_date(tmp_path) -> None:
 
 
 def test_a_claims_tables_verdicts_sit_beside_the_recorded_ones_row_by_row(tmp_path) -> None:
-    from fedcore.experiments import records
+    from papers import records
 
     recorded = pd.DataFrame({"claim (the paper)": ["a", "b"], "verdict": ["holds", "does not hold"]})
     ours = pd.DataFrame({"claim (the paper)": ["a", "b", "c"], "verdict": ["partly", "does not hold", "holds"]})

@@ -48,9 +48,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 import fedcore
+import papers
 
 PACKAGE = Path(fedcore.__file__).resolve().parent
+PAPERS = Path(papers.__file__).resolve().parent
 ROLES = ("func", "mod", "class", "meth", "data", "attr", "exc", "obj")
 REFERENCE = re.compile(r":(?:py:)?(" + "|".join(ROLES) + r"):`([^`]*)`")
 FIELD = object()  # a field a class declares without a value: a member with nothing further to check
@@ -192,9 +196,10 @@ def unresolved(root: Path = PACKAGE) -> tuple[list[str], int]:
     return failures, count
 
 
-def test_every_docstring_reference_resolves() -> None:
-    failures, count = unresolved()
-    assert count > 500, f"only {count} references found: the pattern no longer reads fedcore's docstrings"
+@pytest.mark.parametrize(("root", "least"), [(PACKAGE, 500), (PAPERS, 100)], ids=["fedcore", "papers"])
+def test_every_docstring_reference_resolves(root: Path, least: int) -> None:
+    failures, count = unresolved(root)
+    assert count > least, f"only {count} references found: the pattern no longer reads {root.name}'s docstrings"
     assert not failures, f"{len(failures)} of {count} docstring references do not resolve:\n" + "\n".join(failures)
 
 

@@ -14,11 +14,11 @@ import fedcore.data.partition
 import fedcore.data.shakespeare_corpus
 from fedcore import algorithms, models, server_opt
 from fedcore.data import FederatedData, federated_quadratic
-from fedcore.experiments import claims, common, records
-from fedcore.experiments.fafed import experiment as fafed_experiment
-from fedcore.experiments.fedopt import tuning as fedopt_tuning
 from fedcore.params import FlatModel, GradientOracle
 from fedcore.run import Problem, simulate
+from papers import claims, common, records
+from papers.fafed import experiment as fafed_experiment
+from papers.fedopt import tuning as fedopt_tuning
 
 
 def quadratic_problem() -> Problem:

@@ -15,11 +15,12 @@ import torch
 
 from fedcore import explore, models, plots, toy
 from fedcore.data import federated_quadratic
-from fedcore.experiments.common import Task
-from fedcore.experiments.fafed import experiment, theory
-from fedcore.experiments.fafed import figures as fafed_figures
 from fedcore.params import FlatModel, GradientOracle, evaluate
 from fedcore.run import Problem
+from papers.common import Task
+from papers.fafed import experiment, theory
+from papers.fafed import explore as fafed_explore
+from papers.fafed import figures as fafed_figures
 
 matplotlib.use("Agg")
 NAN = float("nan")
@@ -106,10 +107,10 @@ CASES = [
     # explore: the user's names, bools, q <= steps, a cap on the work
     (lambda: explore.explore_server_optimizer(reference="no"), TypeError, r"reference='no' must be True or False"),
     (lambda: explore.explore_server_optimizer(rounds=10**6), ValueError, r"rounds=1000000 > 10000"),
-    (lambda: explore.explore_counterexample(eta=-1), ValueError, r"eta=-1 must be > 0"),
-    (lambda: explore.explore_counterexample(beta=1.0), ValueError, r"beta=1.0 not in \[0, 1\)"),
-    (lambda: explore.explore_counterexample(q=50, steps=10), ValueError, r"q=50 > steps=10"),
-    (lambda: explore.explore_counterexample(steps=10**7), ValueError, r"steps=10000000 > 10000"),
+    (lambda: fafed_explore.explore_counterexample(eta=-1), ValueError, r"eta=-1 must be > 0"),
+    (lambda: fafed_explore.explore_counterexample(beta=1.0), ValueError, r"beta=1.0 not in \[0, 1\)"),
+    (lambda: fafed_explore.explore_counterexample(q=50, steps=10), ValueError, r"q=50 > steps=10"),
+    (lambda: fafed_explore.explore_counterexample(steps=10**7), ValueError, r"steps=10000000 > 10000"),
     # toy: start is a pair of finite numbers, seed an int >= 0
     (lambda: toy.server_optimizer_path(start=(1.0, NAN)), ValueError,
      r"start=\(1.0, nan\) must be two finite numbers"),

@@ -1,4 +1,4 @@
-"""fedcore.experiments.fafed: the settings, tasks, builders, tuning rule, claim verdicts and figures of notebook 04."""
+"""papers.fafed: the settings, tasks, builders, tuning rule, claim verdicts and figures of notebook 04."""
 
 from __future__ import annotations
 
@@ -13,11 +13,11 @@ import torch
 
 from fedcore import algorithms, counterexample, models, simulate
 from fedcore.data import FederatedData
-from fedcore.experiments import common
-from fedcore.experiments.claims import DOES_NOT_HOLD, HOLDS, INCONCLUSIVE, NOT_TESTABLE, PARTLY, Scope, claims_table
-from fedcore.experiments.common import Selection, Task
-from fedcore.experiments.fafed import experiment, figures, paper, theory
-from fedcore.experiments.figures import CurvesDisplay, MetricsDisplay, ScoresDisplay
+from papers import common
+from papers.claims import DOES_NOT_HOLD, HOLDS, INCONCLUSIVE, NOT_TESTABLE, PARTLY, Scope, claims_table
+from papers.common import Selection, Task
+from papers.fafed import experiment, figures, paper, theory
+from papers.figures import CurvesDisplay, MetricsDisplay, ScoresDisplay
 
 SETTINGS = list(experiment.SETTINGS)
 
@@ -447,7 +447,7 @@ def test_curves_display_computes_mean_and_sd_over_seeds_then_draws():
     assert marked.axes_[0].get_ylabel() == "loss"
     assert [line.get_label() for line in marked.axes_[0].get_lines()] == ["A = B", "C"]  # drawn once, named both
     assert list(marked.axes_[0].get_xticks()) == [0, 1, 2]  # a tick at every evaluated round
-    from fedcore.experiments.figures import identical_groups
+    from papers.figures import identical_groups
 
     assert identical_groups(marked.curves["low"]) == [["A", "B"], ["C"]]
     scores = ScoresDisplay.from_scores(_scores({"A": [[0.8, 0.9, 0.85]] * 3}, seeds=(0, 1, 2)), "accuracy (%)", 100)

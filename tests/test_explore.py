@@ -8,18 +8,23 @@ from pathlib import Path
 import pytest
 
 import fedcore
+from papers.fafed import explore as fafed_explore
+from papers.fedli import explore as fedli_explore
+from papers.fedopt import explore as fedopt_explore
+from papers.padamfed import explore as padamfed_explore
 
 PACKAGE = Path(fedcore.__file__).resolve().parent
 COMPUTING = ("fedcore.algorithms", "fedcore.counterexample", "fedcore.toy", "fedcore.run", "fedcore.params",
-             "fedcore.explore", "fedcore.experiments")
+             "fedcore.explore", "papers")
 
 
-def _runtime_imports(path: Path) -> list[str]:
-    """Modules imported by ``path`` outside ``if TYPE_CHECKING:`` blocks."""
+def _runtime_imports(path: Path, every: bool = False) -> list[str]:
+    """Modules imported by ``path`` outside ``if TYPE_CHECKING:`` blocks (``every``: inside them too)."""
     tree = ast.parse(path.read_text())
-    skipped = {id(node) for block in ast.walk(tree)
-               if isinstance(block, ast.If) and ast.unparse(block.test) in ("TYPE_CHECKING", "typing.TYPE_CHECKING")
-               for statement in block.body for node in ast.walk(statement)}
+    guarded = [block for block in ast.walk(tree)
+               if isinstance(block, ast.If) and ast.unparse(block.test) in ("TYPE_CHECKING", "typing.TYPE_CHECKING")]
+    skipped = set() if every else {id(node) for block in guarded for statement in block.body
+                                   for node in ast.walk(statement)}
     names = []
     for node in ast.walk(tree):
         if id(node) in skipped:
@@ -40,7 +45,16 @@ def test_plots_imports_nothing_that_computes():
 
 def test_explore_computes_with_the_library_and_draws_with_plots():
     imported = _runtime_imports(PACKAGE / "explore.py")
-    assert {"fedcore.plots", "fedcore.counterexample", "fedcore.toy.server_optimizer_path"} <= set(imported)
+    assert {"fedcore.plots", "fedcore.toy.server_optimizer_path"} <= set(imported)
+
+
+def test_the_library_imports_no_paper():
+    """The papers sit on fedcore, never the other way: no module of ``fedcore/`` imports ``papers`` (the
+    papers' explorers, ``papers.<paper>.explore``, are built from :mod:`fedcore.explore`'s parts)."""
+    found = [f"{path.relative_to(PACKAGE.parent)}: {name}" for path in sorted(PACKAGE.rglob("*.py"))
+             for name in _runtime_imports(path, every=True) if name == "papers" or name.startswith("papers.")]
+    assert not found, found
+    assert "papers.fafed.figures" in _runtime_imports(PACKAGE.parent / "papers" / "fafed" / "explore.py", every=True)
 
 
 # The sentences beside the counterexample explorer in 04_fafed, checked at the corners of its sliders
@@ -158,7 +172,7 @@ def test_distance_map_prints_every_cell_and_outlines_those_above_the_start() -> 
 
 
     table = pd.DataFrame({1: [0.5, 12.0], 5: [3.0, 25.0]}, index=pd.Index([0.1, 1.0], name="eta"))
-    from fedcore.experiments.fafed import figures as fafed_figures
+    from papers.fafed import figures as fafed_figures
 
     ax = fafed_figures.DistanceMapDisplay(table).plot(title="map").axes_[0]
     assert [text.get_text() for text in ax.texts] == ["0.5", "3", "12", "25"]
@@ -205,19 +219,18 @@ def test_fedopt_explorer_sliders_used_are_what_each_method_reads() -> None:
     changes the final model, an unused one leaves it bit for bit the same."""
     import torch
 
-    from fedcore import explore
 
     problem = _blobs_problem()
     base = {"client_lr": 0.1, "server_lr": 0.03, "tau": 1e-3, "beta1": 0.9, "beta2": 0.99}
     moved = {"client_lr": 0.2, "server_lr": 0.1, "tau": 1e-1, "beta1": 0.5, "beta2": 0.9}
     options = dict(rounds=4, clients_per_round=3, local_steps=2, batch_size=5, progress=False)
-    for method, used in explore.FEDOPT_METHODS.items():
-        final = fedcore.simulate(problem, explore.fedopt_algorithm(method, **base), **options).final_state["x"]
+    for method, used in fedopt_explore.FEDOPT_METHODS.items():
+        final = fedcore.simulate(problem, fedopt_explore.fedopt_algorithm(method, **base), **options).final_state["x"]
         for name in base:
-            other = fedcore.simulate(problem, explore.fedopt_algorithm(method, **{**base, name: moved[name]}),
+            other = fedcore.simulate(problem, fedopt_explore.fedopt_algorithm(method, **{**base, name: moved[name]}),
                                      **options).final_state["x"]
             assert torch.equal(final, other) == (name not in used), (method, name)
-    assert explore.fedopt_algorithm("fedavgm", **base).server.beta == 0.9
+    assert fedopt_explore.fedopt_algorithm("fedavgm", **base).server.beta == 0.9
 
 
 def test_fedopt_explorer_runs_headless_against_fedavg() -> None:
@@ -226,9 +239,8 @@ def test_fedopt_explorer_runs_headless_against_fedavg() -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from fedcore import explore
 
-    assert explore.explore_fedopt("fedyogi", rounds=5, problem=_blobs_problem()) is None
+    assert fedopt_explore.explore_fedopt("fedyogi", rounds=5, problem=_blobs_problem()) is None
     left, right = plt.gcf().axes[:2]
     legend = plt.gcf().legends[0]  # one, beside both panels, with each run's final test accuracy
     labels = [text.get_text() for text in legend.get_texts()]
@@ -236,7 +248,7 @@ def test_fedopt_explorer_runs_headless_against_fedavg() -> None:
     assert legend.get_title().get_text() == "final test accuracy" and right.get_legend() is None
     assert left.get_ylabel() == "test accuracy" and right.get_yscale() == "log"
     plt.close("all")
-    explore.explore_fedli(client_lr=0.1, rounds=2, problem=_blobs_problem())  # 03's tables give accuracy in %
+    fedli_explore.explore_fedli(client_lr=0.1, rounds=2, problem=_blobs_problem())  # 03's tables give accuracy in %
     left = plt.gcf().axes[0]
     labels = [text.get_text() for text in plt.gcf().legends[0].get_texts()]
     assert left.get_ylabel() == "test accuracy (%)" and all(label.endswith("%") for label in labels)
@@ -254,14 +266,14 @@ def test_fedopt_explorer_takes_a_tasks_settings_and_smooths_the_loss() -> None:
     import numpy as np
     import pandas as pd
 
-    from fedcore import explore
 
     problem, settings = _blobs_problem(), {"clients_per_round": 3, "local_steps": 2, "batch_size": 10,
                                            "eval_every": 2, "weighting": "uniform"}
-    explore.explore_fedopt("fedadam", rounds=6, problem=problem, settings=settings, smooth=3)
+    fedopt_explore.explore_fedopt("fedadam", rounds=6, problem=problem, settings=settings, smooth=3)
     right = plt.gcf().axes[1]
     assert right.get_ylabel() == "train loss, mean of the last 3"
-    run = fedcore.simulate(problem, explore.fedopt_algorithm("fedadam", 0.1, 0.01), 6, progress=False, **settings)
+    algorithm = fedopt_explore.fedopt_algorithm("fedadam", 0.1, 0.01)
+    run = fedcore.simulate(problem, algorithm, 6, progress=False, **settings)
     expected = run.frame["train_loss"].dropna().rolling(3, min_periods=1).mean()
     drawn = right.get_lines()[0]
     np.testing.assert_allclose(drawn.get_ydata(), expected.to_numpy(), rtol=1e-6)
@@ -269,9 +281,9 @@ def test_fedopt_explorer_takes_a_tasks_settings_and_smooths_the_loss() -> None:
     assert pd.Series(run.frame["test_accuracy"].dropna().index).tolist() == [0, 2, 4, 6]  # eval_every came through
     plt.close("all")
     with pytest.raises(ValueError, match="settings has \\['rounds'\\]"):
-        explore.explore_fedopt("fedadam", rounds=6, problem=problem, settings={"rounds": 3})
+        fedopt_explore.explore_fedopt("fedadam", rounds=6, problem=problem, settings={"rounds": 3})
     with pytest.raises(ValueError, match="smooth=0 must be an int >= 1"):
-        explore.explore_fedopt("fedadam", rounds=2, problem=problem, smooth=0)
+        fedopt_explore.explore_fedopt("fedadam", rounds=2, problem=problem, smooth=0)
 
 
 def test_explorers_read_a_setting_drawn_before_from_the_store(tmp_path) -> None:
@@ -283,15 +295,14 @@ def test_explorers_read_a_setting_drawn_before_from_the_store(tmp_path) -> None:
     import matplotlib.pyplot as plt
     import numpy as np
 
-    from fedcore import explore
     from fedcore.store import Store
 
     runs = Store(tmp_path / "runs.sqlite", keep_models=False)
     drawn = []
-    for call in [lambda: explore.explore_counterexample(eta=0.1, q=5, steps=50, store=runs),
-                 lambda: explore.explore_fedopt("fedadam", rounds=4, problem=_blobs_problem(), store=runs),
-                 lambda: explore.explore_fedli(client_lr=0.1, rounds=3, problem=_blobs_problem(), store=runs),
-                 lambda: explore.explore_padamfed(4, 2, 6, problem=_blobs_problem(), store=runs)]:
+    for call in [lambda: fafed_explore.explore_counterexample(eta=0.1, q=5, steps=50, store=runs),
+                 lambda: fedopt_explore.explore_fedopt("fedadam", rounds=4, problem=_blobs_problem(), store=runs),
+                 lambda: fedli_explore.explore_fedli(client_lr=0.1, rounds=3, problem=_blobs_problem(), store=runs),
+                 lambda: padamfed_explore.explore_padamfed(4, 2, 6, problem=_blobs_problem(), store=runs)]:
         before = len(runs)
         for _ in range(2):
             call()
@@ -301,7 +312,7 @@ def test_explorers_read_a_setting_drawn_before_from_the_store(tmp_path) -> None:
         added = len(runs) - before
         assert added >= 2, added  # each explorer draws at least two runs, each kept once
         assert len(drawn[-1]) == len(drawn[-2]) and all(np.array_equal(a, b) for a, b in zip(drawn[-1], drawn[-2]))
-    explore.explore_counterexample(eta=0.2, q=5, steps=50, store=runs)
+    fafed_explore.explore_counterexample(eta=0.2, q=5, steps=50, store=runs)
     plt.close("all")
     assert len(runs) == before + added + 2
 
@@ -374,10 +385,10 @@ def test_counterexample_explorer_labels_every_axis_at_every_step_size_of_its_sli
     import matplotlib.pyplot as plt
     import numpy as np
 
-    from fedcore import explore, plots
+    from fedcore import plots
 
     for eta in 10 ** np.arange(-2, 0.01, 0.1):
-        explore.explore_counterexample(eta=float(eta), beta=0.5, q=5, steps=300)
+        fafed_explore.explore_counterexample(eta=float(eta), beta=0.5, q=5, steps=300)
         figure = plt.gcf()
         figure.canvas.draw()
         for ax in figure.axes:

@@ -14,9 +14,10 @@ from torch.nn.utils import parameters_to_vector, vector_to_parameters
 from fedcore import algorithms, counterexample, models
 from fedcore.algorithms import RoundBatch
 from fedcore.engine.passes import run_state
-from fedcore.experiments.fafed import theory
 from fedcore.params import GradientOracle
 from fedcore.run import Problem, simulate
+from papers.fafed import explore as fafed_explore
+from papers.fafed import theory
 
 # ---- the counterexample (Theorem 1) ----------------------------------------------------------------
 
@@ -227,10 +228,9 @@ def test_explore_counterexample_draws_both_algorithms_headless(q: int) -> None:
 
     import matplotlib.pyplot as plt
 
-    from fedcore import explore
 
     plt.close("all")
-    assert explore.explore_counterexample(eta=0.5, beta=0.5, q=q, rho=0.01, steps=40) is None
+    assert fafed_explore.explore_counterexample(eta=0.5, beta=0.5, q=q, rho=0.01, steps=40) is None
     figure = plt.gcf()
     trajectories, objective = figure.axes[:2]
     labels = [line.get_label() for line in trajectories.lines]
@@ -240,4 +240,4 @@ def test_explore_counterexample_draws_both_algorithms_headless(q: int) -> None:
     assert naive_end > 10 > fafed_end
     plt.close(figure)
     with pytest.raises(ValueError, match="steps=0 must be >= 1"):
-        explore.explore_counterexample(steps=0)
+        fafed_explore.explore_counterexample(steps=0)

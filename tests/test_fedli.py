@@ -15,9 +15,9 @@ from fedcore import algorithms, models
 from fedcore.algorithms import RoundBatch
 from fedcore.data import FederatedData, federated_quadratic
 from fedcore.engine.passes import run_state
-from fedcore.experiments.fedli import theory as fedli_theory
 from fedcore.params import GradientOracle
 from fedcore.run import Problem, simulate
+from papers.fedli import theory as fedli_theory
 
 F64 = torch.float64
 

@@ -1,4 +1,4 @@
-"""Notebook 03's experiment definitions (fedcore.experiments.fedli.experiment), on the common layer."""
+"""Notebook 03's experiment definitions (papers.fedli.experiment), on the common layer."""
 
 from __future__ import annotations
 
@@ -13,14 +13,14 @@ from conftest import cifar_like_loader
 
 from fedcore import algorithms, models
 from fedcore.data import load_fashion_mnist
-from fedcore.experiments import common
-from fedcore.experiments.claims import Scope, trivial_baseline
-from fedcore.experiments.common import ROUND_SETTINGS, Results, Selection, Task, Tuning
-from fedcore.experiments.fedli import experiment
-from fedcore.experiments.fedli import paper as fedli_paper
 from fedcore.problem import Problem
 from fedcore.results import History
 from fedcore.run import simulate
+from papers import common
+from papers.claims import Scope, trivial_baseline
+from papers.common import ROUND_SETTINGS, Results, Selection, Task, Tuning
+from papers.fedli import experiment
+from papers.fedli import paper as fedli_paper
 
 CHOSEN = {"FedAvg": {"client_lr": 0.1}, "FedProx": {"client_lr": 0.1, "mu": 0.01}, "SCAFFOLD": {"client_lr": 0.1},
           "FedAdam": {"client_lr": 0.1, "server_lr": 0.01}, "FedExP": {"client_lr": 0.1, "eps": 0.01},

@@ -1,4 +1,4 @@
-"""Notebook 03's Displays (fedcore.experiments.fedli.figures): what they compute, then what they draw."""
+"""Notebook 03's Displays (papers.fedli.figures): what they compute, then what they draw."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 
-from fedcore.experiments.fedli import figures  # noqa: E402
 from fedcore.results import History  # noqa: E402
+from papers.fedli import figures  # noqa: E402
 
 SWEEP = pd.DataFrame({"FedLi-LU": [10.0, 76.0, 78.0, 11.0], "FedAvg": [40.0, 76.0, 79.0, 77.0],
                       "FedExP": [60.0, 77.0, 78.0, math.nan]}, index=[0.001, 0.01, 0.1, 1.0])

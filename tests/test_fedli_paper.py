@@ -1,4 +1,4 @@
-"""FedLi's reported tables and its summary judged against them (fedcore.experiments.fedli.paper)."""
+"""FedLi's reported tables and its summary judged against them (papers.fedli.paper)."""
 
 from __future__ import annotations
 
@@ -9,17 +9,8 @@ import pandas as pd
 import pytest
 
 from fedcore import algorithms, objectives
-from fedcore.experiments.claims import (
-    DOES_NOT_HOLD,
-    HOLDS,
-    INCONCLUSIVE,
-    NOT_TESTABLE,
-    PARTLY,
-    Judgement,
-    Scope,
-    verdict_kind,
-)
-from fedcore.experiments.fedli import paper, theory
+from papers.claims import DOES_NOT_HOLD, HOLDS, INCONCLUSIVE, NOT_TESTABLE, PARTLY, Judgement, Scope, verdict_kind
+from papers.fedli import paper, theory
 
 # Typed independently from the paper's Tables 1 and 2 (arXiv 2408.17145), one row per task.
 TEXT = """

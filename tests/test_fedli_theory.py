@@ -1,4 +1,4 @@
-"""Notebook 03's descent experiments (fedcore.experiments.fedli.theory): the convex two-client federation and our
+"""Notebook 03's descent experiments (papers.fedli.theory): the convex two-client federation and our
 instance of Remark 2."""
 
 from __future__ import annotations
@@ -10,8 +10,9 @@ matplotlib.use("Agg")
 import pytest  # noqa: E402
 import torch  # noqa: E402
 
-from fedcore import explore, objectives  # noqa: E402
-from fedcore.experiments.fedli import figures, theory  # noqa: E402
+from fedcore import objectives  # noqa: E402
+from papers.fedli import explore as fedli_explore  # noqa: E402
+from papers.fedli import figures, theory  # noqa: E402
 
 
 def test_quadratic_clients_hold_exactly_the_stated_objectives() -> None:
@@ -74,7 +75,7 @@ def test_remark2_instance_by_hand() -> None:
 def test_remark2_explorer_draws_the_three_curves_and_names_the_ascent() -> None:
     import matplotlib.pyplot as plt
 
-    step = explore.explore_remark2()
+    step = fedli_explore.explore_remark2()
     ax = plt.gcf().axes[0]
     assert "the average ASCENDS" in ax.get_title() and not step["global descends"]
     assert len([line for line in ax.get_lines() if len(line.get_xdata()) > 100]) == 3
@@ -107,7 +108,7 @@ def test_fedli_explorer_moves_only_the_baselines() -> None:
 
     curves = {}
     for lr in (0.01, 1.0):
-        explore.explore_fedli(client_lr=lr, rounds=4)
+        fedli_explore.explore_fedli(client_lr=lr, rounds=4)
         left = plt.gcf().axes[0]
         curves[lr] = {line.get_label().split(":")[0].split(" (")[0]: line.get_ydata().tolist()
                       for line in left.get_lines() if not line.get_label().startswith("_")}

@@ -1,4 +1,4 @@
-"""fedcore.experiments.fedopt (notebook 01, Reddi et al. ICLR 2021): transcribed tables (paper), builders,
+"""papers.fedopt (notebook 01, Reddi et al. ICLR 2021): transcribed tables (paper), builders,
 variants, the stand-in tasks as common.Task (experiment.tasks), the centralized equivalence with torch.optim and
 the claims' Judgements with their scope (paper)."""
 
@@ -12,14 +12,14 @@ import pytest
 import torch
 from conftest import cifar_like_loader
 
-from fedcore import models
+from fedcore import comparisons, models
 from fedcore.data import FederatedData
-from fedcore.experiments import claims, common
-from fedcore.experiments.claims import Judgement, Scope
-from fedcore.experiments.fedopt import experiment, figures, paper, tuning
 from fedcore.problem import Problem
 from fedcore.results import History
 from fedcore.run import simulate
+from papers import claims, common
+from papers.claims import Judgement, Scope
+from papers.fedopt import experiment, figures, paper, tuning
 
 HOLDS, PARTLY, NO, UNTESTABLE = claims.HOLDS, claims.PARTLY, claims.DOES_NOT_HOLD, claims.NOT_TESTABLE
 
@@ -308,8 +308,8 @@ def test_holm_corrects_the_tasks_of_one_claim_together():
     cr, ae = [0.5, 1.0, 1.5, 2.0, 3.5], [0.0, 1.0, 1.5, 2.0, 3.0]
     table = _seeded({("emnist_cr", "FedAdam"): [80.0 + d for d in cr], ("emnist_cr", "FedAvg"): [80.0] * 5,
                      ("emnist_ae", "FedAdam"): [3.0 - d for d in ae], ("emnist_ae", "FedAvg"): [3.0] * 5})
-    assert claims.compare(table.loc[("emnist_cr", "FedAdam")], table.loc[("emnist_cr", "FedAvg")]).outcome() == \
-        claims.CONFIRMED
+    assert comparisons.compare(table.loc[("emnist_cr", "FedAdam")], table.loc[("emnist_cr", "FedAvg")]).outcome() == \
+        comparisons.CONFIRMED
     judged = _judge(0, table1=table)
     assert judged.verdict == claims.INCONCLUSIVE and judged.scope.corrected == 2
     # half-widths 2.776 x 1.151 / sqrt 5 = 1.43 and 2.776 x 1.118 / sqrt 5 = 1.39
@@ -464,8 +464,8 @@ def test_table1_in_its_units_beside_the_papers_and_paired_against_fedavg():
     row = experiment.table1_beside(results).loc["EMNIST CR (% accuracy)"]
     assert row[("FedAdam", "paper")] == "85.60" and row[("FedAdam", "fedcore")] == "60.00 ± 8.66"
     assert row[("FedAvgM", "fedcore")] == "" and row[("trivial baseline", "fedcore")] == "10.00"
-    words = {claims.CONFIRMED: "better", claims.CONTRADICTED: "worse", claims.WITHIN_NOISE: "undecided",
-             claims.NOT_DECIDABLE: "undecided"}
+    words = {comparisons.CONFIRMED: "better", comparisons.CONTRADICTED: "worse", comparisons.WITHIN_NOISE: "undecided",
+             comparisons.NOT_DECIDABLE: "undecided"}
     # 15, 0, 15: mean 10, sd 8.66, half-width 4.303 x 5 = 21.51, t 2 on 2 df: p 0.184; 6 seeds: 2.571 x 8.66 / sqrt 6
     # = 9.09 < 10
     assert results.paired("FedAvg", words=words).loc["emnist_cr", "FedAdam"] == \
@@ -618,7 +618,7 @@ def test_each_claim_says_the_tasks_it_judged_the_scale_rounds_and_seeds():
     assert list(rows["seeds"]) == [3] * 6 and rows.loc[3, "scope"].startswith("no task")  # no rounds to target
     assert rows.loc[5, "scope"] == "Fashion-MNIST on 20 clients; small; 30 rounds; 3 seeds (0-2)"
     assert rows.loc[5, "model"] == "logistic regression"
-    with pytest.raises(TypeError, match="must be a fedcore.experiments.fedopt.paper.Evidence"):
+    with pytest.raises(TypeError, match="must be a papers.fedopt.paper.Evidence"):
         paper.claims_table({"table1": table})
 
 

@@ -1,4 +1,4 @@
-"""Reddi et al.'s corollaries on a federated quadratic (fedcore.experiments.fedopt.theory)."""
+"""Reddi et al.'s corollaries on a federated quadratic (papers.fedopt.theory)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import torch
 
 import fedcore
 from fedcore import objectives
-from fedcore.experiments.fedopt import figures, theory
+from papers.fedopt import figures, theory
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,4 @@
-"""Ease of tuning (fedcore.experiments.fedopt.tuning): grids through the shared common.tune scored by the grid
+"""Ease of tuning (papers.fedopt.tuning): grids through the shared common.tune scored by the grid
 task's own score, the heat maps (Tuning.heatmap), the count of good cells."""
 
 from __future__ import annotations
@@ -15,11 +15,12 @@ matplotlib.use("Agg")
 
 from fedcore import algorithms, models  # noqa: E402
 from fedcore.data import FederatedData  # noqa: E402
-from fedcore.experiments import common  # noqa: E402
-from fedcore.experiments.claims import trivial_baseline  # noqa: E402
-from fedcore.experiments.fedopt import figures, tuning  # noqa: E402
 from fedcore.problem import Problem  # noqa: E402
 from fedcore.run import simulate  # noqa: E402
+from papers import common  # noqa: E402
+from papers.claims import trivial_baseline  # noqa: E402
+from papers.fedopt import explore as fedopt_explore  # noqa: E402
+from papers.fedopt import figures, tuning  # noqa: E402
 
 
 def blobs() -> Problem:
@@ -142,8 +143,8 @@ def test_good_cells_against_one_threshold_and_the_summary_on_a_hand_made_grid() 
 
 
 def test_grid_axes_and_grid_builders() -> None:
-    from fedcore.experiments.fedopt import experiment as fedopt
-    from fedcore.experiments.fedopt import paper
+    from papers.fedopt import experiment as fedopt
+    from papers.fedopt import paper
 
     client_lrs, server_lrs = tuning.grid("small").values()
     assert len(client_lrs) == 6 and len(server_lrs) == 7 and tuning.GRIDS["small"].rounds == 30
@@ -163,7 +164,6 @@ def test_grid_axes_and_grid_builders() -> None:
 def test_tuning_explorer_outlines_the_chosen_cell_and_draws_its_curve() -> None:
     import matplotlib.pyplot as plt
 
-    from fedcore import explore
 
     task = blobs_task(rounds=4)
     grids = {tau: tuning.heatmaps(tune(task, fedadam_grid(tau), [0.01, 0.1], [0.01, 0.1]))
@@ -175,7 +175,7 @@ def test_tuning_explorer_outlines_the_chosen_cell_and_draws_its_curve() -> None:
         drawn.append((method, tau, c, s))
         return simulate(task.problem(0), algorithms.fedadam(c, server_lr=s, tau=tau), progress=False, **task.settings)
 
-    assert explore.explore_tuning("FedAdam", 1e-1, 0.1, 0.01, grids, curve) is None
+    assert fedopt_explore.explore_tuning("FedAdam", 1e-1, 0.1, 0.01, grids, curve) is None
     assert drawn == [("FedAdam", 1e-1, 0.1, 0.01)]
     left = plt.gcf().axes[0]
     assert left.get_title().startswith("FedAdam, tau 0.1")
@@ -184,11 +184,11 @@ def test_tuning_explorer_outlines_the_chosen_cell_and_draws_its_curve() -> None:
     shown = left.images[0].get_array()
     assert np.allclose(shown, 100 * grids[1e-1]["FedAdam"].to_numpy(), equal_nan=True)  # the chosen tau's grid (points)
     with pytest.raises(ValueError, match="is not a cell of the grid"):
-        explore.explore_tuning("FedAdam", 1e-3, 0.5, 0.01, grids, curve)
+        fedopt_explore.explore_tuning("FedAdam", 1e-3, 0.5, 0.01, grids, curve)
     with pytest.raises(ValueError, match="method='FedYogi' has no grid at tau=0.001"):
-        explore.explore_tuning("FedYogi", 1e-3, 0.1, 0.01, grids, curve)
+        fedopt_explore.explore_tuning("FedYogi", 1e-3, 0.1, 0.01, grids, curve)
     with pytest.raises(ValueError, match=r"tau=0.01 has no grids; grids has tau in \[0.001, 0.1\]"):
-        explore.explore_tuning("FedAdam", 1e-2, 0.1, 0.01, grids, curve)
+        fedopt_explore.explore_tuning("FedAdam", 1e-2, 0.1, 0.01, grids, curve)
     with pytest.raises(TypeError, match="grids must be"):
-        explore.explore_tuning("FedAdam", 1e-3, 0.1, 0.01, grids[1e-3], curve)
+        fedopt_explore.explore_tuning("FedAdam", 1e-3, 0.1, 0.01, grids[1e-3], curve)
     plt.close("all")

@@ -19,9 +19,12 @@ nothing heavy, so they take seconds:
 from __future__ import annotations
 
 import ast
+import importlib
+import inspect
 import logging
 import math
 import re
+import types
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -29,7 +32,7 @@ import jupytext
 import nbformat
 import pytest
 
-from fedcore.experiments import claims
+from papers import claims
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = ROOT / "notebooks"
@@ -258,7 +261,7 @@ def test_every_trained_verdict_rests_on_at_least_three_seeds(ipynb: Path):
 @pytest.mark.parametrize("ipynb", PAPER_NOTEBOOKS, ids=_ids(PAPER_NOTEBOOKS))
 def test_every_trained_verdict_shows_its_95_interval(ipynb: Path):
     """A verdict on training runs shows what it rests on: a mean difference with its 95% interval ("+1.2 [+0.3,
-    +2.1], p 0.01", ``claims.compare``), never the retired "± 2 standard errors"."""
+    +2.1], p 0.01", ``comparisons.compare``), never the retired "± 2 standard errors"."""
     rows = [row for table in _claims_tables(nbformat.read(ipynb, as_version=4)) for row in table]
     for row in rows:
         if claims.verdict_kind(row["verdict"]) != claims.NOT_TESTABLE and not row["scope"].endswith("deterministic"):
@@ -292,10 +295,10 @@ def test_claims_cells_are_short_and_the_details_sit_below(ipynb: Path):
 
 def test_verdicts_come_from_the_shared_rules():
     """No module of the experiments but the shared rules writes a verdict by hand: the verdict words appear as
-    string literals in fedcore/experiments/claims.py only (the papers import HOLDS, judge, compare ...)."""
+    string literals in papers/claims.py only (the papers import HOLDS, judge, compare ...)."""
     words = set(claims.VERDICTS)
     found = []
-    for path in sorted((ROOT / "fedcore" / "experiments").rglob("*.py")):
+    for path in sorted((ROOT / "papers").rglob("*.py")):
         if path.name == "claims.py":
             continue
         for node in ast.walk(ast.parse(path.read_text())):
@@ -317,10 +320,20 @@ def _call_name(node: ast.AST) -> str | None:
     return None
 
 
+def _explore_module(tree: ast.Module) -> types.ModuleType:
+    """The module a notebook's ``explore`` names: its paper's (``from papers.fedopt import explore``) or the
+    library's (``from fedcore import explore``)."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and any(alias.name == "explore" for alias in node.names):
+            return importlib.import_module(f"{node.module}.explore")
+    return importlib.import_module("fedcore.explore")
+
+
 def _explorers(script: Path) -> list[tuple[str, dict, dict]]:
     """``(explore function, preview keywords, {keyword: (slider kind, options)})`` per explorer."""
     parameters = _parameters(script)
     tree = ast.parse(jupytext.writes(jupytext.read(script), "py:percent"))
+    explore = _explore_module(tree)
 
     def value(node: ast.AST) -> object:
         if isinstance(node, ast.Name) and node.id in parameters:
@@ -329,11 +342,10 @@ def _explorers(script: Path) -> list[tuple[str, dict, dict]]:
             return ast.literal_eval(node)
         except ValueError:
             pass
-        try:  # a fedcore constant, e.g. toy.SERVER_OPTIMIZERS
-            import fedcore.explore
+        try:  # a constant of fedcore or of the paper, e.g. toy.SERVER_OPTIMIZERS
             import fedcore.toy
 
-            return eval(ast.unparse(node), {"toy": fedcore.toy, "explore": fedcore.explore})  # noqa: S307
+            return eval(ast.unparse(node), {"toy": fedcore.toy, "explore": explore})  # noqa: S307
         except Exception:  # noqa: BLE001
             return Expression(ast.unparse(node))
 
@@ -345,7 +357,7 @@ def _explorers(script: Path) -> list[tuple[str, dict, dict]]:
         name = _call_name(node.func)
         if name and name.startswith("explore.explore_"):
             function = ast.unparse(node.func)
-            signature = __import__("inspect").signature(getattr(__import__("fedcore.explore").explore, node.func.attr))
+            signature = inspect.signature(getattr(explore, node.func.attr))
             bound = signature.bind_partial(*[value(a) for a in node.args],  # a ** expansion is not read
                                            **{k.arg: value(k.value) for k in node.keywords if k.arg is not None})
             bound.apply_defaults()

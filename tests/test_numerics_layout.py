@@ -75,7 +75,7 @@ def test_no_server_rule_table_and_no_positional_algorithm_state() -> None:
     """No ``SERVER_RULES`` anywhere in the numerics; no family unpacks a rule's state by position
     (``M, X = run.state[...]``, ``a, b = run.state``): client rule states are named."""
     for path in [*(PACKAGE / "algorithms").glob("*.py"), *(PACKAGE / "engine").glob("*.py"), PACKAGE / "server_opt.py",
-                 *(PACKAGE / "experiments").rglob("*.py")]:
+                 *(PACKAGE.parent / "papers").rglob("*.py")]:
         source = path.read_text()
         assert "SERVER_RULES" not in source, path
         for node in ast.walk(ast.parse(source)):

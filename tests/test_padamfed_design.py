@@ -1,4 +1,4 @@
-"""PAdaMFed taken apart (fedcore.experiments.padamfed.design): the ablation without control variates against an
+"""PAdaMFed taken apart (papers.padamfed.design): the ablation without control variates against an
 independent implementation, its invariants (unnormalized, beta = 1 and gamma = eta K it is FedAvg), and the design
 steps at Theorem 1's step sizes."""
 
@@ -10,9 +10,9 @@ from test_padamfed import HAND_SET, NON_UNIFORM, gradient, least_squares, proble
 
 from fedcore import algorithms, objectives
 from fedcore.engine.passes import run_state
-from fedcore.experiments.padamfed import design, theory
 from fedcore.params import GradientOracle
 from fedcore.run import simulate
+from papers.padamfed import design, theory
 
 
 def reference_without(x0, batches, data, eta: float, gamma: float, beta: float, storm: bool):

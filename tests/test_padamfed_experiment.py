@@ -1,4 +1,4 @@
-"""Notebook 02's experiment (fedcore.experiments.padamfed.experiment and theory): tasks on the common layer, the
+"""Notebook 02's experiment (papers.padamfed.experiment and theory): tasks on the common layer, the
 theorems' step sizes, builders, tuning through common.tune, runs, robustness, the scaled quadratics."""
 
 from __future__ import annotations
@@ -19,13 +19,14 @@ from conftest import cifar_like_loader  # noqa: E402
 from scipy import stats  # noqa: E402
 
 from fedcore import algorithms, explore, models, objectives  # noqa: E402
+from fedcore.comparisons import OUTCOMES  # noqa: E402
 from fedcore.data import load_fashion_mnist  # noqa: E402
-from fedcore.experiments import common  # noqa: E402
-from fedcore.experiments.claims import OUTCOMES  # noqa: E402
-from fedcore.experiments.common import ROUND_SETTINGS, Task, Tuning  # noqa: E402
-from fedcore.experiments.padamfed import design, experiment, theory  # noqa: E402
 from fedcore.problem import Problem  # noqa: E402
 from fedcore.run import simulate  # noqa: E402
+from papers import common  # noqa: E402
+from papers.common import ROUND_SETTINGS, Task, Tuning  # noqa: E402
+from papers.padamfed import design, experiment, theory  # noqa: E402
+from papers.padamfed import explore as padamfed_explore  # noqa: E402
 
 BASELINES_CHOSEN = {"FedAvg": {"client_lr": 0.1}, "SCAFFOLD": {"client_lr": 0.1},
                     "SCAFFOLD-M": {"eta": 0.1, "beta": 0.3}, "SCAFFOLD-M-VR": {"eta": 0.1, "beta": 0.3}}
@@ -544,21 +545,21 @@ def test_a_diverged_quadratic_run_is_inf_and_warns_nothing(recwarn) -> None:
 def test_padamfed_explorer_shows_the_theorems_step_sizes_and_runs_three_methods() -> None:
     import matplotlib.pyplot as plt
 
-    steps = explore.explore_padamfed(clients_per_round=4, local_steps=2, rounds=6, multiplier=10.0)
+    steps = padamfed_explore.explore_padamfed(clients_per_round=4, local_steps=2, rounds=6, multiplier=10.0)
     assert steps["PAdaMFed"] == pytest.approx({"eta": 10 / (2 * math.sqrt(6)), "gamma": 8**0.25 / 6**0.75,
                                                "beta": 1.0})  # sqrt(8/6) > 1: capped; the local rate only
     figure = plt.gcf()
     assert "PAdaMFed: eta 2.04" in figure._suptitle.get_text() and explore.LIVE_TASK in figure._suptitle.get_text()
     plt.close("all")
-    every = explore.explore_padamfed(clients_per_round=4, local_steps=2, rounds=6, multiplier=10.0,
+    every = padamfed_explore.explore_padamfed(clients_per_round=4, local_steps=2, rounds=6, multiplier=10.0,
                                      reading="every rate")
     assert every["PAdaMFed"]["gamma"] == pytest.approx(10 * 8**0.25 / 6**0.75)
     assert every["PAdaMFed-VR"]["gamma"] == pytest.approx(10 * 8 ** (1 / 3) / 6 ** (2 / 3))
     with pytest.raises(ValueError, match="reading='server' not one of"):
-        explore.explore_padamfed(reading="server")
+        padamfed_explore.explore_padamfed(reading="server")
     assert len(figure.axes[0].get_lines()) == 3
     with pytest.raises(ValueError, match="clients_per_round=50"):
-        explore.explore_padamfed(clients_per_round=50)
+        padamfed_explore.explore_padamfed(clients_per_round=50)
     plt.close("all")
 
 

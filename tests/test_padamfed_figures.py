@@ -1,4 +1,4 @@
-"""Notebook 02's figures (fedcore.experiments.padamfed.figures): computed, then drawn."""
+"""Notebook 02's figures (papers.padamfed.figures): computed, then drawn."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 
 from fedcore import plots  # noqa: E402
-from fedcore.experiments.common import near_best_by_column  # noqa: E402
-from fedcore.experiments.padamfed import experiment, figures  # noqa: E402
+from papers.common import near_best_by_column  # noqa: E402
+from papers.padamfed import experiment, figures  # noqa: E402
 
 MULTIPLIERS = [0.01, 0.1, 1.0, 10.0, 100.0]
 

@@ -1,4 +1,4 @@
-"""Notebook 02's paper module (fedcore.experiments.padamfed.paper): what the slides report and the claims, judged
+"""Notebook 02's paper module (papers.padamfed.paper): what the slides report and the claims, judged
 on hand-made evidence over five seeds by the 95% paired t rule (verdicts that must come out each way, within the
 noise and not decidable, each family of checks Holm-corrected) with the scope they rest on."""
 
@@ -12,16 +12,9 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from fedcore.experiments.claims import (
-    DOES_NOT_HOLD,
-    HOLDS,
-    INCONCLUSIVE,
-    NOT_TESTABLE,
-    PARTLY,
-    Judgement,
-    Scope,
-)
-from fedcore.experiments.padamfed import experiment, paper, theory
+from fedcore.comparisons import compare
+from papers.claims import DOES_NOT_HOLD, HOLDS, INCONCLUSIVE, NOT_TESTABLE, PARTLY, Judgement, Scope
+from papers.padamfed import experiment, paper, theory
 
 METHODS, FREE, SEEDS = experiment.METHODS, experiment.PARAMETER_FREE, (0, 1, 2, 3, 4)
 TUNING = (100, 101)
@@ -358,7 +351,7 @@ def test_thresholds_are_the_stated_ones(name, value) -> None:
 def test_the_weakest_check_ties_the_p_values_the_table_prints_alike() -> None:
     """Both confirmed with p below 0.001 (printed alike): the smaller difference is the weaker, though its raw p is
     the smaller (t about 197 against 29)."""
-    from fedcore.experiments.claims import Family, compare
+    from papers.claims import Family
     steady, wide = [1.0, 1.01, 0.99, 1.0, 1.02], [5.0, 5.5, 4.5, 5.2, 4.8]
     family = Family({"steady": compare(steady, [0.0] * 5), "wide": compare(wide, [0.0] * 5)})
     assert family.checks["steady"].p < family.checks["wide"].p < 0.001

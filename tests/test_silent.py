@@ -12,13 +12,13 @@ import pandas as pd
 import pytest
 import torch
 
-from fedcore import algorithms, explore, models
+from fedcore import algorithms, comparisons, explore, models
 from fedcore.data import federated_quadratic
-from fedcore.experiments import claims
 from fedcore.results import FailedRun
 from fedcore.run import Problem, simulate, simulate_runs
 from fedcore.store import LAYOUT, Store
 from fedcore.sweeps import sweep
+from papers import claims
 
 SMALL = dict(rounds=4, clients_per_round=3, local_steps=2, batch_size=4, progress=False)
 
@@ -89,22 +89,25 @@ def test_claims_pair_seed_labelled_scores_by_seed() -> None:
     they are all 0.5 (confirmed)."""
     a = pd.Series([1.0, 2.0, 3.0, 4.0], index=[0, 1, 2, 3])
     b = pd.Series([0.5, 1.5, 2.5, 3.5], index=[0, 1, 2, 3])
-    assert claims.compare(a, b)[0] == claims.CONFIRMED
-    assert claims.compare(a, b.iloc[::-1]) == claims.compare(a, b)
-    assert claims.compare(a.to_numpy(), b.iloc[::-1].to_numpy())[0] == claims.WITHIN_NOISE  # no labels: by position
-    assert claims.compare(a.to_dict(), {3: 3.5, 1: 1.5, 0: 0.5, 2: 2.5}) == claims.compare(a, b)
-    assert claims.paired(a, b.iloc[::-1]).differences == (0.5, 0.5, 0.5, 0.5)
+    assert comparisons.compare(a, b)[0] == comparisons.CONFIRMED
+    assert comparisons.compare(a, b.iloc[::-1]) == comparisons.compare(a, b)
+    by_position = comparisons.compare(a.to_numpy(), b.iloc[::-1].to_numpy())[0]  # no labels: paired by position
+    assert by_position == comparisons.WITHIN_NOISE
+    assert comparisons.compare(a.to_dict(), {3: 3.5, 1: 1.5, 0: 0.5, 2: 2.5}) == comparisons.compare(a, b)
+    assert comparisons.paired(a, b.iloc[::-1]).differences == (0.5, 0.5, 0.5, 0.5)
 
 
 @pytest.mark.parametrize("call, error, refusal", [
-    (lambda: claims.compare(pd.Series([1.0, 2.0], index=[0, 1]), pd.Series([1.0, 2.0], index=[5, 6])), ValueError,
+    (lambda: comparisons.compare(pd.Series([1.0, 2.0], index=[0, 1]), pd.Series([1.0, 2.0], index=[5, 6])), ValueError,
      r"a is labelled by seeds \[0, 1\] and b by \[5, 6\]"),
-    (lambda: claims.compare(np.ones((2, 2)), np.zeros((2, 2))), ValueError, r"a has shape \(2, 2\): give one score"),
-    (lambda: claims.paired(pd.DataFrame({"x": [1.0, 2.0]}), [1.0, 2.0]), ValueError, r"a has shape \(2, 1\)"),
-    (lambda: claims.compare(pd.Series([1.0, 2.0], index=[0, 0]), [1.0, 2.0]), ValueError, r"seeds \[0, 0\], one of"),
-    (lambda: claims.compare("0.1 0.2", [1.0, 2.0]), TypeError, r"a='0.1 0.2' must hold one score per seed"),
-    (lambda: claims.compare([1.0, 2.0], [1.0, 2.0], margin=math.nan), ValueError, r"margin=nan must be finite"),
-    (lambda: claims.compare([1.0, 2.0], [1.0, 2.0], higher_is_better="yes"), TypeError, r"higher_is_better='yes'"),
+    (lambda: comparisons.compare(np.ones((2, 2)), np.zeros((2, 2))), ValueError,
+     r"a has shape \(2, 2\): give one score"),
+    (lambda: comparisons.paired(pd.DataFrame({"x": [1.0, 2.0]}), [1.0, 2.0]), ValueError, r"a has shape \(2, 1\)"),
+    (lambda: comparisons.compare(pd.Series([1.0, 2.0], index=[0, 0]), [1.0, 2.0]), ValueError,
+     r"seeds \[0, 0\], one of"),
+    (lambda: comparisons.compare("0.1 0.2", [1.0, 2.0]), TypeError, r"a='0.1 0.2' must hold one score per seed"),
+    (lambda: comparisons.compare([1.0, 2.0], [1.0, 2.0], margin=math.nan), ValueError, r"margin=nan must be finite"),
+    (lambda: comparisons.compare([1.0, 2.0], [1.0, 2.0], higher_is_better="yes"), TypeError, r"higher_is_better='yes'"),
     (lambda: claims.verdict(5, 3), ValueError, r"hits=5 must be in \[0, 3\]"),
     (lambda: claims.verdict(-1, 3), ValueError, r"hits=-1 must be in \[0, 3\]"),
     (lambda: claims.verdict(1, 2.5), TypeError, r"total=2.5 must be an int"),

@@ -12,14 +12,15 @@ import pandas as pd
 import pytest
 from conftest import blobs
 
-from fedcore import algorithms, models
-from fedcore.experiments import claims, common
-from fedcore.experiments.claims import CONFIRMED, CONTRADICTED, NOT_DECIDABLE, WITHIN_NOISE, Scope
-from fedcore.experiments.fafed import experiment as fafed
-from fedcore.experiments.fedli import experiment as fedli
-from fedcore.experiments.fedopt import experiment as fedopt
-from fedcore.experiments.fedopt import tuning as fedopt_grids
-from fedcore.experiments.padamfed import experiment as padamfed
+from fedcore import algorithms, comparisons, models
+from fedcore.comparisons import CONFIRMED, CONTRADICTED, NOT_DECIDABLE, WITHIN_NOISE
+from papers import claims, common
+from papers.claims import Scope
+from papers.fafed import experiment as fafed
+from papers.fedli import experiment as fedli
+from papers.fedopt import experiment as fedopt
+from papers.fedopt import tuning as fedopt_grids
+from papers.padamfed import experiment as padamfed
 
 SCALES = {"fedopt": fedopt.SCALES, "fedopt grids": fedopt_grids.GRIDS, "padamfed": padamfed.SCALES,
           "fedli": fedli.SCALES, "fafed": fafed.SCALES}
@@ -166,30 +167,30 @@ def test_compare_refuses_a_seed_labelled_beside_an_unlabelled_input() -> None:
     """Labels on one side only would pair by position, the labels ignored: the verdict flips with their order."""
     a = pd.Series([3.5, 2.5, 1.5, 0.5], index=[3, 2, 1, 0])
     b = [0.0, 1.0, 2.0, 3.0]
-    for call in (lambda: claims.compare(a, b), lambda: claims.compare(b, a), lambda: claims.paired(a, b),
-                 lambda: claims.compare(a.to_dict(), np.asarray(b))):
+    for call in (lambda: comparisons.compare(a, b), lambda: comparisons.compare(b, a), lambda: comparisons.paired(a, b),
+                 lambda: comparisons.compare(a.to_dict(), np.asarray(b))):
         with pytest.raises(ValueError, match=r"labelled by seeds .* and (a|b) is not"):
             call()
-    assert claims.compare(a, pd.Series(b, index=[0, 1, 2, 3]))[0] == CONFIRMED  # both labelled: by seed
-    assert claims.compare(list(a), b)[0] == WITHIN_NOISE  # neither: by position, as given
+    assert comparisons.compare(a, pd.Series(b, index=[0, 1, 2, 3]))[0] == CONFIRMED  # both labelled: by seed
+    assert comparisons.compare(list(a), b)[0] == WITHIN_NOISE  # neither: by position, as given
 
 
 @pytest.mark.parametrize("call, error, message", [
-    (lambda: claims.any_of(["confirmd", CONFIRMED]), ValueError, r"outcomes \['confirmd'\] are not among"),
-    (lambda: claims.all_of(["confirmd", CONFIRMED]), ValueError, r"outcomes \['confirmd'\] are not among"),
-    (lambda: claims.all_of("confirmed"), TypeError, r"outcomes='confirmed' must be a list of outcomes"),
-    (lambda: claims.any_of("confirmed"), TypeError, r"outcomes='confirmed' must be a list of outcomes"),
-    (lambda: claims.any_of(5), TypeError, r"outcomes=5 must be a list of outcomes"),
-    (lambda: claims.any_of([]), ValueError, r"outcomes=\[\] is empty: any_of needs at least one alternative"),
+    (lambda: comparisons.any_of(["confirmd", CONFIRMED]), ValueError, r"outcomes \['confirmd'\] are not among"),
+    (lambda: comparisons.all_of(["confirmd", CONFIRMED]), ValueError, r"outcomes \['confirmd'\] are not among"),
+    (lambda: comparisons.all_of("confirmed"), TypeError, r"outcomes='confirmed' must be a list of outcomes"),
+    (lambda: comparisons.any_of("confirmed"), TypeError, r"outcomes='confirmed' must be a list of outcomes"),
+    (lambda: comparisons.any_of(5), TypeError, r"outcomes=5 must be a list of outcomes"),
+    (lambda: comparisons.any_of([]), ValueError, r"outcomes=\[\] is empty: any_of needs at least one alternative"),
     (lambda: claims.judge([NOT_DECIDABLE], seeds=-2), ValueError, r"seeds=-2 must be >= 1"),
     (lambda: claims.judge([NOT_DECIDABLE], seeds=0), ValueError, r"seeds=0 must be >= 1"),
     (lambda: claims.judge([CONFIRMED], seeds=2.5), TypeError, r"seeds=2.5 must be an int"),
     (lambda: claims.not_decidable(-2), ValueError, r"seeds=-2 must be >= 1"),
-    (lambda: claims.holm([1.5, 0.01]), ValueError, r"p_values\[0\]=1.5 not in \[0, 1\]"),
-    (lambda: claims.holm([0.01, -0.2]), ValueError, r"p_values\[1\]=-0.2 not in \[0, 1\]"),
-    (lambda: claims.holm(0.05), TypeError, r"p_values=0.05 must be a list of p-values"),
-    (lambda: claims.holm("0.05"), TypeError, r"p_values='0.05' must be a list of p-values"),
-    (lambda: claims.holm(["0.05"]), TypeError, r"p_values\[0\]='0.05' must be a number"),
+    (lambda: comparisons.holm([1.5, 0.01]), ValueError, r"p_values\[0\]=1.5 not in \[0, 1\]"),
+    (lambda: comparisons.holm([0.01, -0.2]), ValueError, r"p_values\[1\]=-0.2 not in \[0, 1\]"),
+    (lambda: comparisons.holm(0.05), TypeError, r"p_values=0.05 must be a list of p-values"),
+    (lambda: comparisons.holm("0.05"), TypeError, r"p_values='0.05' must be a list of p-values"),
+    (lambda: comparisons.holm(["0.05"]), TypeError, r"p_values\[0\]='0.05' must be a number"),
     (lambda: Scope(("t",), "small", 10, (0, 0)), ValueError, r"seeds=\[0, 0\] repeats a seed"),
     (lambda: Scope(("t",), "small", 10, (-1, 2)), ValueError, r"seeds=-1 must be >= 0"),
     (lambda: Scope(("t",), "small", 10, ()), ValueError, r"seeds=\(\) is empty, but rounds=10"),
@@ -201,7 +202,7 @@ def test_compare_refuses_a_seed_labelled_beside_an_unlabelled_input() -> None:
     (lambda: claims.learned_something({"FedAvg": None}, 10.0, 1.0), TypeError, r"scores\['FedAvg'\]=None must be"),
     (lambda: Scope("cr", "small", 10, (0, 1)), TypeError, r"tasks='cr' must be a sequence of task names"),
     (lambda: Scope(("cr",), "small", 10, (0, 1)).narrowed("cr"), TypeError, r"tasks='cr' must be a sequence"),
-    (lambda: claims.paired([1.0, 2.0, 3.0], [0.0, 1.5, 2.0]).interval(95), ValueError,
+    (lambda: comparisons.paired([1.0, 2.0, 3.0], [0.0, 1.5, 2.0]).interval(95), ValueError,
      r"confidence=95 not in \(0, 1\)"),
 ])
 def test_a_claim_helper_refuses_what_judge_refuses(call, error, message) -> None:
@@ -212,13 +213,13 @@ def test_a_claim_helper_refuses_what_judge_refuses(call, error, message) -> None
 def test_the_claim_helpers_still_take_what_they_document() -> None:
     """NaN p-values (one seed) stay NaN in Holm's k; a deterministic scope has no seeds; a NaN score beats nothing;
     a generator of outcomes is a list of outcomes; all_of of no check is confirmed."""
-    adjusted = claims.holm([0.5, math.nan, 0.0, 1.0])
+    adjusted = comparisons.holm([0.5, math.nan, 0.0, 1.0])
     assert math.isnan(adjusted[1]) and adjusted[2] == 0.0 and adjusted[0] == 1.0
     assert str(Scope((), "small", None, ())).endswith("deterministic")
     assert Scope(("t",), "small", 10, [2, 1], tuning_seeds=[7]).seeds == (2, 1)
     assert claims.learned_something({"FedAvg": math.nan, "FedAdam": 80.0, "SCAFFOLD": np.float32(81)}, 10.0, 1.0)
-    assert claims.all_of(o for o in (CONFIRMED, CONFIRMED)) == CONFIRMED and claims.all_of([]) == CONFIRMED
-    assert claims.any_of((CONTRADICTED, WITHIN_NOISE)) == WITHIN_NOISE
+    assert comparisons.all_of(o for o in (CONFIRMED, CONFIRMED)) == CONFIRMED and comparisons.all_of([]) == CONFIRMED
+    assert comparisons.any_of((CONTRADICTED, WITHIN_NOISE)) == WITHIN_NOISE
     assert claims.judge([NOT_DECIDABLE], seeds=3) == "not decidable at 3 seeds"
     assert claims.judge([NOT_DECIDABLE], seeds=None) == "not decidable at these seeds"
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from fedcore.experiments import records
+from papers import records
 
 RERUN = r"re-run .*scripts/run_notebooks\.py --scale medium notebooks/"
 

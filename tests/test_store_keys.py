@@ -160,7 +160,7 @@ def test_a_key_holds_the_shared_modules_and_its_own_familys_and_no_other() -> No
 def test_numerics_names_files_that_exist_and_leaves_out_presentation() -> None:
     files = {path.relative_to(PACKAGE).as_posix() for path in numerics_files()}
     assert {"algorithms/client.py", "server_opt.py", "params.py", "engine/loop.py", "data/federated.py"} <= files
-    for presentation in ("plots.py", "explore.py", "store.py", "experiments/claims.py", "flower/app.py"):
+    for presentation in ("plots.py", "explore.py", "store.py", "flower/app.py"):
         assert presentation not in files
 
 
@@ -181,8 +181,7 @@ def _edit(path: Path) -> None:
 
 
 @pytest.mark.parametrize(("edited", "decides"), [
-    ("plots.py", False), ("explore.py", False), ("experiments/fedopt/figures.py", False),
-    ("experiments/claims.py", False), ("experiments/common.py", False), ("flower/app.py", False),
+    ("plots.py", False), ("explore.py", False), ("flower/app.py", False),
     ("store.py", False), ("algorithms/client.py", True), ("algorithms/fedopt.py", True), ("server_opt.py", True),
     ("params.py", True), ("models.py", True), ("data/federated.py", True), ("engine/loop.py", True),
     ("engine/streams.py", True), ("run.py", True),
@@ -268,7 +267,7 @@ def test_edits_to_figures_claims_and_notebooks_keep_every_key_and_an_edit_to_the
     keys = _keys(original, tmp_path / "a.sqlite")
     assert [len(keys[name]) for name in ("fedavg", "scaffold", "fedadam", "fafed")] == [1, 1, 2, 1]
     presented = _copy(tmp_path / "b")
-    for edited in ("fedcore/plots.py", "fedcore/experiments/fedopt/figures.py", "fedcore/experiments/claims.py",
+    for edited in ("fedcore/plots.py", "papers/fedopt/figures.py", "papers/claims.py",
                    "notebooks/01_fedopt.py"):
         _edit(presented / edited)
     assert _keys(presented, tmp_path / "b.sqlite") == keys
