@@ -55,6 +55,7 @@ def t_quantile(seeds: int, confidence: float = CONFIDENCE) -> float:
     return float(stats.t.ppf(0.5 + confidence / 2, check_int("seeds", seeds, 2) - 1))
 
 
+@dataclass(frozen=True)
 class Paired:
     """The per-seed differences ``a - b`` of two methods' scores, oriented so that positive means ``a`` is better
     (for a loss: ``b - a``).  ``a`` and ``b`` are kept (oriented the same way) for the probability of
@@ -366,7 +367,7 @@ def check_outcomes(outcomes: Any) -> list[str]:
 def all_of(outcomes: Sequence[str]) -> str:
     """One outcome from checks that must all pass (a task's several comparisons): contradicted if one is,
     confirmed if all are (no check: confirmed, nothing to fail), else undecided (not decidable where one is).
-    Each outcome one of :data:`OUTCOMES`, as :func:`judge` takes them."""
+    Each outcome one of :data:`OUTCOMES`."""
     outcomes = check_outcomes(outcomes)
     return CONTRADICTED if CONTRADICTED in outcomes else CONFIRMED if set(outcomes) <= {CONFIRMED} \
         else NOT_DECIDABLE if NOT_DECIDABLE in outcomes else WITHIN_NOISE
@@ -375,7 +376,7 @@ def all_of(outcomes: Sequence[str]) -> str:
 def any_of(outcomes: Sequence[str]) -> str:
     """One outcome from alternatives of which one must pass (some adaptive method beats the baselines): confirmed
     if one is, contradicted if all are, else undecided (not decidable where every undecided one is).  Each outcome
-    one of :data:`OUTCOMES`, as :func:`judge` takes them; no alternative at all is a ``ValueError`` (nothing to
+    one of :data:`OUTCOMES`; no alternative at all is a ``ValueError`` (nothing to
     choose from is no outcome)."""
     outcomes = check_outcomes(outcomes)
     if not outcomes:

@@ -55,7 +55,8 @@ class Family(comparisons.Family):
 
     def verdict(self, most: bool = False, outcomes: Sequence[str] | Mapping[str, str] | None = None) -> str:
         """:func:`judge` of the corrected :attr:`outcomes`, or of ``outcomes`` derived from them (one per task of
-        several checks, :func:`all_of`; a list where a contradicted claim should count, not name, where it held)."""
+        several checks, :func:`~fedcore.comparisons.all_of`; a list where a contradicted claim should count, not
+        name, where it held)."""
         return judge(self.outcomes if outcomes is None else outcomes, most, self.seeds or None)
 
     def judged(self, ours: str, scope: Scope, most: bool = False,
@@ -74,11 +75,11 @@ def not_decidable(seeds: int | None) -> str:
 
 
 def judge(outcomes: Sequence[str] | Mapping[str, str], most: bool = False, seeds: int | None = None) -> str:
-    """The verdict of a claim from its checks' outcomes (each one of :data:`OUTCOMES`; ``{label: outcome}`` names
-    where a contradicted claim still held): see the module's rules.  With ``most`` the claim asks more than half
-    of its checks to pass: it holds when more than half are confirmed, does not hold when the confirmed and the
-    undecided together are at most half, partly when some are confirmed otherwise.  ``seeds``: the seeds behind
-    the checks (an int >= 1; None: unknown), for "not decidable at ``seeds`` seeds"."""
+    """The verdict of a claim from its checks' outcomes (each one of :data:`~fedcore.comparisons.OUTCOMES`;
+    ``{label: outcome}`` names where a contradicted claim still held): see the module's rules.  With ``most`` the claim
+    asks more than half of its checks to pass: it holds when more than half are confirmed, does not hold when the
+    confirmed and the undecided together are at most half, partly when some are confirmed otherwise.  ``seeds``: the
+    seeds behind the checks (an int >= 1; None: unknown), for "not decidable at ``seeds`` seeds"."""
     labels = dict(outcomes) if isinstance(outcomes, Mapping) else {}
     outcomes, most = check_outcomes(labels.values() if labels else outcomes), check_bool("most", most)
     seeds = None if seeds is None else check_int("seeds", seeds, 1)

@@ -416,8 +416,8 @@ def _metric_record():
     return metric_record
 SMALL = dict(rounds=1, clients_per_round=2, local_steps=1, batch_size=2, progress=False)
 EXAMPLES_PER_FILE = {"files.py": 1, "partition.py": 1, "shakespeare_corpus.py": 1, "sweeps.py": 2, "checks.py": 2,
-                     "counterexample.py": 1, "models.py": 4, "schedules.py": 1, "tuning.py": 1, "claims.py": 2,
-                     "app.py": 1, "records.py": 1}
+                     "counterexample.py": 1, "models.py": 4, "schedules.py": 1, "tuning.py": 1, "claims.py": 1,
+                     "comparisons.py": 1, "app.py": 1, "records.py": 1}
 
 
 @pytest.mark.parametrize("case", range(len(EXAMPLE_CASES)))
@@ -433,14 +433,17 @@ def test_every_example_in_an_error_message_works(case, tmp_path) -> None:
 
 
 def test_every_example_in_the_library_has_a_case() -> None:
-    """Every "e.g." in a string of fedcore's source that is not a docstring, a comment or a paper's words (a
-    ``Claim``'s text quotes its paper) is counted: those are the messages; a new one needs its case in EXAMPLE_CASES
-    (and this count)."""
+    """Every "e.g." in a string of fedcore's and the papers' source that is not a docstring, a comment or a paper's
+    words (a ``Claim``'s text quotes its paper) is counted: those are the messages; a new one needs its case in
+    EXAMPLE_CASES (and this count)."""
     import ast
     import pathlib
 
+    import papers
+
     found: dict[str, int] = {}
-    for path in pathlib.Path(fedcore.__file__).parent.rglob("*.py"):
+    roots = [pathlib.Path(package.__file__).parent for package in (fedcore, papers)]
+    for path in [path for root in roots for path in sorted(root.rglob("*.py"))]:
         tree = ast.parse(path.read_text())
         docstrings = {id(node.body[0].value) for node in ast.walk(tree)
                       if isinstance(node, (ast.Module, ast.FunctionDef, ast.ClassDef)) and node.body

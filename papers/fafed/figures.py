@@ -192,7 +192,7 @@ class DifferenceDisplay:
     def from_scores(cls, scores: Mapping[str, tuple[pd.DataFrame, bool, float]], method: str,
                     other: str) -> DifferenceDisplay:
         """``scores``: ``{panel: (table, higher_is_better, scale)}``, each table rows (setting, method) by seeds;
-        each panel ``method`` against ``other`` (:func:`papers.claims.paired`)."""
+        each panel ``method`` against ``other`` (:func:`fedcore.comparisons.paired`)."""
         differences = {}
         for panel, (table, higher, scale) in scores.items():
             rows = {}

@@ -85,7 +85,7 @@ def effects(scores: pd.DataFrame, scale: float = 100.0) -> pd.DataFrame:
     """Each design step's score beside the step before it: ``scores`` has one row per step (in the design's order)
     and one column per seed (``Results.scores().loc[task]``); per step the mean and sd over the seeds (times
     ``scale``) and its difference from the step before, the 95% paired t interval and p
-    (:func:`~papers.claims.compare`, uncorrected, with its outcome)."""
+    (:func:`~fedcore.comparisons.compare`, uncorrected, with its outcome)."""
     rows, previous = {}, None
     for step, values in scores.iterrows():
         values = values.astype(float)
