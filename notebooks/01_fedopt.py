@@ -442,7 +442,7 @@ with pd.option_context("display.max_colwidth", None):
     display(pd.Series(experiment.CENTRALIZED_RULES, name="what the centralized row runs here").to_frame())
 first_cut = experiment.decay_every("emnist_cr", cr_task.settings["rounds"], scale.decay)
 after_cut = 1 - first_cut / cr_task.settings["rounds"]  # the share of the run after the cut
-decay_gain = {m: 100 * float(pd.Series([common.late_gain(h, "test_accuracy", after_cut, common.SCORE_EVALUATIONS)
+decay_gain = {m: 100 * float(pd.Series([paper.late_gain(h, "test_accuracy", after_cut, common.SCORE_EVALUATIONS)
                                         for h in runs]).mean()) for m, runs in results["emnist_cr"].items()}
 print(f"what the constant-rate runs gained from the cut (round {first_cut}) to the end, the score's window there "
       "against the same window at the cut (points, mean over the seeds):", {m: round(g, 1) for m, g in

@@ -17,6 +17,7 @@ from fedcore.results import History
 from papers import common
 from papers.claims import Scope
 from papers.common import Task
+from papers.fedopt import paper as fedopt_paper
 
 SETTINGS = dict(rounds=6, clients_per_round=3, local_steps=2, batch_size=4, eval_every=2, weighting="samples")
 
@@ -96,21 +97,21 @@ def test_late_gain_is_the_last_evaluation_minus_the_one_a_fraction_earlier() -> 
     frame = pd.DataFrame({"test_accuracy": [0.1, 0.3, math.nan, 0.5, 0.6, 0.65, math.nan]},
                          index=pd.Index([0, 5, 10, 15, 20, 25, 30], name="round"))
     history = History(frame, "FedAvg", "loop", {})
-    assert common.late_gain(history) == pytest.approx(0.65 - 0.5)  # at or before round 16.7 of 25: round 15
-    assert common.late_gain(history, fraction=0.5) == pytest.approx(0.65 - 0.3)  # last evaluated 25: at or before 12.5
-    assert common.late_gain(history, fraction=0.9) == pytest.approx(0.65 - 0.1)
+    assert fedopt_paper.late_gain(history) == pytest.approx(0.65 - 0.5)  # at or before round 16.7 of 25: round 15
+    assert fedopt_paper.late_gain(history, fraction=0.5) == pytest.approx(0.65 - 0.3)  # at or before 12.5
+    assert fedopt_paper.late_gain(history, fraction=0.9) == pytest.approx(0.65 - 0.1)
     # windows of 2: the last two (0.6, 0.65) against the two ending at round 15 (0.3, 0.5)
-    assert common.late_gain(history, evaluations=2) == pytest.approx((0.6 + 0.65) / 2 - (0.3 + 0.5) / 2)
+    assert fedopt_paper.late_gain(history, evaluations=2) == pytest.approx((0.6 + 0.65) / 2 - (0.3 + 0.5) / 2)
     # a window longer than the evaluations before the cut takes those there are: round 5 only at fraction 0.8
-    assert common.late_gain(history, fraction=0.8, evaluations=3) == \
+    assert fedopt_paper.late_gain(history, fraction=0.8, evaluations=3) == \
         pytest.approx((0.5 + 0.6 + 0.65) / 3 - (0.1 + 0.3) / 2)
     with pytest.raises(ValueError, match="evaluations=0"):
-        common.late_gain(history, evaluations=0)
-    assert math.isnan(common.late_gain(History(frame, "FedAvg", "loop", {}, diverged_round=30)))
+        fedopt_paper.late_gain(history, evaluations=0)
+    assert math.isnan(fedopt_paper.late_gain(History(frame, "FedAvg", "loop", {}, diverged_round=30)))
     with pytest.raises(ValueError, match="fraction=0"):
-        common.late_gain(history, fraction=0)
+        fedopt_paper.late_gain(history, fraction=0)
     with pytest.raises(ValueError, match="'accuracy' is not a column"):
-        common.late_gain(history, "accuracy")
+        fedopt_paper.late_gain(history, "accuracy")
 
 
 def test_score_table_and_mean_sd_by_hand() -> None:

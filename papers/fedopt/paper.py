@@ -3,6 +3,7 @@ its main text's claims (:data:`CLAIMS`) judged on our :class:`Evidence` by :mod:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -10,11 +11,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from fedcore.checks import check_choice
+from fedcore.checks import check_choice, check_int, check_range
 from fedcore.comparisons import CONFIRMED, CONTRADICTED, all_of, any_of, compare
+from fedcore.results import History
 from papers.claims import NOT_TESTABLE, Claim, Family, Judgement, Scope, learned_something
 from papers.claims import claims_table as shared_claims_table
 from papers.common import Tuning
+from papers.common.tasks import columns_of
 from papers.fedopt.tuning import good_shares, good_threshold, heatmaps
 
 METHODS = ("FedAdagrad", "FedAdam", "FedYogi", "FedAvgM", "FedAvg")
@@ -121,7 +124,7 @@ LEARNED = 0.5
 """A task enters the Table 1 claims only if most methods beat its trivial baseline by more than this."""
 PLATEAU = 1.0
 """ExpDecay is judged only where the constant-rate runs had plateaued at its cut: their median gain from there to the
-end (``common.late_gain``, accuracy points) at most this."""
+end (:func:`late_gain`, accuracy points) at most this."""
 
 
 @dataclass(frozen=True)
@@ -342,3 +345,23 @@ def claims_table(evidence: Evidence, claims: tuple[Claim, ...] = CLAIMS) -> pd.D
     if not isinstance(evidence, Evidence):
         raise TypeError(f"evidence={type(evidence).__name__} must be a papers.fedopt.paper.Evidence")
     return shared_claims_table(evidence, claims, SOURCE)
+
+
+def late_gain(history: History, metric: str = "test_accuracy", fraction: float = 1 / 3, evaluations: int = 1) -> float:
+    """How much a run still gained at its end: the mean of ``metric``'s last ``evaluations`` evaluations minus the
+    mean of the ``evaluations`` ending at the last one at or before round ``(1 - fraction) T`` (with
+    ``common.SCORE_EVALUATIONS``: the score's window at the end against the same window at the cut, less noisy than one
+    evaluation each).  A run that has plateaued gains about 0; NaN if it diverged; for a loss, a negative gain is
+    progress."""
+    columns_of(history, metric)
+    check_range("fraction", fraction, 0, 1, low_closed=False)
+    evaluations = check_int("evaluations", evaluations, 1)
+    if history.diverged:
+        return math.nan
+    column = history.frame[metric].dropna()
+    last = int(column.index.max())
+    before = column[column.index <= last - fraction * last]
+    if before.empty:
+        raise ValueError(f"fraction={fraction!r}: no evaluation of {metric!r} at or before round "
+                         f"{last - fraction * last:g} of {last}; give a larger run or a smaller fraction in (0, 1)")
+    return float(column.iloc[-evaluations:].mean() - before.iloc[-evaluations:].mean())
