@@ -168,9 +168,10 @@ def test_numerics_names_files_that_exist_and_leaves_out_presentation() -> None:
 
 
 def _copy(tmp_path: Path) -> Path:
-    """A copy of the package and the notebooks, as a tree with the package at ``<copy>/fedcore``."""
+    """A copy of the package, the papers and the notebooks, as a tree with the package at ``<copy>/fedcore``."""
     copy = tmp_path / "tree"
     shutil.copytree(PACKAGE, copy / "fedcore", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(ROOT / "papers", copy / "papers", ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copytree(ROOT / "notebooks", copy / "notebooks", ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
     return copy
 
