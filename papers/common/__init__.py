@@ -20,7 +20,6 @@ good span around a value).  Their names are gathered here, so that a notebook re
 ``common.tune``.
 """
 
-
 from papers.common.contract import CONTRACT, run
 from papers.common.results import (
     Results,
@@ -48,9 +47,9 @@ from papers.common.tasks import (
 from papers.common.tuning import Tuning, beyond_edges, bind, chosen_apart, grid_scores, grids_at, on_edge, tune
 
 __all__ = [
-    'Kind', 'Kinds', 'Scale', 'scale_at', 'half_decades', 'SCORE_EVALUATIONS', 'ROUND_SETTINGS', 'Builder',
-    'Selection', 'Task', 'scope', 'window_score', 'window_rounds', 'Results', 'score_table', 'mean_sd',
-    'mean_sd_cell', 'near_best', 'near_best_by_column', 'mean_over_seeds', 'best_value', 'by_method_seed', 'bind',
-    'chosen_apart', 'grids_at', 'on_edge', 'grid_scores', 'Tuning', 'beyond_edges', 'tune', 'CONTRACT', 'run',
-    'sweep_table', 'outward_sweep', 'good_span', 'span_width', 'span_decades', 'span_decades_by_seed',
+    "Kind", "Kinds", "Scale", "scale_at", "half_decades", "SCORE_EVALUATIONS", "ROUND_SETTINGS", "Builder",
+    "Selection", "Task", "scope", "window_score", "window_rounds", "Results", "score_table", "mean_sd",
+    "mean_sd_cell", "near_best", "near_best_by_column", "mean_over_seeds", "best_value", "by_method_seed", "bind",
+    "chosen_apart", "grids_at", "on_edge", "grid_scores", "Tuning", "beyond_edges", "tune", "CONTRACT", "run",
+    "sweep_table", "outward_sweep", "good_span", "span_width", "span_decades", "span_decades_by_seed",
 ]

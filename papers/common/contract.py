@@ -5,9 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from fedcore.checks import (
-    check_seeds,
-)
+from fedcore.checks import check_seeds
 from fedcore.results import History
 from fedcore.run import simulate, simulate_runs
 from fedcore.store import Store

@@ -10,9 +10,7 @@ from functools import partial
 import numpy as np
 import pandas as pd
 
-from fedcore.checks import (
-    check_range,
-)
+from fedcore.checks import check_range
 from fedcore.comparisons import compare
 from fedcore.results import History
 from papers.common.tasks import Task
